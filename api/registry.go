@@ -1,0 +1,143 @@
+package api
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+)
+
+// The resources minictl serves, in the order discovery lists them. The
+// functions each entry names live in the file of its kind group: pod.go,
+// service.go, core.go (namespaces, nodes, endpoints, events), config.go
+// (configmaps, secrets), quota.go (resourcequotas, limitranges),
+// coordination.go and apps.go.
+var (
+	Namespaces = &Resource{
+		Version: "v1", Kind: "Namespace", Plural: "namespaces", Singular: "namespace",
+		ShortNames: []string{"ns"}, Subresources: []string{"status", "finalize"},
+		New:          func() Object { return &corev1.Namespace{} },
+		ValidateName: apivalidation.NameIsDNSLabel,
+		Default:      defaulter(defaultNamespace), Validate: validator(validateNamespace),
+		PrepareForCreate: defaulter(prepareNamespaceForCreate), PrepareForUpdate: updatePreparer(prepareNamespaceForUpdate),
+		SelectableFields: selectable(namespaceFields), FieldLabels: namespaceFieldLabels,
+	}
+	Pods = &Resource{
+		Version: "v1", Kind: "Pod", Plural: "pods", Singular: "pod", Namespaced: true,
+		ShortNames: []string{"po"}, Categories: []string{"all"},
+		Subresources: []string{"status", "binding"},
+		New:          func() Object { return &corev1.Pod{} },
+		Default:      defaulter(defaultPod), Validate: validator(validatePod), ValidateUpdate: updateValidator(validatePodUpdate),
+		PrepareForCreate: defaulter(preparePodForCreate), PrepareForUpdate: updatePreparer(preparePodForUpdate),
+		SelectableFields: selectable(podFields), FieldLabels: podFieldLabels,
+	}
+	Nodes = &Resource{
+		Version: "v1", Kind: "Node", Plural: "nodes", Singular: "node",
+		ShortNames: []string{"no"}, Subresources: []string{"status"},
+		New:     func() Object { return &corev1.Node{} },
+		Default: defaulter(defaultNode), Validate: validator(validateNode), ValidateUpdate: updateValidator(validateNodeUpdate),
+		PrepareForUpdate: updatePreparer(prepareNodeForUpdate),
+		SelectableFields: selectable(nodeFields), FieldLabels: nodeFieldLabels,
+	}
+	Services = &Resource{
+		Version: "v1", Kind: "Service", Plural: "services", Singular: "service", Namespaced: true,
+		ShortNames: []string{"svc"}, Categories: []string{"all"}, Subresources: []string{"status"},
+		New:          func() Object { return &corev1.Service{} },
+		ValidateName: apivalidation.NameIsDNSLabel,
+		Default:      defaulter(defaultService), Validate: validator(validateService), ValidateUpdate: updateValidator(validateServiceUpdate),
+		PrepareForCreate: defaulter(prepareServiceForCreate), PrepareForUpdate: updatePreparer(prepareServiceForUpdate),
+		SelectableFields: selectable(serviceFields), FieldLabels: serviceFieldLabels,
+	}
+	Endpoints = &Resource{
+		Version: "v1", Kind: "Endpoints", Plural: "endpoints", Singular: "endpoints", Namespaced: true,
+		ShortNames: []string{"ep"},
+		New:        func() Object { return &corev1.Endpoints{} },
+		Default:    defaulter(defaultEndpoints), Validate: validator(validateEndpoints),
+	}
+	ConfigMaps = &Resource{
+		Version: "v1", Kind: "ConfigMap", Plural: "configmaps", Singular: "configmap", Namespaced: true,
+		ShortNames: []string{"cm"},
+		New:        func() Object { return &corev1.ConfigMap{} },
+		Validate:   validator(validateConfigMap), ValidateUpdate: updateValidator(validateConfigMapUpdate),
+	}
+	Secrets = &Resource{
+		Version: "v1", Kind: "Secret", Plural: "secrets", Singular: "secret", Namespaced: true,
+		New:     func() Object { return &corev1.Secret{} },
+		Default: defaulter(defaultSecret), Validate: validator(validateSecret), ValidateUpdate: updateValidator(validateSecretUpdate),
+		SelectableFields: selectable(secretFields), FieldLabels: secretFieldLabels,
+	}
+	ServiceAccounts = &Resource{
+		Version: "v1", Kind: "ServiceAccount", Plural: "serviceaccounts", Singular: "serviceaccount", Namespaced: true,
+		ShortNames: []string{"sa"},
+		New:        func() Object { return &corev1.ServiceAccount{} },
+	}
+	Events = &Resource{
+		Version: "v1", Kind: "Event", Plural: "events", Singular: "event", Namespaced: true,
+		ShortNames:       []string{"ev"},
+		New:              func() Object { return &corev1.Event{} },
+		Validate:         validator(validateEvent),
+		SelectableFields: selectable(eventFields), FieldLabels: eventFieldLabels,
+	}
+	ResourceQuotas = &Resource{
+		Version: "v1", Kind: "ResourceQuota", Plural: "resourcequotas", Singular: "resourcequota", Namespaced: true,
+		ShortNames: []string{"quota"}, Subresources: []string{"status"},
+		New:              func() Object { return &corev1.ResourceQuota{} },
+		Validate:         validator(validateResourceQuota),
+		PrepareForCreate: defaulter(prepareResourceQuotaForCreate), PrepareForUpdate: updatePreparer(prepareResourceQuotaForUpdate),
+	}
+	LimitRanges = &Resource{
+		Version: "v1", Kind: "LimitRange", Plural: "limitranges", Singular: "limitrange", Namespaced: true,
+		ShortNames: []string{"limits"},
+		New:        func() Object { return &corev1.LimitRange{} },
+		Default:    defaulter(defaultLimitRange), Validate: validator(validateLimitRange),
+	}
+	Leases = &Resource{
+		Group: "coordination.k8s.io", Version: "v1", Kind: "Lease", Plural: "leases", Singular: "lease", Namespaced: true,
+		New:      func() Object { return &coordinationv1.Lease{} },
+		Validate: validator(validateLease),
+	}
+	ReplicaSets = &Resource{
+		Group: "apps", Version: "v1", Kind: "ReplicaSet", Plural: "replicasets", Singular: "replicaset", Namespaced: true,
+		ShortNames: []string{"rs"}, Categories: []string{"all"}, Subresources: []string{"status", "scale"},
+		New:     func() Object { return &appsv1.ReplicaSet{} },
+		Default: defaulter(defaultReplicaSet), Validate: validator(validateReplicaSet), ValidateUpdate: updateValidator(validateReplicaSetUpdate),
+		PrepareForCreate: defaulter(prepareReplicaSetForCreate), PrepareForUpdate: updatePreparer(prepareReplicaSetForUpdate),
+		SelectableFields: selectable(replicaSetFields), FieldLabels: replicaSetFieldLabels,
+	}
+	Deployments = &Resource{
+		Group: "apps", Version: "v1", Kind: "Deployment", Plural: "deployments", Singular: "deployment", Namespaced: true,
+		ShortNames: []string{"deploy"}, Categories: []string{"all"}, Subresources: []string{"status", "scale"},
+		New:     func() Object { return &appsv1.Deployment{} },
+		Default: defaulter(defaultDeployment), Validate: validator(validateDeployment), ValidateUpdate: updateValidator(validateDeploymentUpdate),
+		PrepareForCreate: defaulter(prepareDeploymentForCreate), PrepareForUpdate: updatePreparer(prepareDeploymentForUpdate),
+	}
+)
+
+var all = []*Resource{
+	Namespaces, Pods, Nodes, Services, Endpoints, ConfigMaps, Secrets, ServiceAccounts,
+	Events, ResourceQuotas, LimitRanges, Leases, ReplicaSets, Deployments,
+}
+
+// Resources returns every served resource, in discovery order. Callers must
+// not modify the entries.
+func Resources() []*Resource { return all }
+
+// Lookup finds a resource by group, version and plural.
+func Lookup(group, version, plural string) (*Resource, bool) {
+	for _, r := range all {
+		if r.Group == group && r.Version == version && r.Plural == plural {
+			return r, true
+		}
+	}
+	return nil, false
+}
+
+// ForObject finds the resource whose objects have obj's Go type.
+func ForObject(obj Object) (*Resource, bool) {
+	for _, r := range all {
+		if sameType(r.New(), obj) {
+			return r, true
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,124 @@
+// Package api is minictl's resource catalogue: for every kind the API server
+// serves, one Resource entry says where it lives on the wire (group, version,
+// plural, scope), which subresources it has, and how its objects are
+// defaulted, validated and selected. The wire types themselves are
+// k8s.io/api's; this package adds only what kube-apiserver's registry adds.
+//
+// Adding a resource to minictl is adding one entry to the table in
+// registry.go.
+package api
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Object is what every served kind is: a k8s.io/api struct pointer, which has
+// ObjectMeta (metav1.Object) and TypeMeta (runtime.Object).
+type Object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// Resource describes one served resource. The functions are optional; a nil
+// function means "nothing to do" for that kind.
+type Resource struct {
+	Group      string // "" for the core group
+	Version    string
+	Kind       string
+	Plural     string // the path segment: "pods"
+	Singular   string // "pod"
+	Namespaced bool
+	ShortNames []string
+	Categories []string
+	// Subresources lists the served subresources: "status", "scale",
+	// "binding", "finalize".
+	Subresources []string
+
+	// New returns a new, empty object of the Go type that is stored.
+	New func() Object
+
+	// Default fills in the fields Kubernetes defaults for this kind.
+	Default func(obj Object)
+	// Validate checks an object about to be created or updated, apart from
+	// its ObjectMeta, which the API server validates for every kind.
+	Validate func(obj Object) field.ErrorList
+	// ValidateUpdate checks what may not change between old and obj
+	// (immutable fields), beyond what Validate checks.
+	ValidateUpdate func(obj, old Object) field.ErrorList
+	// PrepareForCreate resets what a client may not set on create
+	// (usually status). PrepareForUpdate carries over, from old, what a
+	// main-resource update may not change (usually status).
+	PrepareForCreate func(obj Object)
+	PrepareForUpdate func(obj, old Object)
+	// SelectableFields returns the field set a fieldSelector is matched
+	// against, beyond metadata.name and metadata.namespace, which every
+	// kind has.
+	SelectableFields func(obj Object) fields.Set
+	// FieldLabels lists the keys SelectableFields produces: the field
+	// labels a fieldSelector may name beyond metadata.name and
+	// metadata.namespace. See FieldLabelSupported.
+	FieldLabels []string
+
+	// ValidateName checks metadata.name (prefix false) and
+	// metadata.generateName (prefix true). nil means a DNS-1123 subdomain,
+	// which is what most kinds require.
+	ValidateName apivalidation.ValidateNameFunc
+}
+
+// GroupVersion returns the resource's group and version.
+func (r *Resource) GroupVersion() schema.GroupVersion {
+	return schema.GroupVersion{Group: r.Group, Version: r.Version}
+}
+
+// APIVersion returns the apiVersion objects of this resource carry: "v1" or
+// "apps/v1".
+func (r *Resource) APIVersion() string { return r.GroupVersion().String() }
+
+// GroupResource returns the group and plural, as Kubernetes errors name a
+// resource ("pods", "deployments.apps").
+func (r *Resource) GroupResource() schema.GroupResource {
+	return schema.GroupResource{Group: r.Group, Resource: r.Plural}
+}
+
+// HasSubresource reports whether sub is served for this resource.
+func (r *Resource) HasSubresource(sub string) bool {
+	for _, s := range r.Subresources {
+		if s == sub {
+			return true
+		}
+	}
+	return false
+}
+
+// NewObject returns a new object with its TypeMeta filled in.
+func (r *Resource) NewObject() Object {
+	obj := r.New()
+	obj.GetObjectKind().SetGroupVersionKind(r.GroupVersion().WithKind(r.Kind))
+	return obj
+}
+
+// Fields returns the full field set of obj for fieldSelector matching.
+func (r *Resource) Fields(obj Object) fields.Set {
+	var set fields.Set
+	if r.SelectableFields != nil {
+		set = r.SelectableFields(obj)
+	}
+	if set == nil {
+		set = fields.Set{}
+	}
+	set["metadata.name"] = obj.GetName()
+	if r.Namespaced {
+		set["metadata.namespace"] = obj.GetNamespace()
+	}
+	return set
+}
+
+// Accessor returns obj's metadata; it is meta.Accessor for callers that hold
+// a runtime.Object.
+func Accessor(obj runtime.Object) (metav1.Object, error) { return meta.Accessor(obj) }

@@ -1,0 +1,5 @@
+package api
+
+import "reflect"
+
+func sameType(a, b any) bool { return reflect.TypeOf(a) == reflect.TypeOf(b) }
