@@ -1,0 +1,188 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// KeyValue is one key as stored.
+type KeyValue struct {
+	Key   string
+	Value []byte
+	// Revision is the revision of the key's last write (etcd's mod revision).
+	Revision int64
+}
+
+// ListOptions select a page of a List.
+type ListOptions struct {
+	// Revision reads the state as of this revision; 0 means the latest.
+	Revision int64
+	// Limit caps the number of items; 0 means all.
+	Limit int64
+	// StartKey is the first key to return (inclusive); "" means the start of
+	// the prefix. To read the next page, pass the last key returned + "\x00"
+	// and the first page's Revision.
+	StartKey string
+}
+
+// ListResult is one page of a List.
+type ListResult struct {
+	// Items are sorted by key.
+	Items []KeyValue
+	// Revision is the revision the page was read at: opts.Revision when
+	// given, else the store's revision at the time of the read.
+	Revision int64
+	// More reports that keys after the last item remain.
+	More bool
+	// RemainingItemCount is how many keys remain after this page.
+	RemainingItemCount int64
+}
+
+// Create writes key only if it is absent, and returns the write's revision.
+// It fails with ErrExists if the key is present.
+func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(value))).
+		Commit()
+	if err != nil {
+		return 0, fmt.Errorf("store: create %s: %w", key, err)
+	}
+	if !resp.Succeeded {
+		return 0, fmt.Errorf("store: create %s: %w", key, ErrExists)
+	}
+	return resp.Header.Revision, nil
+}
+
+// Get reads the latest value of key; ErrNotFound if it is absent.
+func (s *Store) Get(ctx context.Context, key string) (*KeyValue, error) {
+	resp, err := s.client.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("store: get %s: %w", key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, fmt.Errorf("store: get %s: %w", key, ErrNotFound)
+	}
+	kv := resp.Kvs[0]
+	return &KeyValue{Key: string(kv.Key), Value: kv.Value, Revision: kv.ModRevision}, nil
+}
+
+// List reads the keys in [max(prefix, opts.StartKey), end of prefix), sorted
+// by key. A prefix that names a folder should end in "/", so that
+// "/registry/pods/" does not also match "/registry/podsx/". It fails with
+// ErrCompacted if opts.Revision has been compacted, and ErrFutureRevision if
+// it has not been written yet.
+func (s *Store) List(ctx context.Context, prefix string, opts ListOptions) (*ListResult, error) {
+	start, end := prefix, clientv3.GetPrefixRangeEnd(prefix)
+	if opts.StartKey > start {
+		start = opts.StartKey
+	}
+	if start == "" {
+		start = "\x00" // etcd has no empty key; this is the first one possible
+	}
+	// etcd returns a range in key order. A StartKey past the prefix makes
+	// an empty range, which still checks the revision.
+	rev := opts.Revision
+	resp, err := s.client.Get(ctx, start, clientv3.WithRange(end), clientv3.WithRev(rev), clientv3.WithLimit(opts.Limit))
+	if err != nil {
+		return nil, fmt.Errorf("store: list %s at revision %d: %w", prefix, rev, s.readError(err))
+	}
+	out := &ListResult{
+		Items:    make([]KeyValue, 0, len(resp.Kvs)),
+		Revision: pick(rev, resp.Header.Revision),
+		More:     resp.More,
+	}
+	for _, kv := range resp.Kvs {
+		out.Items = append(out.Items, KeyValue{Key: string(kv.Key), Value: kv.Value, Revision: kv.ModRevision})
+	}
+	if resp.More {
+		out.RemainingItemCount = resp.Count - int64(len(resp.Kvs))
+	}
+	return out, nil
+}
+
+// Update replaces key's value if its revision is still expectedRevision, and
+// returns the write's revision. It fails with ErrNotFound if the key is
+// absent and ErrConflict if it is at another revision.
+func (s *Store) Update(ctx context.Context, key string, value []byte, expectedRevision int64) (int64, error) {
+	resp, err := s.client.Txn(ctx).
+		If(
+			clientv3.Compare(clientv3.CreateRevision(key), ">", 0),
+			clientv3.Compare(clientv3.ModRevision(key), "=", expectedRevision),
+		).
+		Then(clientv3.OpPut(key, string(value))).
+		Else(clientv3.OpGet(key, clientv3.WithKeysOnly())).
+		Commit()
+	if err != nil {
+		return 0, fmt.Errorf("store: update %s: %w", key, err)
+	}
+	if !resp.Succeeded {
+		return 0, fmt.Errorf("store: update %s: %w", key, failedPrecondition(resp, expectedRevision))
+	}
+	return resp.Header.Revision, nil
+}
+
+// Delete removes key and returns the delete's revision. With
+// expectedRevision 0 it deletes whatever revision the key is at; otherwise
+// only that revision, failing with ErrConflict if the key is at another. It
+// fails with ErrNotFound if the key is absent.
+func (s *Store) Delete(ctx context.Context, key string, expectedRevision int64) (int64, error) {
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), ">", 0)}
+	if expectedRevision != 0 {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", expectedRevision))
+	}
+	resp, err := s.client.Txn(ctx).
+		If(cmps...).
+		Then(clientv3.OpDelete(key)).
+		Else(clientv3.OpGet(key, clientv3.WithKeysOnly())).
+		Commit()
+	if err != nil {
+		return 0, fmt.Errorf("store: delete %s: %w", key, err)
+	}
+	if !resp.Succeeded {
+		return 0, fmt.Errorf("store: delete %s: %w", key, failedPrecondition(resp, expectedRevision))
+	}
+	return resp.Header.Revision, nil
+}
+
+// Revision returns the store's current revision: that of the latest write.
+func (s *Store) Revision(ctx context.Context) (int64, error) {
+	resp, err := s.client.Get(ctx, "\x00", clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("store: revision: %w", err)
+	}
+	return resp.Header.Revision, nil
+}
+
+// failedPrecondition explains why an Update or Delete transaction took its
+// Else branch, which read the key.
+func failedPrecondition(resp *clientv3.TxnResponse, expected int64) error {
+	kvs := resp.Responses[0].GetResponseRange().GetKvs()
+	if len(kvs) == 0 {
+		return ErrNotFound
+	}
+	return fmt.Errorf("%w: expected revision %d, key is at %d", ErrConflict, expected, kvs[0].ModRevision)
+}
+
+// readError maps etcd's errors about the requested revision to ours.
+func (s *Store) readError(err error) error {
+	switch {
+	case errors.Is(err, rpctypes.ErrCompacted):
+		return fmt.Errorf("%w (oldest kept: %d or later)", ErrCompacted, s.CompactedRevision())
+	case errors.Is(err, rpctypes.ErrFutureRev):
+		return ErrFutureRevision
+	}
+	return err
+}
+
+// pick returns a unless it is zero, else b.
+func pick(a, b int64) int64 {
+	if a != 0 {
+		return a
+	}
+	return b
+}

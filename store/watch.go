@@ -1,0 +1,140 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// EventType says what a WatchEvent changed. The zero value is neither: it is
+// the type of progress and error events.
+type EventType int
+
+const (
+	// Put: the key was created or updated.
+	Put EventType = iota + 1
+	// Delete: the key was deleted.
+	Delete
+)
+
+func (t EventType) String() string {
+	switch t {
+	case Put:
+		return "PUT"
+	case Delete:
+		return "DELETE"
+	}
+	return fmt.Sprintf("EventType(%d)", int(t))
+}
+
+// WatchEvent is one change, one progress notification, or the error that
+// ends a watch.
+type WatchEvent struct {
+	Type EventType
+	Key  string
+	// Value is the new value of a Put.
+	Value []byte
+	// PrevValue is the value before the change: set on a Delete and on a
+	// Put that updated an existing key, unless the revision just before the
+	// change has been compacted.
+	PrevValue []byte
+	// Revision is the revision of this change; for a progress notification,
+	// the revision up to which nothing under the prefix has changed.
+	Revision int64
+	// Created marks a Put that created the key.
+	Created bool
+	// Progress marks a progress notification: no change under the prefix
+	// up to Revision.
+	Progress bool
+	// Err is set on the last event of a watch that ended for another reason
+	// than its context: it wraps ErrCompacted when fromRevision is older
+	// than the oldest revision kept. The channel closes after it.
+	Err error
+}
+
+// Watch returns every change under prefix with revision >= fromRevision (0
+// means changes after now), in revision order, with previous values. While
+// nothing under prefix changes it sends progress notifications, once the
+// store's revision has reached fromRevision. The channel closes when ctx
+// ends, or after an event with Err set. A caller that stops receiving must
+// cancel ctx, which ends the watch's goroutine.
+func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) <-chan WatchEvent {
+	out := make(chan WatchEvent)
+	// Requiring a leader makes a watch on a partitioned member fail instead
+	// of going silent; the cancel ends the etcd watch when we stop reading.
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithProgressNotify()}
+	if fromRevision > 0 {
+		opts = append(opts, clientv3.WithRev(fromRevision))
+	}
+	wch := s.client.Watch(wctx, prefix, opts...)
+
+	go func() {
+		defer close(out)
+		defer cancel()
+		send := func(ev WatchEvent) bool {
+			select {
+			case out <- ev:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		for resp := range wch {
+			if err := s.watchError(resp, prefix, fromRevision); err != nil {
+				if ctx.Err() == nil {
+					send(WatchEvent{Err: err})
+				}
+				return
+			}
+			if resp.IsProgressNotify() {
+				if !send(WatchEvent{Progress: true, Revision: resp.Header.Revision}) {
+					return
+				}
+				continue
+			}
+			for _, ev := range resp.Events {
+				if !send(watchEvent(ev)) {
+					return
+				}
+			}
+		}
+		if ctx.Err() == nil {
+			send(WatchEvent{Err: fmt.Errorf("store: watch %s: closed by the store", prefix)})
+		}
+	}()
+	return out
+}
+
+// watchError returns why resp ends the watch, or nil if it does not.
+func (s *Store) watchError(resp clientv3.WatchResponse, prefix string, fromRevision int64) error {
+	if resp.CompactRevision != 0 {
+		s.noteCompacted(resp.CompactRevision)
+		return fmt.Errorf("%w: watch %s from revision %d: oldest kept is %d", ErrCompacted, prefix, fromRevision, resp.CompactRevision)
+	}
+	if err := resp.Err(); err != nil {
+		return fmt.Errorf("store: watch %s: %w", prefix, err)
+	}
+	if resp.Canceled {
+		return fmt.Errorf("store: watch %s: canceled by etcd", prefix)
+	}
+	return nil
+}
+
+func watchEvent(ev *clientv3.Event) WatchEvent {
+	out := WatchEvent{Key: string(ev.Kv.Key), Revision: ev.Kv.ModRevision}
+	switch ev.Type {
+	case mvccpb.PUT:
+		out.Type = Put
+		out.Value = ev.Kv.Value
+		out.Created = ev.IsCreate()
+	case mvccpb.DELETE:
+		out.Type = Delete
+	}
+	if ev.PrevKv != nil {
+		out.PrevValue = ev.PrevKv.Value
+	}
+	return out
+}
