@@ -1,0 +1,219 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minictl/minictl/api"
+)
+
+// Client is the typed client of one resource: T is the k8s.io/api pointer
+// type (*corev1.Pod), and the resource is the catalogue entry serving it.
+// Objects it returns are new, owned by the caller, with TypeMeta set. It
+// never modifies the objects passed to it.
+type Client[T api.Object] struct {
+	rc  *RESTClient
+	res *api.Resource
+}
+
+// For returns the client of the resource whose objects have type T. It panics
+// when api serves no such type: that is a programming error, like a bad
+// type assertion.
+func For[T api.Object](rc *RESTClient) *Client[T] {
+	var zero T
+	res, ok := api.ForObject(zero)
+	if !ok {
+		panic(fmt.Sprintf("client.For: %T is not a served resource", zero))
+	}
+	return &Client[T]{rc: rc, res: res}
+}
+
+// Resource returns the catalogue entry of T.
+func (c *Client[T]) Resource() *api.Resource { return c.res }
+
+// REST returns the RESTClient c sends through.
+func (c *Client[T]) REST() *RESTClient { return c.rc }
+
+// List is one page of a list.
+type List[T api.Object] struct {
+	Items              []T
+	ResourceVersion    string // watch from here to see every later change
+	Continue           string // non-empty: pass as ListOptions.Continue for the next page
+	RemainingItemCount *int64
+}
+
+// Get reads one object. namespace is ignored for cluster-scoped resources.
+func (c *Client[T]) Get(ctx context.Context, namespace, name string) (T, error) {
+	path, err := objectPath(c.res, namespace, name)
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("get %s: %w", c.res.Plural, err)
+	}
+	return c.do(ctx, http.MethodGet, path, "", nil)
+}
+
+// List reads the objects of namespace, or of all namespaces when namespace is
+// "" (and always for a cluster-scoped resource). opts.Watch is ignored.
+func (c *Client[T]) List(ctx context.Context, namespace string, opts metav1.ListOptions) (*List[T], error) {
+	path, err := collectionPath(c.res, namespace)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", c.res.Plural, err)
+	}
+	opts.Watch = false
+	var wire struct {
+		Metadata metav1.ListMeta `json:"metadata"`
+		Items    []T             `json:"items"`
+	}
+	if err := c.rc.Do(ctx, http.MethodGet, path, ListOptionsQuery(opts), "", nil, &wire); err != nil {
+		return nil, err
+	}
+	list := &List[T]{
+		Items:              wire.Items,
+		ResourceVersion:    wire.Metadata.ResourceVersion,
+		Continue:           wire.Metadata.Continue,
+		RemainingItemCount: wire.Metadata.RemainingItemCount,
+	}
+	if list.Items == nil {
+		list.Items = []T{}
+	}
+	for i, item := range list.Items {
+		if any(item) == any(*new(T)) {
+			return nil, fmt.Errorf("list %s: item %d is null", c.res.Plural, i)
+		}
+		c.setTypeMeta(item)
+	}
+	return list, nil
+}
+
+// Create creates obj in its namespace (metadata.namespace, required for a
+// namespaced resource) and returns the object as stored.
+func (c *Client[T]) Create(ctx context.Context, obj T) (T, error) {
+	path, err := collectionPath(c.res, obj.GetNamespace())
+	if err == nil && c.res.Namespaced && obj.GetNamespace() == "" {
+		err = errors.New("metadata.namespace is required")
+	}
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("create %s: %w", c.res.Plural, err)
+	}
+	return c.send(ctx, http.MethodPost, path, obj)
+}
+
+// Update replaces obj. A metadata.resourceVersion that is no longer current
+// fails with a Conflict (IsConflict); an empty one overwrites
+// unconditionally. Status changes are ignored; use UpdateStatus.
+func (c *Client[T]) Update(ctx context.Context, obj T) (T, error) {
+	return c.put(ctx, obj)
+}
+
+// UpdateStatus replaces obj's status through the status subresource; the
+// rest of obj is ignored by the server. resourceVersion works as in Update.
+func (c *Client[T]) UpdateStatus(ctx context.Context, obj T) (T, error) {
+	return c.put(ctx, obj, "status")
+}
+
+func (c *Client[T]) put(ctx context.Context, obj T, subresource ...string) (T, error) {
+	path, err := objectPath(c.res, obj.GetNamespace(), obj.GetName(), subresource...)
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("update %s: %w", c.res.Plural, err)
+	}
+	return c.send(ctx, http.MethodPut, path, obj)
+}
+
+// Patch applies data, a patch of type pt (types.MergePatchType,
+// types.JSONPatchType, types.StrategicMergePatchType), to the object or to
+// its subresource, and returns the patched object.
+func (c *Client[T]) Patch(ctx context.Context, namespace, name string, pt types.PatchType, data []byte, subresource ...string) (T, error) {
+	path, err := objectPath(c.res, namespace, name, subresource...)
+	if err == nil && pt == "" {
+		err = errors.New("patch type is required")
+	}
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("patch %s: %w", c.res.Plural, err)
+	}
+	return c.do(ctx, http.MethodPatch, path, string(pt), data)
+}
+
+// Delete deletes one object. opts travels as the JSON body: a
+// GracePeriodSeconds, a PropagationPolicy (Foreground, Background, Orphan)
+// and Preconditions (uid, resourceVersion; a mismatch is a Conflict). The
+// object may live on after Delete returns, while finalizers or a graceful
+// deletion hold it.
+func (c *Client[T]) Delete(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
+	path, err := objectPath(c.res, namespace, name)
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", c.res.Plural, err)
+	}
+	body, err := json.Marshal(&opts)
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", c.res.Plural, err)
+	}
+	return c.rc.Do(ctx, http.MethodDelete, path, nil, "application/json", body, nil)
+}
+
+// DeleteCollection deletes every object of namespace (all namespaces when
+// "") that listOpts selects.
+func (c *Client[T]) DeleteCollection(ctx context.Context, namespace string, opts metav1.DeleteOptions, listOpts metav1.ListOptions) error {
+	path, err := collectionPath(c.res, namespace)
+	if err != nil {
+		return fmt.Errorf("deletecollection %s: %w", c.res.Plural, err)
+	}
+	body, err := json.Marshal(&opts)
+	if err != nil {
+		return fmt.Errorf("deletecollection %s: %w", c.res.Plural, err)
+	}
+	listOpts.Watch = false
+	return c.rc.Do(ctx, http.MethodDelete, path, ListOptionsQuery(listOpts), "application/json", body, nil)
+}
+
+// Watch starts a watch of namespace (all namespaces when "") from
+// opts.ResourceVersion; see Watcher. opts.Watch is implied.
+func (c *Client[T]) Watch(ctx context.Context, namespace string, opts metav1.ListOptions) (*Watcher[T], error) {
+	path, err := collectionPath(c.res, namespace)
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", c.res.Plural, err)
+	}
+	opts.Watch = true
+	ctx, cancel := context.WithCancel(ctx)
+	body, err := c.rc.Stream(ctx, path, ListOptionsQuery(opts))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return newWatcher[T](ctx, cancel, c.res, body), nil
+}
+
+// send encodes obj, with TypeMeta set on a copy, as the JSON body of a
+// request and decodes the object answered.
+func (c *Client[T]) send(ctx context.Context, method, path string, obj T) (T, error) {
+	cp := obj.DeepCopyObject().(api.Object)
+	c.setTypeMeta(cp)
+	body, err := json.Marshal(cp)
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("%s %s: encode: %w", method, path, err)
+	}
+	return c.do(ctx, method, path, "application/json", body)
+}
+
+func (c *Client[T]) do(ctx context.Context, method, path, contentType string, body []byte) (T, error) {
+	out := c.res.New().(T)
+	if err := c.rc.Do(ctx, method, path, nil, contentType, body, out); err != nil {
+		var zero T
+		return zero, err
+	}
+	c.setTypeMeta(out)
+	return out, nil
+}
+
+func (c *Client[T]) setTypeMeta(obj api.Object) {
+	obj.GetObjectKind().SetGroupVersionKind(c.res.GroupVersion().WithKind(c.res.Kind))
+}

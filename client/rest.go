@@ -1,0 +1,232 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// RESTClient speaks HTTP to one API server: it adds the credentials, the
+// Accept and User-Agent headers, the rate limit and the per-request timeout,
+// and turns non-2xx responses into *StatusError. It is safe for concurrent
+// use; share one per process, as every Client[T] built on it shares its
+// connections and its rate limit.
+type RESTClient struct {
+	base      *url.URL // scheme, host and an optional path prefix
+	http      *http.Client
+	token     string
+	userAgent string
+	timeout   time.Duration
+	limiter   *rate.Limiter // nil: unlimited
+}
+
+// New returns a client for cfg. It reads CAFile and the client certificate
+// files now, so a bad path fails here and not on the first request.
+func New(cfg *Config) (*RESTClient, error) {
+	if cfg == nil {
+		return nil, errors.New("client: nil config")
+	}
+	base, err := parseServer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	if base.Scheme == "https" {
+		tlsConfig, err := tlsConfigFor(cfg)
+		if err != nil {
+			return nil, err
+		}
+		transport.TLSClientConfig = tlsConfig
+	}
+	c := &RESTClient{
+		base:      base,
+		http:      &http.Client{Transport: transport},
+		token:     cfg.BearerToken,
+		userAgent: cfg.UserAgent,
+		timeout:   cfg.Timeout,
+	}
+	if c.userAgent == "" {
+		c.userAgent = DefaultUserAgent()
+	}
+	if cfg.QPS > 0 {
+		c.limiter = rate.NewLimiter(rate.Limit(cfg.QPS), max(cfg.Burst, 1))
+	}
+	return c, nil
+}
+
+// DefaultUserAgent is "<binary> (<os>/<arch>) minictl".
+func DefaultUserAgent() string {
+	return fmt.Sprintf("%s (%s/%s) minictl", filepath.Base(os.Args[0]), runtime.GOOS, runtime.GOARCH)
+}
+
+func parseServer(cfg *Config) (*url.URL, error) {
+	server := cfg.Server
+	if server == "" {
+		server = DefaultServer
+	}
+	if !strings.Contains(server, "://") {
+		scheme := "http://"
+		if cfg.CAFile != "" || len(cfg.CAData) > 0 || cfg.Insecure {
+			scheme = "https://"
+		}
+		server = scheme + server
+	}
+	u, err := url.Parse(server)
+	if err != nil {
+		return nil, fmt.Errorf("client: server %q: %w", cfg.Server, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("client: server %q: scheme must be http or https", cfg.Server)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("client: server %q: no host", cfg.Server)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("client: server %q: may not have a query or fragment", cfg.Server)
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawPath = ""
+	return u, nil
+}
+
+func tlsConfigFor(cfg *Config) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.Insecure}
+	caData := cfg.CAData
+	if len(caData) == 0 && cfg.CAFile != "" {
+		b, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("client: certificate authority: %w", err)
+		}
+		caData = b
+	}
+	if len(caData) > 0 && !cfg.Insecure {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caData) {
+			return nil, errors.New("client: certificate authority: no PEM certificate found")
+		}
+		tc.RootCAs = pool
+	}
+	certData, keyData := cfg.CertData, cfg.KeyData
+	for _, f := range []struct {
+		data *[]byte
+		file string
+	}{{&certData, cfg.CertFile}, {&keyData, cfg.KeyFile}} {
+		if len(*f.data) == 0 && f.file != "" {
+			b, err := os.ReadFile(f.file)
+			if err != nil {
+				return nil, fmt.Errorf("client: client certificate: %w", err)
+			}
+			*f.data = b
+		}
+	}
+	if len(certData) > 0 || len(keyData) > 0 {
+		cert, err := tls.X509KeyPair(certData, keyData)
+		if err != nil {
+			return nil, fmt.Errorf("client: client certificate: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+// Server returns the base URL requests go to.
+func (c *RESTClient) Server() string { return c.base.String() }
+
+// Do sends one request and decodes a 2xx JSON response into out (skipped when
+// out is nil or the body is empty). path is absolute ("/api/v1/pods") and is
+// joined to the server URL; query may be nil; contentType is sent only with a
+// body. A non-2xx response returns a *StatusError; a transport failure
+// returns the *url.Error that net/http reports. Config.Timeout bounds the
+// whole exchange, body included.
+func (c *RESTClient) Do(ctx context.Context, method, path string, query url.Values, contentType string, body []byte, out any) error {
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	resp, err := c.send(ctx, method, path, query, contentType, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%s %s: read response: %w", method, path, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return decodeError(resp.StatusCode, method, path, data)
+	}
+	if out == nil || len(data) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%s %s: decode response: %w", method, path, err)
+	}
+	return nil
+}
+
+// Stream sends a GET and returns the open body of a 2xx response for the
+// caller to read and close; it is what Watch is built on. Only ctx bounds it:
+// Config.Timeout does not apply to a stream.
+func (c *RESTClient) Stream(ctx context.Context, path string, query url.Values) (io.ReadCloser, error) {
+	resp, err := c.send(ctx, http.MethodGet, path, query, "", nil)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return nil, fmt.Errorf("GET %s: read response: %w", path, err)
+		}
+		return nil, decodeError(resp.StatusCode, http.MethodGet, path, data)
+	}
+	return resp.Body, nil
+}
+
+// send waits for the rate limiter and performs the request. The caller
+// closes the response body.
+func (c *RESTClient) send(ctx context.Context, method, path string, query url.Values, contentType string, body []byte) (*http.Response, error) {
+	if !strings.HasPrefix(path, "/") {
+		return nil, fmt.Errorf("%s %s: path must start with /", method, path)
+	}
+	if c.limiter != nil {
+		if err := c.limiter.Wait(ctx); err != nil {
+			return nil, fmt.Errorf("%s %s: rate limit: %w", method, path, err)
+		}
+	}
+	u := *c.base
+	u.Path = c.base.Path + path
+	u.RawQuery = query.Encode()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.userAgent)
+	if body != nil && contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	return c.http.Do(req)
+}

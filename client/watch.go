@@ -1,0 +1,195 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/minictl/minictl/api"
+)
+
+// Event is one change a watch reports.
+type Event[T api.Object] struct {
+	Type watch.EventType // watch.Added, Modified, Deleted, Bookmark or Error
+	// Object is the object after the change (before deletion, for
+	// Deleted). For Bookmark only its resourceVersion is meaningful. It is
+	// the zero T (nil) for Error.
+	Object T
+	// Status says what went wrong, for Error only: a Status with code 410
+	// (IsGone on Err()) means the requested resourceVersion is too old to
+	// replay; relist.
+	Status *metav1.Status
+}
+
+// Err returns the Status of an Error event as a *StatusError, and nil for
+// every other event.
+func (e Event[T]) Err() error {
+	if e.Type != watch.Error || e.Status == nil {
+		return nil
+	}
+	return &StatusError{ErrStatus: *e.Status}
+}
+
+// Watcher delivers the events of one watch stream, in the order the server
+// sent them. It owns one goroutine, which decodes the stream, and the
+// response body; both are gone once Events is closed.
+//
+// Events is closed when the stream ends: after Stop, when the context given
+// to Watch is cancelled, when the server ends the response, or when the
+// stream cannot be decoded. Err then says why. An Error event does not end
+// the stream by itself; the server normally ends it right after.
+//
+// Events is unbuffered: the decoder does not read ahead of the consumer, so
+// a consumer that stops receiving holds the stream (and the server's
+// buffer for it) where it is. Call Stop when done.
+type Watcher[T api.Object] struct {
+	events chan Event[T]
+	cancel context.CancelFunc
+	body   io.ReadCloser
+	res    *api.Resource
+
+	closeOnce sync.Once
+	done      chan struct{} // closed when the decoder goroutine has returned
+
+	mu  sync.Mutex
+	err error // why the stream ended; written once, before events is closed
+}
+
+// NewStreamWatcher returns a Watcher decoding body, a kube-style watch stream
+// (one {"type":..,"object":..} JSON document after another). It is what
+// Client.Watch uses on the response body, and what tests use to feed a
+// consumer a stream of their own making (an io.Pipe, a strings.Reader).
+// The Watcher closes body, and Stop relies on Close unblocking a Read in
+// progress, as it does for an HTTP response body and an io.Pipe. It panics
+// when T is not a served resource, as For does.
+func NewStreamWatcher[T api.Object](ctx context.Context, body io.ReadCloser) *Watcher[T] {
+	var zero T
+	res, ok := api.ForObject(zero)
+	if !ok {
+		panic(fmt.Sprintf("client.NewStreamWatcher: %T is not a served resource", zero))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	return newWatcher[T](ctx, cancel, res, body)
+}
+
+// newWatcher starts the decoder. cancel must cancel ctx; the Watcher calls
+// it when the stream ends.
+func newWatcher[T api.Object](ctx context.Context, cancel context.CancelFunc, res *api.Resource, body io.ReadCloser) *Watcher[T] {
+	w := &Watcher[T]{
+		events: make(chan Event[T]),
+		cancel: cancel,
+		body:   body,
+		res:    res,
+		done:   make(chan struct{}),
+	}
+	// A cancelled ctx closes the body, so that a Read blocked on a body
+	// that does not watch ctx (a pipe in a test) returns too.
+	stopAfter := context.AfterFunc(ctx, w.closeBody)
+	go w.run(ctx, stopAfter)
+	return w
+}
+
+// Events returns the channel of events, closed when the stream ends.
+func (w *Watcher[T]) Events() <-chan Event[T] { return w.events }
+
+// Stop ends the watch and returns once the decoder goroutine has returned
+// and the body is closed. Events not yet received are dropped. It is
+// idempotent and safe from any goroutine, including one that is ranging
+// over Events.
+func (w *Watcher[T]) Stop() {
+	w.cancel()
+	w.closeBody() // unblocks a Read on a body that does not watch ctx
+	<-w.done
+}
+
+// Err returns why the stream ended: nil after Stop, a cancelled context or a
+// clean end of the response, otherwise the read or decode error (a stream
+// cut in the middle of an event is io.ErrUnexpectedEOF). It is nil while
+// the stream is open.
+func (w *Watcher[T]) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+func (w *Watcher[T]) closeBody() {
+	w.closeOnce.Do(func() { _ = w.body.Close() })
+}
+
+// run decodes events until the stream ends, then records why, releases the
+// body and context, and closes events.
+func (w *Watcher[T]) run(ctx context.Context, stopAfter func() bool) {
+	defer close(w.done)
+	err := w.decodeAll(ctx)
+	if ctx.Err() != nil {
+		err = nil // Stop or the caller's cancel: not a failure
+	}
+	stopAfter()
+	w.cancel()
+	w.closeBody()
+	w.mu.Lock()
+	w.err = err
+	w.mu.Unlock()
+	close(w.events)
+}
+
+// wireEvent is metav1.WatchEvent with the object left raw until its type is
+// known.
+type wireEvent struct {
+	Type   watch.EventType `json:"type"`
+	Object json.RawMessage `json:"object"`
+}
+
+func (w *Watcher[T]) decodeAll(ctx context.Context) error {
+	dec := json.NewDecoder(w.body)
+	for {
+		var we wireEvent
+		if err := dec.Decode(&we); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil // the server ended the response between events
+			}
+			return fmt.Errorf("watch %s: decode: %w", w.res.Plural, err)
+		}
+		ev, err := w.event(we)
+		if err != nil {
+			return fmt.Errorf("watch %s: %w", w.res.Plural, err)
+		}
+		select {
+		case w.events <- ev:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// event decodes the object of one wire event according to its type.
+func (w *Watcher[T]) event(we wireEvent) (Event[T], error) {
+	ev := Event[T]{Type: we.Type}
+	if len(we.Object) == 0 || string(we.Object) == "null" {
+		return ev, fmt.Errorf("%s event without an object", we.Type)
+	}
+	switch we.Type {
+	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
+		obj := w.res.New().(T)
+		if err := json.Unmarshal(we.Object, obj); err != nil {
+			return ev, fmt.Errorf("decode %s object: %w", we.Type, err)
+		}
+		obj.GetObjectKind().SetGroupVersionKind(w.res.GroupVersion().WithKind(w.res.Kind))
+		ev.Object = obj
+	case watch.Error:
+		st := &metav1.Status{}
+		if err := json.Unmarshal(we.Object, st); err != nil {
+			return ev, fmt.Errorf("decode ERROR status: %w", err)
+		}
+		ev.Status = st
+	default:
+		return ev, fmt.Errorf("unknown event type %q", we.Type)
+	}
+	return ev, nil
+}
