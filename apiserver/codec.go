@@ -1,0 +1,145 @@
+package apiserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/yaml"
+
+	"github.com/minictl/minictl/api"
+)
+
+// DefaultMaxRequestBodyBytes is the largest body the server reads, as in
+// kube-apiserver (3 MiB); larger bodies get 413 and change nothing.
+const DefaultMaxRequestBodyBytes = 3 << 20
+
+var objectMediaTypes = []string{"application/json", "application/yaml"}
+
+// readBody reads at most limit bytes of the request body; a longer body is a
+// 413 RequestEntityTooLarge.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("read request body: %v", err))
+	}
+	if int64(len(body)) > limit {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", limit))
+	}
+	return body, nil
+}
+
+// mediaType returns the request's Content-Type without parameters;
+// application/json when none was sent, as curl users often forget it.
+func mediaType(r *http.Request) string {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return "application/json"
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return ct
+	}
+	return mt
+}
+
+// toJSON turns a JSON or YAML body into JSON.
+func toJSON(mt string, body []byte) ([]byte, error) {
+	switch mt {
+	case "application/json":
+		return body, nil
+	case "application/yaml", "application/x-yaml", "text/yaml":
+		j, err := yaml.YAMLToJSON(body)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not valid YAML: %v", err))
+		}
+		return j, nil
+	}
+	return nil, newUnsupportedMediaType(mt, objectMediaTypes)
+}
+
+// decodeObject reads an object of res from the request body (JSON or YAML).
+// The body's kind and apiVersion, when given, must be res's; unknown fields
+// are an error only with fieldValidation=Strict, as in Kubernetes.
+func (s *Server) decodeObject(r *http.Request, res *api.Resource) (api.Object, error) {
+	body, err := readBody(r, s.maxBody)
+	if err != nil {
+		return nil, err
+	}
+	data, err := toJSON(mediaType(r), body)
+	if err != nil {
+		return nil, err
+	}
+	return decodeInto(res, data, r.URL.Query().Get("fieldValidation") == "Strict")
+}
+
+func decodeInto(res *api.Resource, data []byte, strict bool) (api.Object, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, apierrors.NewBadRequest("the request body is empty; send a " + res.Kind + " object")
+	}
+	obj := res.New()
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(obj); err != nil {
+		return nil, apierrors.NewBadRequest(describeJSONError(res, err))
+	}
+	if dec.More() {
+		return nil, apierrors.NewBadRequest("the request body holds more than one JSON value")
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Kind != "" && gvk.Kind != res.Kind {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is a %s, but this URL serves %s (kind %s)", gvk.Kind, res.Plural, res.Kind))
+	}
+	if av := obj.GetObjectKind().GroupVersionKind().GroupVersion().String(); gvk.Version != "" && av != res.APIVersion() {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body has apiVersion %q, but this URL serves %q", av, res.APIVersion()))
+	}
+	setTypeMeta(res, obj)
+	return obj, nil
+}
+
+func describeJSONError(res *api.Resource, err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("the body is not valid JSON: %v (at byte %d)", syn, syn.Offset)
+	case errors.As(err, &typ):
+		return fmt.Sprintf("%s in version %q cannot be handled as a %s: field %s: cannot use a JSON %s as %s",
+			res.Kind, res.APIVersion(), res.Kind, typ.Field, typ.Value, typ.Type)
+	}
+	return fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", res.Kind, res.APIVersion(), res.Kind, err)
+}
+
+func setTypeMeta(res *api.Resource, obj api.Object) {
+	obj.GetObjectKind().SetGroupVersionKind(res.GroupVersion().WithKind(res.Kind))
+}
+
+// encodeForStorage is the value written to etcd: the object's JSON without a
+// resourceVersion, which is etcd's mod revision and is set on the way out.
+func encodeForStorage(obj api.Object) ([]byte, error) {
+	rv := obj.GetResourceVersion()
+	obj.SetResourceVersion("")
+	data, err := json.Marshal(obj)
+	obj.SetResourceVersion(rv)
+	return data, err
+}
+
+// decodeFromStorage reads a stored value and stamps the revision it was
+// stored at as its resourceVersion.
+func decodeFromStorage(res *api.Resource, data []byte, rev int64) (api.Object, error) {
+	obj := res.New()
+	if err := json.Unmarshal(data, obj); err != nil {
+		return nil, fmt.Errorf("decode stored %s: %w", res.Kind, err)
+	}
+	setTypeMeta(res, obj)
+	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return obj, nil
+}

@@ -1,0 +1,23 @@
+// Package apiserver is minictl's kube-apiserver: the Kubernetes REST API
+// over one etcd.
+//
+// Design, one line a part:
+//   - request.go reads a path into a requestInfo (resource, namespace,
+//     name, subresource, verb), as kube-apiserver's RequestInfoFactory does.
+//   - storage.go maps objects to etcd keys and JSON values, and does
+//     read-modify-write with compare-and-swap (GuaranteedUpdate).
+//   - write.go and delete.go are the create, update, patch and delete paths:
+//     server-set metadata, defaults, admission, validation, graceful
+//     deletion, finalizers and propagation policy.
+//   - watchcache.go holds one etcd watch per resource and fans events out
+//     to every HTTP watcher (the Cacher); read.go serves lists and watches
+//     from it or from etcd, with Kubernetes' resourceVersion semantics.
+//   - subresources.go serves status, scale, binding and finalize.
+//   - discovery.go serves /api, /apis and the resource lists, generated from
+//     the api package's registry.
+//
+// Guarantees: every error is a Kubernetes Status with the right code and
+// reason, and a request that fails changes nothing; a panic in a handler
+// answers 500 and the server keeps serving; a resourceVersion is an etcd
+// revision, so versions only grow, across restarts too.
+package apiserver

@@ -1,0 +1,109 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/minictl/minictl/api"
+)
+
+// serveResource answers every request under /api/v1/ and
+// /apis/<group>/<version>/: it reads the path and method into a
+// requestInfo and hands it to the verb's handler.
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, group, version, rest string) {
+	ri, ok := parseResourcePath(group, version, splitPath(rest))
+	if !ok {
+		writeStatus(w, newNotFoundPath(r.URL.Path))
+		return
+	}
+	verb, ok := verbFor(r, ri)
+	if !ok {
+		writeStatus(w, newMethodNotAllowed(r.Method, r.URL.Path))
+		return
+	}
+	ri.verb = verb
+	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+	start := time.Now()
+	defer func() {
+		s.metrics.requests.WithLabelValues(verb, ri.res.Plural, ri.subresource, strconv.Itoa(rec.code)).Inc()
+		if verb != "watch" {
+			s.metrics.latency.WithLabelValues(verb, ri.res.Plural).Observe(time.Since(start).Seconds())
+		}
+	}()
+	if err := s.dispatch(rec, r, ri); err != nil {
+		writeStatus(rec, err)
+	}
+}
+
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
+	switch ri.subresource {
+	case "status":
+		return s.serveStatus(w, r, ri)
+	case "scale":
+		return s.serveScale(w, r, ri)
+	case "binding":
+		return s.serveBinding(w, r, ri)
+	case "finalize":
+		return s.serveFinalize(w, r, ri)
+	}
+	switch ri.verb {
+	case "get":
+		return s.serveGet(w, r, ri)
+	case "list":
+		return s.serveList(w, r, ri)
+	case "watch":
+		return s.serveWatch(w, r, ri)
+	case "create":
+		return s.serveCreate(w, r, ri)
+	case "update":
+		return s.serveUpdate(w, r, ri)
+	case "patch":
+		return s.servePatch(w, r, ri)
+	case "delete":
+		return s.serveDelete(w, r, ri)
+	case "deletecollection":
+		return s.serveDeleteCollection(w, r, ri)
+	}
+	return newMethodNotAllowed(r.Method, r.URL.Path)
+}
+
+// statusRecorder remembers the code a handler answered with, for metrics,
+// and passes Flush through for watches.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.code = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func writeObject(w http.ResponseWriter, code int, obj api.Object) error {
+	writeJSON(w, code, obj)
+	return nil
+}
+
+func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
+
+// ctxErr reports a cancelled request as what it is rather than a storage
+// failure.
+func ctxErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return apierrors.NewTimeoutError("the request was cancelled or timed out", 0)
+	}
+	return err
+}

@@ -1,0 +1,411 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/store"
+)
+
+// listOptions are a list or watch request's query parameters.
+type listOptions struct {
+	filter            filter
+	resourceVersion   string
+	rvMatch           metav1.ResourceVersionMatch
+	limit             int64
+	continueToken     string
+	timeout           time.Duration
+	bookmarks         bool
+	sendInitialEvents *bool
+}
+
+func (s *Server) parseListOptions(r *http.Request, ri *requestInfo) (*listOptions, error) {
+	q := r.URL.Query()
+	o := &listOptions{
+		filter:          filter{namespace: ri.namespace},
+		resourceVersion: q.Get("resourceVersion"),
+		rvMatch:         metav1.ResourceVersionMatch(q.Get("resourceVersionMatch")),
+		continueToken:   q.Get("continue"),
+		bookmarks:       isTrue(q.Get("allowWatchBookmarks")),
+	}
+	sel, err := labels.Parse(q.Get("labelSelector"))
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
+	}
+	o.filter.label = sel
+	if o.filter.field, err = parseFieldSelector(ri.res, q.Get("fieldSelector")); err != nil {
+		return nil, err
+	}
+	if v := q.Get("limit"); v != "" {
+		if o.limit, err = strconv.ParseInt(v, 10, 64); err != nil || o.limit < 0 {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("limit must be a non-negative integer, not %q", v))
+		}
+	}
+	if v := q.Get("timeoutSeconds"); v != "" {
+		secs, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || secs < 0 {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("timeoutSeconds must be a non-negative integer, not %q", v))
+		}
+		o.timeout = time.Duration(secs) * time.Second
+	}
+	if v := q.Get("sendInitialEvents"); v != "" {
+		b := isTrue(v)
+		o.sendInitialEvents = &b
+	}
+	if o.resourceVersion != "" {
+		if _, err := strconv.ParseUint(o.resourceVersion, 10, 64); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: must be a decimal number", o.resourceVersion))
+		}
+	}
+	switch o.rvMatch {
+	case "", metav1.ResourceVersionMatchNotOlderThan, metav1.ResourceVersionMatchExact:
+	default:
+		return nil, invalidListOption("resourceVersionMatch", string(o.rvMatch), "must be NotOlderThan or Exact")
+	}
+	// A watch may ask for the most recent state with
+	// sendInitialEvents=true&resourceVersionMatch=NotOlderThan and no
+	// resourceVersion (client-go's watch-list); a list may not.
+	if o.rvMatch != "" && o.resourceVersion == "" && ri.verb != "watch" {
+		return nil, invalidListOption("resourceVersionMatch", string(o.rvMatch), "resourceVersionMatch is forbidden unless resourceVersion is provided")
+	}
+	if o.rvMatch == metav1.ResourceVersionMatchExact && o.resourceVersion == "0" {
+		return nil, invalidListOption("resourceVersionMatch", string(o.rvMatch), "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"")
+	}
+	if o.continueToken != "" && o.resourceVersion != "" && o.resourceVersion != "0" {
+		return nil, invalidListOption("resourceVersion", o.resourceVersion, "specifying resource version is not allowed when using continue")
+	}
+	return o, nil
+}
+
+func invalidListOption(field, value, msg string) error {
+	return apierrors.NewBadRequest(fmt.Sprintf("%s: Invalid value: %q: %s", field, value, msg))
+}
+
+// parseFieldSelector parses a fieldSelector and refuses fields the resource
+// cannot be selected by, with the message Kubernetes gives.
+func parseFieldSelector(res *api.Resource, s string) (fields.Selector, error) {
+	sel, err := fields.ParseSelector(s)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector %q: %v", s, err))
+	}
+	for _, req := range sel.Requirements() {
+		if !api.FieldLabelSupported(res, req.Field) {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+		}
+		if req.Operator != selection.Equals && req.Operator != selection.DoubleEquals && req.Operator != selection.NotEquals {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector %q: only =, == and != are supported", s))
+		}
+	}
+	return sel, nil
+}
+
+func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
+	rs := s.stores[ri.res]
+	if r.URL.Query().Get("resourceVersion") == "0" {
+		if o, _ := s.caches[ri.res].get(rs.key(ri.namespace, ri.name)); o != nil {
+			writeRaw(w, http.StatusOK, o.raw)
+			return nil
+		}
+		return apierrors.NewNotFound(ri.res.GroupResource(), ri.name)
+	}
+	obj, err := rs.get(r.Context(), ri.namespace, ri.name)
+	if err != nil {
+		return err
+	}
+	return writeObject(w, http.StatusOK, obj)
+}
+
+// continueToken is what a paginated list hands back: the revision the first
+// page was read at, and the key the next page starts from.
+type continueToken struct {
+	APIVersion string `json:"v"`
+	RV         int64  `json:"rv"`
+	Start      string `json:"start"`
+}
+
+func encodeContinue(rv int64, start string) string {
+	data, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", RV: rv, Start: start})
+	return base64.RawURLEncoding.EncodeToString(data)
+}
+
+func decodeContinue(s string) (continueToken, error) {
+	var t continueToken
+	data, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(data, &t)
+	}
+	if err != nil || t.APIVersion != "meta.k8s.io/v1" || t.RV <= 0 || strings.Contains(t.Start, "/..") {
+		return t, apierrors.NewBadRequest(fmt.Sprintf("continue key is not valid: %q", s))
+	}
+	return t, nil
+}
+
+// serveList answers a list. Where it is served from follows Kubernetes:
+// resourceVersion "0" (any) and a resourceVersion with NotOlderThan are
+// served from the watch cache; no resourceVersion (the most recent),
+// Exact, pages and continue tokens are read from etcd.
+func (s *Server) serveList(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
+	o, err := s.parseListOptions(r, ri)
+	if err != nil {
+		return err
+	}
+	cache := s.caches[ri.res]
+	fromCache := o.continueToken == "" && (o.resourceVersion == "0" ||
+		(o.resourceVersion != "" && o.rvMatch != metav1.ResourceVersionMatchExact && o.limit == 0))
+	if fromCache {
+		if o.resourceVersion != "0" {
+			rv, _ := strconv.ParseInt(o.resourceVersion, 10, 64)
+			if err := cache.waitFresh(r.Context(), rv); err != nil {
+				return err
+			}
+		}
+		items, rv := cache.list(&o.filter)
+		raws := make([][]byte, len(items))
+		for i, it := range items {
+			raws[i] = it.raw
+		}
+		return writeList(w, ri.res, metav1.ListMeta{ResourceVersion: strconv.FormatInt(rv, 10)}, raws)
+	}
+	return s.listFromStore(w, r.Context(), ri, o)
+}
+
+// listFromStore reads one page from etcd. With selectors it keeps reading
+// until the page is full or the keys run out, as Kubernetes does, so a
+// page never comes back short while more matches exist.
+func (s *Server) listFromStore(w http.ResponseWriter, ctx context.Context, ri *requestInfo, o *listOptions) error {
+	rs := s.stores[ri.res]
+	prefix := rs.listPrefix(ri.namespace)
+	opts := store.ListOptions{Limit: o.limit}
+	if o.continueToken != "" {
+		t, err := decodeContinue(o.continueToken)
+		if err != nil {
+			return err
+		}
+		opts.Revision, opts.StartKey = t.RV, prefix+t.Start
+		if !strings.HasPrefix(opts.StartKey, rs.prefix) {
+			return apierrors.NewBadRequest("continue key is not valid for this resource")
+		}
+	} else if o.resourceVersion != "" && o.resourceVersion != "0" && o.rvMatch == metav1.ResourceVersionMatchExact {
+		opts.Revision, _ = strconv.ParseInt(o.resourceVersion, 10, 64)
+	}
+	var raws [][]byte
+	var meta metav1.ListMeta
+	filtered := !o.filter.label.Empty() || !o.filter.field.Empty()
+	for {
+		page, err := rs.store.List(ctx, prefix, opts)
+		if err != nil {
+			if o.continueToken != "" && strings.Contains(err.Error(), "compacted") {
+				return apierrors.NewResourceExpired("the provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter")
+			}
+			return rs.storageError(err, "")
+		}
+		opts.Revision = page.Revision
+		for _, kv := range page.Items {
+			obj, err := decodeFromStorage(ri.res, kv.Value, kv.Revision)
+			if err != nil {
+				return apierrors.NewInternalError(err)
+			}
+			if filtered && !o.filter.matches(&cachedObject{namespace: obj.GetNamespace(), labels: labels.Set(obj.GetLabels()), fields: ri.res.Fields(obj)}) {
+				continue
+			}
+			raw, err := json.Marshal(obj)
+			if err != nil {
+				return apierrors.NewInternalError(err)
+			}
+			raws = append(raws, raw)
+		}
+		meta = metav1.ListMeta{ResourceVersion: strconv.FormatInt(page.Revision, 10)}
+		if !page.More || len(page.Items) == 0 {
+			break
+		}
+		next := page.Items[len(page.Items)-1].Key + "\x00"
+		if o.limit > 0 && int64(len(raws)) >= o.limit {
+			meta.Continue = encodeContinue(page.Revision, strings.TrimPrefix(next, prefix))
+			if !filtered {
+				n := page.RemainingItemCount
+				meta.RemainingItemCount = &n
+			}
+			break
+		}
+		opts.StartKey = next
+		if o.limit > 0 {
+			opts.Limit = o.limit - int64(len(raws))
+		}
+	}
+	return writeList(w, ri.res, meta, raws)
+}
+
+// writeList writes a <Kind>List around items that are already JSON.
+func writeList(w http.ResponseWriter, res *api.Resource, meta metav1.ListMeta, items [][]byte) error {
+	metaJSON, err := json.Marshal(&meta)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	size := 128 + len(metaJSON)
+	for _, it := range items {
+		size += len(it) + 1
+	}
+	var b bytes.Buffer
+	b.Grow(size)
+	fmt.Fprintf(&b, `{"kind":%q,"apiVersion":%q,"metadata":`, res.Kind+"List", res.APIVersion())
+	b.Write(metaJSON)
+	b.WriteString(`,"items":[`)
+	for i, it := range items {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(it)
+	}
+	b.WriteString("]}\n")
+	writeRaw(w, http.StatusOK, b.Bytes())
+	return nil
+}
+
+// serveWatch streams events as newline-delimited JSON over a chunked
+// response until the client goes, the timeout passes, the watcher falls
+// behind, or the server stops.
+func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
+	o, err := s.parseListOptions(r, ri)
+	if err != nil {
+		return err
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		return apierrors.NewInternalError(fmt.Errorf("streaming is not supported by this connection"))
+	}
+	cache := s.caches[ri.res]
+	ctx := r.Context()
+	// Without a resourceVersion (or with "0") a watch starts with the
+	// current state as ADDED events; sendInitialEvents says so explicitly.
+	initial := o.resourceVersion == "" || o.resourceVersion == "0"
+	if o.sendInitialEvents != nil {
+		initial = *o.sendInitialEvents
+	}
+	var from int64
+	if o.resourceVersion != "" {
+		from, _ = strconv.ParseInt(o.resourceVersion, 10, 64)
+	} else if initial {
+		// No resourceVersion asks for the most recent state, which a list
+		// would read from etcd: the initial events must include every
+		// write that finished before this request, so the cache must first
+		// reach etcd's current revision.
+		if from, err = s.store.Revision(ctx); err != nil {
+			return s.stores[ri.res].storageError(err, "")
+		}
+	}
+	timeout := o.timeout
+	if timeout == 0 {
+		// Like kube-apiserver's --min-request-timeout: spread watch ends
+		// between 30 and 60 minutes so reconnects do not come in a herd.
+		timeout = 30*time.Minute + rand.N(30*time.Minute)
+	}
+	items, initialRV, cw, err := cache.watch(ctx, from, initial, o.filter, o.bookmarks)
+
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-cache, private")
+	w.WriteHeader(http.StatusOK)
+	enc := &eventEncoder{res: ri.res}
+	if err != nil {
+		// Like kube-apiserver, a watch that cannot start still answers 200
+		// and says why in one ERROR event; clients relist on 410.
+		_, _ = w.Write(enc.errorLine(toStatusError(err)))
+		flusher.Flush()
+		return nil
+	}
+	defer cache.stop(cw)
+	for _, it := range items {
+		if _, err := w.Write(enc.line(it)); err != nil {
+			return nil
+		}
+	}
+	if initial && o.sendInitialEvents != nil && *o.sendInitialEvents {
+		_, _ = w.Write(enc.initialEventsEnd(initialRV))
+	}
+	flusher.Flush()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		select {
+		case it, ok := <-cw.ch:
+			if !ok {
+				return nil
+			}
+			if _, err := w.Write(enc.line(it)); err != nil {
+				return nil
+			}
+			// Write what is already queued before flushing once.
+			for n := len(cw.ch); n > 0; n-- {
+				it, ok := <-cw.ch
+				if !ok {
+					break
+				}
+				if _, err := w.Write(enc.line(it)); err != nil {
+					return nil
+				}
+			}
+			flusher.Flush()
+		case <-timer.C:
+			return nil
+		case <-ctx.Done():
+			return nil
+		case <-s.done:
+			return nil
+		}
+	}
+}
+
+// eventEncoder writes watch events as kube-apiserver does: one
+// {"type":..,"object":..} JSON document per line.
+type eventEncoder struct {
+	res *api.Resource
+}
+
+func (e *eventEncoder) line(it watchItem) []byte {
+	if it.typ == watch.Bookmark {
+		return e.bookmark(it.rv, nil)
+	}
+	b := make([]byte, 0, len(it.obj.raw)+32)
+	b = append(b, `{"type":"`...)
+	b = append(b, it.typ...)
+	b = append(b, `","object":`...)
+	b = append(b, it.obj.raw...)
+	b = append(b, "}\n"...)
+	return b
+}
+
+func (e *eventEncoder) bookmark(rv int64, annotations map[string]string) []byte {
+	obj := e.res.NewObject()
+	obj.SetResourceVersion(strconv.FormatInt(rv, 10))
+	obj.SetAnnotations(annotations)
+	raw, _ := json.Marshal(obj)
+	return append(append([]byte(`{"type":"BOOKMARK","object":`), raw...), "}\n"...)
+}
+
+// initialEventsEnd is the bookmark that ends the initial events of a
+// watch-list (sendInitialEvents=true).
+func (e *eventEncoder) initialEventsEnd(rv int64) []byte {
+	return e.bookmark(rv, map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+}
+
+func (e *eventEncoder) errorLine(se *apierrors.StatusError) []byte {
+	st := se.Status()
+	st.Kind, st.APIVersion = "Status", "v1"
+	raw, _ := json.Marshal(&st)
+	return append(append([]byte(`{"type":"ERROR","object":`), raw...), "}\n"...)
+}

@@ -1,0 +1,125 @@
+package apiserver
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/minictl/minictl/api"
+)
+
+// requestInfo is what a resource path says: which resource, in which
+// namespace, which object and which subresource, and the verb that the
+// method and the query make of it.
+type requestInfo struct {
+	res         *api.Resource
+	namespace   string
+	name        string
+	subresource string
+	verb        string // get, list, watch, create, update, patch, delete, deletecollection
+}
+
+// isCollection reports whether the request targets the whole collection.
+func (ri *requestInfo) isCollection() bool { return ri.name == "" }
+
+// parseResourcePath reads the part of a path after /api/v1 or
+// /apis/<group>/<version>: {plural}[/{name}[/{sub}]] for cluster-scoped
+// resources and all-namespace lists, and
+// namespaces/{ns}/{plural}[/{name}[/{sub}]] for namespaced ones. The one
+// ambiguity, namespaces/{name}/{x}, is a namespaced resource when x names one
+// and a namespace subresource otherwise, exactly as in kube-apiserver.
+func parseResourcePath(group, version string, segs []string) (*requestInfo, bool) {
+	ri := &requestInfo{}
+	if len(segs) >= 3 && segs[0] == "namespaces" {
+		if res, ok := api.Lookup(group, version, segs[2]); ok && res.Namespaced {
+			if segs[1] == "" || len(segs) > 5 {
+				return nil, false
+			}
+			ri.res, ri.namespace = res, segs[1]
+			segs = segs[3:]
+			return ri.withNameAndSub(segs)
+		}
+	}
+	if len(segs) == 0 || len(segs) > 3 {
+		return nil, false
+	}
+	res, ok := api.Lookup(group, version, segs[0])
+	if !ok {
+		return nil, false
+	}
+	ri.res = res
+	// A namespaced resource without a namespace is only a list or watch
+	// across all namespaces.
+	if res.Namespaced && len(segs) > 1 {
+		return nil, false
+	}
+	return ri.withNameAndSub(segs[1:])
+}
+
+func (ri *requestInfo) withNameAndSub(segs []string) (*requestInfo, bool) {
+	switch len(segs) {
+	case 0:
+	case 1:
+		ri.name = segs[0]
+	case 2:
+		ri.name, ri.subresource = segs[0], segs[1]
+		if !ri.res.HasSubresource(ri.subresource) {
+			return nil, false
+		}
+	default:
+		return nil, false
+	}
+	if len(segs) > 0 && ri.name == "" {
+		return nil, false
+	}
+	return ri, true
+}
+
+// verbFor names the operation the way Kubernetes' RBAC and audit do.
+func verbFor(r *http.Request, ri *requestInfo) (string, bool) {
+	watch := isTrue(r.URL.Query().Get("watch"))
+	switch r.Method {
+	case http.MethodGet:
+		switch {
+		case ri.isCollection() && watch:
+			return "watch", true
+		case ri.isCollection():
+			return "list", true
+		default:
+			return "get", true
+		}
+	case http.MethodPost:
+		if ri.isCollection() {
+			return "create", true
+		}
+		// POST on an object is only meaningful for pods/binding.
+		if ri.subresource == "binding" {
+			return "create", true
+		}
+	case http.MethodPut:
+		if !ri.isCollection() {
+			return "update", true
+		}
+	case http.MethodPatch:
+		if !ri.isCollection() {
+			return "patch", true
+		}
+	case http.MethodDelete:
+		if ri.isCollection() {
+			return "deletecollection", true
+		}
+		if ri.subresource == "" {
+			return "delete", true
+		}
+	}
+	return "", false
+}
+
+func isTrue(s string) bool { return s == "true" || s == "1" }
+
+func splitPath(p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}

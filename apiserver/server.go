@@ -1,0 +1,263 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/store"
+)
+
+// Config configures a Server. Only Store is required.
+type Config struct {
+	Store  *store.Store
+	Logger *slog.Logger // nil: discard
+	// Registry receives the server's metrics and is served at /metrics;
+	// nil: a new registry.
+	Registry *prometheus.Registry
+	// MaxRequestBodyBytes: 0 means DefaultMaxRequestBodyBytes.
+	MaxRequestBodyBytes int64
+	// WatchCacheSize is the number of events each resource's watch cache
+	// keeps for watchers that resume (0: 10000). WatcherBuffer is the number
+	// of events buffered per watcher before it is closed as too slow
+	// (0: 1000).
+	WatchCacheSize, WatcherBuffer int
+	// BookmarkInterval is how often watchers that allow bookmarks get one
+	// (0: 10s).
+	BookmarkInterval time.Duration
+}
+
+// Server is minictl's API server: kube-apiserver's REST API over one etcd.
+type Server struct {
+	store    *store.Store
+	log      *slog.Logger
+	registry *prometheus.Registry
+	metrics  *metrics
+	maxBody  int64
+	bookmark time.Duration
+
+	stores map[*api.Resource]*resourceStore
+	caches map[*api.Resource]*watchCache
+
+	handler http.Handler
+	ready   chan struct{} // closed when caches are filled and the namespaces exist
+	done    chan struct{} // closed when the server stops: ends every watch
+	stop    sync.Once
+}
+
+// New builds a Server. Nothing runs until Run.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("apiserver: a store is required")
+	}
+	s := &Server{
+		store:    cfg.Store,
+		log:      cfg.Logger,
+		registry: cfg.Registry,
+		maxBody:  cfg.MaxRequestBodyBytes,
+		bookmark: cfg.BookmarkInterval,
+		stores:   map[*api.Resource]*resourceStore{},
+		caches:   map[*api.Resource]*watchCache{},
+		ready:    make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.registry == nil {
+		s.registry = prometheus.NewRegistry()
+	}
+	if s.maxBody == 0 {
+		s.maxBody = DefaultMaxRequestBodyBytes
+	}
+	if s.bookmark == 0 {
+		s.bookmark = 10 * time.Second
+	}
+	size, buffer := cfg.WatchCacheSize, cfg.WatcherBuffer
+	if size == 0 {
+		size = 10000
+	}
+	if buffer == 0 {
+		buffer = 1000
+	}
+	s.metrics = newMetrics(s.registry)
+	for _, res := range api.Resources() {
+		rs := newResourceStore(res, s.store, s.metrics)
+		s.stores[res] = rs
+		s.caches[res] = newWatchCache(rs, s.log, s.metrics, size, buffer)
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler serves the API.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Ready is closed once the server can answer: every watch cache is filled
+// and the built-in namespaces exist.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Run starts the watch caches and creates the built-in namespaces, then
+// blocks until ctx ends. When it returns, every watch has ended.
+func (s *Server) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer func() {
+		s.stop.Do(func() { close(s.done) })
+		wg.Wait()
+	}()
+	for _, c := range s.caches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.run(ctx)
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.sendBookmarks(ctx)
+	}()
+	for _, c := range s.caches {
+		if err := c.waitFresh(ctx, 0); err != nil {
+			for ctx.Err() == nil && c.waitFresh(ctx, 0) != nil {
+			}
+		}
+	}
+	if err := s.ensureNamespaces(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("create built-in namespaces: %w", err)
+	}
+	close(s.ready)
+	s.log.Info("api server ready")
+	<-ctx.Done()
+	return nil
+}
+
+func (s *Server) sendBookmarks(ctx context.Context) {
+	t := time.NewTicker(s.bookmark)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			for _, c := range s.caches {
+				c.bookmark()
+			}
+		}
+	}
+}
+
+// protectedNamespaces exist from the start and may not be deleted.
+var protectedNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic}
+
+// ensureNamespaces creates the namespaces every cluster has.
+func (s *Server) ensureNamespaces(ctx context.Context) error {
+	rs := s.stores[api.Namespaces]
+	for _, name := range append(append([]string{}, protectedNamespaces...), corev1.NamespaceNodeLease) {
+		ns := api.Namespaces.NewObject()
+		ns.SetName(name)
+		if _, err := s.createObject(ctx, rs, ns, false); err != nil && !isAlreadyExists(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// Serve answers HTTP on ln until ctx ends, then shuts down gracefully: it
+// stops accepting, ends every watch, and waits for requests in flight.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.stop.Do(func() { close(s.done) })
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := srv.Shutdown(shutdownCtx)
+	<-errc
+	return err
+}
+
+func (s *Server) routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.recoverer)
+	r.Get("/healthz", s.health)
+	r.Get("/livez", s.health)
+	r.Get("/readyz", s.readyz)
+	r.Get("/version", s.version)
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+	r.Get("/api", s.apiVersions)
+	r.Get("/apis", s.apiGroups)
+	r.Get("/api/v1", s.resourceList("", "v1"))
+	r.Get("/apis/{group}", s.apiGroup)
+	r.Get("/apis/{group}/{version}", func(w http.ResponseWriter, r *http.Request) {
+		s.resourceList(chi.URLParam(r, "group"), chi.URLParam(r, "version"))(w, r)
+	})
+	r.HandleFunc("/api/v1/*", func(w http.ResponseWriter, r *http.Request) {
+		s.serveResource(w, r, "", "v1", chi.URLParam(r, "*"))
+	})
+	r.HandleFunc("/apis/{group}/{version}/*", func(w http.ResponseWriter, r *http.Request) {
+		s.serveResource(w, r, chi.URLParam(r, "group"), chi.URLParam(r, "version"), chi.URLParam(r, "*"))
+	})
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) { writeStatus(w, newNotFoundPath(r.URL.Path)) })
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeStatus(w, newMethodNotAllowed(r.Method, r.URL.Path))
+	})
+	return r
+}
+
+// recoverer turns a panic in a handler into a 500 Status, so that no
+// request can take the server down.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p)
+				writeStatus(w, fmt.Errorf("internal error: %v", p))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte("ok"))
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-s.ready:
+		s.health(w, r)
+	default:
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("not ready: watch caches are filling"))
+	}
+}

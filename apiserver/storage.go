@@ -1,0 +1,165 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/store"
+)
+
+// resourceStore is one resource's view of etcd: it turns objects into keys
+// and JSON values and back, maps storage errors to Kubernetes Statuses, and
+// implements read-modify-write as Kubernetes' GuaranteedUpdate does.
+type resourceStore struct {
+	res     *api.Resource
+	store   *store.Store
+	prefix  string // "/registry/<group>/<plural>/"; the core group is "core"
+	metrics *metrics
+}
+
+func newResourceStore(res *api.Resource, st *store.Store, m *metrics) *resourceStore {
+	group := res.Group
+	if group == "" {
+		group = "core"
+	}
+	return &resourceStore{res: res, store: st, prefix: "/registry/" + group + "/" + res.Plural + "/", metrics: m}
+}
+
+// key is where one object lives: /registry/<group>/<plural>/<namespace>/<name>,
+// or /registry/<group>/<plural>/<name> for cluster-scoped kinds.
+func (rs *resourceStore) key(namespace, name string) string {
+	if rs.res.Namespaced {
+		return rs.prefix + namespace + "/" + name
+	}
+	return rs.prefix + name
+}
+
+// listPrefix is the prefix of every key in one namespace, or of all keys.
+func (rs *resourceStore) listPrefix(namespace string) string {
+	if rs.res.Namespaced && namespace != "" {
+		return rs.prefix + namespace + "/"
+	}
+	return rs.prefix
+}
+
+// storageError maps a store error to the Status a client expects.
+func (rs *resourceStore) storageError(err error, name string) error {
+	gr := rs.res.GroupResource()
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		return apierrors.NewNotFound(gr, name)
+	case errors.Is(err, store.ErrExists):
+		return apierrors.NewAlreadyExists(gr, name)
+	case errors.Is(err, store.ErrConflict):
+		return errConflict(rs.res, name)
+	case errors.Is(err, store.ErrCompacted):
+		return apierrors.NewResourceExpired(fmt.Sprintf("the resourceVersion is too old: %v", err))
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return apierrors.NewTimeoutError(fmt.Sprintf("storage request for %s %q did not finish: %v", rs.res.Plural, name, err), 1)
+	}
+	return apierrors.NewInternalError(err)
+}
+
+func errConflict(res *api.Resource, name string) error {
+	return apierrors.NewConflict(res.GroupResource(), name,
+		errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+}
+
+func (rs *resourceStore) observe(op string, start time.Time) {
+	rs.metrics.storageLatency.WithLabelValues(op, rs.res.Plural).Observe(time.Since(start).Seconds())
+}
+
+// get reads the current object from etcd (a consistent read).
+func (rs *resourceStore) get(ctx context.Context, namespace, name string) (api.Object, error) {
+	defer rs.observe("get", time.Now())
+	kv, err := rs.store.Get(ctx, rs.key(namespace, name))
+	if err != nil {
+		return nil, rs.storageError(err, name)
+	}
+	return decodeFromStorage(rs.res, kv.Value, kv.Revision)
+}
+
+// create writes obj if no object has its key yet.
+func (rs *resourceStore) create(ctx context.Context, obj api.Object) (api.Object, error) {
+	defer rs.observe("create", time.Now())
+	data, err := encodeForStorage(obj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	rev, err := rs.store.Create(ctx, rs.key(obj.GetNamespace(), obj.GetName()), data)
+	if err != nil {
+		return nil, rs.storageError(err, obj.GetName())
+	}
+	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return obj, nil
+}
+
+// updateFunc computes the next state of an object from its current one. It
+// receives a private copy and may modify and return it. Returning an error
+// aborts the update with that error.
+type updateFunc func(cur api.Object) (api.Object, error)
+
+// update reads, modifies and writes one object, retrying when another
+// writer got in between (etcd compare-and-swap on the mod revision). A
+// caller that wants its own resourceVersion honoured checks it inside fn,
+// which then fails with a Conflict instead of being retried. An update that
+// changes nothing writes nothing and returns the current object, as in
+// Kubernetes. A dry run computes the result and writes nothing.
+func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry bool, fn updateFunc) (api.Object, error) {
+	defer rs.observe("update", time.Now())
+	key := rs.key(namespace, name)
+	for {
+		kv, err := rs.store.Get(ctx, key)
+		if err != nil {
+			return nil, rs.storageError(err, name)
+		}
+		cur, err := decodeFromStorage(rs.res, kv.Value, kv.Revision)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		next, err := fn(cur)
+		if err != nil {
+			return nil, err
+		}
+		data, err := encodeForStorage(next)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		if dry || bytes.Equal(data, kv.Value) {
+			next.SetResourceVersion(strconv.FormatInt(kv.Revision, 10))
+			return next, nil
+		}
+		rev, err := rs.store.Update(ctx, key, data, kv.Revision)
+		if errors.Is(err, store.ErrConflict) {
+			continue // someone else wrote first: recompute from their state
+		}
+		if err != nil {
+			return nil, rs.storageError(err, name)
+		}
+		next.SetResourceVersion(strconv.FormatInt(rev, 10))
+		return next, nil
+	}
+}
+
+// remove deletes the object if it is still at revision rv.
+func (rs *resourceStore) remove(ctx context.Context, obj api.Object) (int64, error) {
+	defer rs.observe("delete", time.Now())
+	rv, err := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return 0, apierrors.NewInternalError(fmt.Errorf("object %s has no resourceVersion", obj.GetName()))
+	}
+	rev, err := rs.store.Delete(ctx, rs.key(obj.GetNamespace(), obj.GetName()), rv)
+	if err != nil {
+		return 0, rs.storageError(err, obj.GetName())
+	}
+	return rev, nil
+}

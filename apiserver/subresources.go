@@ -1,0 +1,268 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minictl/minictl/api"
+)
+
+// serveStatus answers the status subresource: reads return the whole
+// object; writes change status and nothing else.
+func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
+	rs := s.stores[ri.res]
+	var next updateFunc
+	switch r.Method {
+	case http.MethodGet:
+		return s.serveGet(w, r, ri)
+	case http.MethodPut:
+		obj, err := s.decodeObject(r, ri.res)
+		if err != nil {
+			return err
+		}
+		if err := checkIdentity(ri, obj, ri.name); err != nil {
+			return err
+		}
+		next = func(cur api.Object) (api.Object, error) {
+			if err := copyStatus(cur, obj); err != nil {
+				return nil, apierrors.NewBadRequest(err.Error())
+			}
+			cur.SetResourceVersion(obj.GetResourceVersion())
+			return cur, nil
+		}
+	case http.MethodPatch:
+		apply, err := s.readPatch(r, ri.res.New())
+		if err != nil {
+			return err
+		}
+		next = func(cur api.Object) (api.Object, error) {
+			patched, err := patchObject(ri.res, cur, apply, false)
+			if err != nil {
+				return nil, err
+			}
+			if err := copyStatus(cur, patched); err != nil {
+				return nil, apierrors.NewBadRequest(err.Error())
+			}
+			cur.SetResourceVersion(patched.GetResourceVersion())
+			return cur, nil
+		}
+	default:
+		return newMethodNotAllowed(r.Method, r.URL.Path)
+	}
+	out, err := s.updateObject(r.Context(), rs, ri.namespace, ri.name, modeStatus, dryRun(r), next)
+	if err != nil {
+		return err
+	}
+	return writeObject(w, http.StatusOK, out)
+}
+
+// scaleOf is the autoscaling/v1 Scale view of a ReplicaSet or Deployment.
+func scaleOf(obj api.Object) (*autoscalingv1.Scale, error) {
+	sc := &autoscalingv1.Scale{
+		TypeMeta: metav1.TypeMeta{Kind: "Scale", APIVersion: "autoscaling/v1"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: obj.GetName(), Namespace: obj.GetNamespace(), UID: obj.GetUID(),
+			ResourceVersion: obj.GetResourceVersion(), CreationTimestamp: obj.GetCreationTimestamp(),
+		},
+	}
+	var replicas *int32
+	var selector *metav1.LabelSelector
+	switch o := obj.(type) {
+	case *appsv1.ReplicaSet:
+		replicas, selector = o.Spec.Replicas, o.Spec.Selector
+		sc.Status.Replicas = o.Status.Replicas
+	case *appsv1.Deployment:
+		replicas, selector = o.Spec.Replicas, o.Spec.Selector
+		sc.Status.Replicas = o.Status.Replicas
+	default:
+		return nil, fmt.Errorf("%T has no scale subresource", obj)
+	}
+	if replicas != nil {
+		sc.Spec.Replicas = *replicas
+	}
+	if sel, err := metav1.LabelSelectorAsSelector(selector); err == nil {
+		sc.Status.Selector = sel.String()
+	}
+	return sc, nil
+}
+
+func setReplicas(obj api.Object, n int32) {
+	switch o := obj.(type) {
+	case *appsv1.ReplicaSet:
+		o.Spec.Replicas = &n
+	case *appsv1.Deployment:
+		o.Spec.Replicas = &n
+	}
+}
+
+// serveScale answers the scale subresource: the object's replica count
+// seen and changed through an autoscaling/v1 Scale.
+func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
+	rs := s.stores[ri.res]
+	var next updateFunc
+	switch r.Method {
+	case http.MethodGet:
+		obj, err := rs.get(r.Context(), ri.namespace, ri.name)
+		if err != nil {
+			return err
+		}
+		sc, err := scaleOf(obj)
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		writeJSON(w, http.StatusOK, sc)
+		return nil
+	case http.MethodPut:
+		body, err := readBody(r, s.maxBody)
+		if err != nil {
+			return err
+		}
+		data, err := toJSON(mediaType(r), body)
+		if err != nil {
+			return err
+		}
+		var want autoscalingv1.Scale
+		if err := json.Unmarshal(data, &want); err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("the body is not a valid Scale: %v", err))
+		}
+		if want.Name != "" && want.Name != ri.name {
+			return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", want.Name, ri.name))
+		}
+		next = func(cur api.Object) (api.Object, error) {
+			if want.ResourceVersion != "" && want.ResourceVersion != cur.GetResourceVersion() {
+				return nil, errConflict(ri.res, ri.name)
+			}
+			setReplicas(cur, want.Spec.Replicas)
+			return cur, nil
+		}
+	case http.MethodPatch:
+		apply, err := s.readPatch(r, &autoscalingv1.Scale{})
+		if err != nil {
+			return err
+		}
+		next = func(cur api.Object) (api.Object, error) {
+			sc, err := scaleOf(cur)
+			if err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			orig, _ := json.Marshal(sc)
+			patched, err := apply(orig)
+			if err != nil {
+				return nil, err
+			}
+			var want autoscalingv1.Scale
+			if err := json.Unmarshal(patched, &want); err != nil {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("the patched Scale is not valid: %v", err))
+			}
+			setReplicas(cur, want.Spec.Replicas)
+			return cur, nil
+		}
+	default:
+		return newMethodNotAllowed(r.Method, r.URL.Path)
+	}
+	out, err := s.updateObject(r.Context(), rs, ri.namespace, ri.name, modeMain, dryRun(r), next)
+	if err != nil {
+		return err
+	}
+	sc, err := scaleOf(out)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	writeJSON(w, http.StatusOK, sc)
+	return nil
+}
+
+// serveBinding assigns a pod to a node, as the scheduler does: once, and
+// never a pod that is being deleted.
+func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
+	if r.Method != http.MethodPost {
+		return newMethodNotAllowed(r.Method, r.URL.Path) // a binding is only ever created
+	}
+	body, err := readBody(r, s.maxBody)
+	if err != nil {
+		return err
+	}
+	data, err := toJSON(mediaType(r), body)
+	if err != nil {
+		return err
+	}
+	var b corev1.Binding
+	if err := json.Unmarshal(data, &b); err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("the body is not a valid Binding: %v", err))
+	}
+	if b.Name != "" && b.Name != ri.name {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the binding (%s) does not match the pod on the URL (%s)", b.Name, ri.name))
+	}
+	if b.Target.Name == "" {
+		return apierrors.NewInvalid(schemaGroupKindOf("", "Binding"), ri.name, nil)
+	}
+	_, err = s.updateObject(r.Context(), s.stores[api.Pods], ri.namespace, ri.name, modeInternal, dryRun(r), func(cur api.Object) (api.Object, error) {
+		pod := cur.(*corev1.Pod)
+		if pod.DeletionTimestamp != nil {
+			return nil, apierrors.NewConflict(api.Pods.GroupResource(), pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
+		}
+		if pod.Spec.NodeName != "" {
+			return nil, apierrors.NewConflict(api.Pods.GroupResource(), pod.Name, fmt.Errorf("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName))
+		}
+		if b.UID != "" && b.UID != pod.UID {
+			return nil, apierrors.NewConflict(api.Pods.GroupResource(), pod.Name, fmt.Errorf("the binding's UID %s does not match the pod's %s", b.UID, pod.UID))
+		}
+		pod.Spec.NodeName = b.Target.Name
+		for k, v := range b.Annotations {
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[k] = v
+		}
+		setPodCondition(pod, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()})
+		return pod, nil
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, successStatus(nil))
+	return nil
+}
+
+func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == c.Type {
+			pod.Status.Conditions[i] = c
+			return
+		}
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, c)
+}
+
+// serveFinalize sets a namespace's spec.finalizers: the namespace
+// controller removes "kubernetes" once the namespace is empty, and the
+// namespace then goes.
+func (s *Server) serveFinalize(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
+	if r.Method != http.MethodPut {
+		return newMethodNotAllowed(r.Method, r.URL.Path) // finalize is update-only, as in Kubernetes
+	}
+	obj, err := s.decodeObject(r, ri.res)
+	if err != nil {
+		return err
+	}
+	if err := checkIdentity(ri, obj, ri.name); err != nil {
+		return err
+	}
+	want := obj.(*corev1.Namespace).Spec.Finalizers
+	out, err := s.updateObject(r.Context(), s.stores[ri.res], "", ri.name, modeInternal, dryRun(r), func(cur api.Object) (api.Object, error) {
+		cur.SetResourceVersion(obj.GetResourceVersion())
+		cur.(*corev1.Namespace).Spec.Finalizers = want
+		return cur, nil
+	})
+	if err != nil {
+		return err
+	}
+	return writeObject(w, http.StatusOK, out)
+}

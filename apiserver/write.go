@@ -1,0 +1,333 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"reflect"
+	"slices"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/minictl/minictl/api"
+)
+
+func dryRun(r *http.Request) bool { return len(r.URL.Query()["dryRun"]) > 0 }
+
+// checkIdentity makes the body's namespace and name agree with the URL's;
+// an empty namespace in the body takes the URL's.
+func checkIdentity(ri *requestInfo, obj api.Object, name string) error {
+	if ri.res.Namespaced {
+		switch obj.GetNamespace() {
+		case "":
+			obj.SetNamespace(ri.namespace)
+		case ri.namespace:
+		default:
+			return apierrors.NewBadRequest(fmt.Sprintf("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", obj.GetNamespace(), ri.namespace))
+		}
+	}
+	if name != "" && obj.GetName() != name {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), name))
+	}
+	return nil
+}
+
+func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
+	obj, err := s.decodeObject(r, ri.res)
+	if err != nil {
+		return err
+	}
+	if err := checkIdentity(ri, obj, ""); err != nil {
+		return err
+	}
+	created, err := s.createObject(r.Context(), s.stores[ri.res], obj, dryRun(r))
+	if err != nil {
+		return ctxErr(r.Context(), err)
+	}
+	return writeObject(w, http.StatusCreated, created)
+}
+
+// createObject is the path of every create: server-set metadata,
+// defaults, admission, validation, then a write that fails if the name is
+// taken.
+func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Object, dry bool) (api.Object, error) {
+	res := rs.res
+	obj.SetUID(types.UID(uuid.NewString()))
+	obj.SetCreationTimestamp(metav1.NewTime(time.Now().Truncate(time.Second)))
+	obj.SetResourceVersion("")
+	obj.SetDeletionTimestamp(nil)
+	obj.SetDeletionGracePeriodSeconds(nil)
+	obj.SetGeneration(0)
+	generated := obj.GetName() == "" && obj.GetGenerateName() != ""
+	if generated {
+		obj.SetName(generateName(obj.GetGenerateName()))
+	}
+	if res.Default != nil {
+		res.Default(obj)
+	}
+	if res.PrepareForCreate != nil {
+		res.PrepareForCreate(obj)
+	}
+	if err := s.admitCreate(ctx, res, obj); err != nil {
+		return nil, err
+	}
+	if err := validate(res, obj, nil); err != nil {
+		return nil, err
+	}
+	if dry {
+		return obj, nil
+	}
+	for attempt := 0; ; attempt++ {
+		created, err := rs.create(ctx, obj)
+		if err == nil || !generated || !isAlreadyExists(err) || attempt == 8 {
+			return created, err
+		}
+		obj.SetName(generateName(obj.GetGenerateName()))
+	}
+}
+
+// generateName appends five random characters to a generateName prefix,
+// from the alphabet Kubernetes uses (no vowels, no look-alike digits).
+func generateName(prefix string) string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	const maxPrefix = 63 - 5
+	if len(prefix) > maxPrefix {
+		prefix = prefix[:maxPrefix]
+	}
+	b := []byte(prefix)
+	for range 5 {
+		b = append(b, alphabet[rand.N(len(alphabet))])
+	}
+	return string(b)
+}
+
+// validate runs the metadata checks every kind gets and the kind's own.
+func validate(res *api.Resource, obj, old api.Object) error {
+	errs := api.ValidateObjectMeta(res, obj)
+	if res.Validate != nil {
+		errs = append(errs, res.Validate(obj)...)
+	}
+	if old != nil {
+		errs = append(errs, api.ValidateObjectMetaUpdate(obj, old)...)
+		if res.ValidateUpdate != nil {
+			errs = append(errs, res.ValidateUpdate(obj, old)...)
+		}
+		if old.GetDeletionTimestamp() != nil {
+			for _, f := range obj.GetFinalizers() {
+				if !slices.Contains(old.GetFinalizers(), f) {
+					errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"),
+						fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %q", f)))
+				}
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(schemaGroupKind(res), obj.GetName(), errs)
+	}
+	return nil
+}
+
+// updateMode says which part of an object a write may change.
+type updateMode int
+
+const (
+	modeMain     updateMode = iota // PUT/PATCH of the object, or its scale: everything but status
+	modeStatus                     // the status subresource: only status
+	modeInternal                   // binding and finalize: the server changes a field clients may not
+)
+
+// updateObject is the path of every update: the next state is computed
+// from the current one by next, the client's resourceVersion (if any) must
+// still be current, server-set metadata is carried over, the generation
+// moves when the spec does, and the result is validated before the
+// compare-and-swap write.
+//
+// Clients never set uid, creationTimestamp, deletionTimestamp,
+// deletionGracePeriodSeconds or generation: those are carried over here. An object whose deletion only waited for this
+// change (no finalizers left) is then removed.
+func (s *Server) updateObject(ctx context.Context, rs *resourceStore, namespace, name string, mode updateMode, dry bool, next updateFunc) (api.Object, error) {
+	res := rs.res
+	out, err := rs.update(ctx, namespace, name, dry, func(cur api.Object) (api.Object, error) {
+		old := cur.DeepCopyObject().(api.Object)
+		obj, err := next(cur)
+		if err != nil {
+			return nil, err
+		}
+		if rv := obj.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
+			return nil, errConflict(res, name)
+		}
+		obj.SetResourceVersion(old.GetResourceVersion())
+		if obj.GetUID() == "" {
+			obj.SetUID(old.GetUID())
+		}
+		obj.SetCreationTimestamp(old.GetCreationTimestamp())
+		obj.SetDeletionTimestamp(old.GetDeletionTimestamp())
+		obj.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
+		obj.SetGeneration(old.GetGeneration())
+		if res.Default != nil {
+			res.Default(obj)
+		}
+		// PrepareForUpdate keeps status out of main-resource writes and
+		// moves the generation on when the spec changed.
+		if mode == modeMain && res.PrepareForUpdate != nil {
+			res.PrepareForUpdate(obj, old)
+		}
+		if mode == modeInternal {
+			return obj, nil
+		}
+		if err := validate(res, obj, old); err != nil {
+			return nil, err
+		}
+		return obj, nil
+	})
+	if err != nil {
+		return nil, ctxErr(ctx, err)
+	}
+	if !dry && readyToRemove(out) {
+		if _, err := rs.remove(ctx, out); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// readyToRemove reports whether an object being deleted waits for nothing
+// more: no finalizers and no grace period left to run.
+func readyToRemove(obj api.Object) bool {
+	if obj.GetDeletionTimestamp() == nil || len(obj.GetFinalizers()) > 0 {
+		return false
+	}
+	if g := obj.GetDeletionGracePeriodSeconds(); g != nil && *g > 0 {
+		return false
+	}
+	if ns, ok := obj.(*corev1.Namespace); ok && len(ns.Spec.Finalizers) > 0 {
+		return false
+	}
+	return true
+}
+
+func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
+	obj, err := s.decodeObject(r, ri.res)
+	if err != nil {
+		return err
+	}
+	if err := checkIdentity(ri, obj, ri.name); err != nil {
+		return err
+	}
+	out, err := s.updateObject(r.Context(), s.stores[ri.res], ri.namespace, ri.name, modeMain, dryRun(r), func(api.Object) (api.Object, error) {
+		return obj.DeepCopyObject().(api.Object), nil
+	})
+	if err != nil {
+		return err
+	}
+	return writeObject(w, http.StatusOK, out)
+}
+
+var patchMediaTypes = []string{
+	string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType),
+}
+
+// readPatch reads a patch body and returns the function that applies it to
+// an object's JSON.
+func (s *Server) readPatch(r *http.Request, dataStruct any) (func(orig []byte) ([]byte, error), error) {
+	mt := mediaType(r)
+	if r.Header.Get("Content-Type") == "" {
+		return nil, newUnsupportedMediaType("", patchMediaTypes)
+	}
+	body, err := readBody(r, s.maxBody)
+	if err != nil {
+		return nil, err
+	}
+	switch types.PatchType(mt) {
+	case types.MergePatchType:
+		if !json.Valid(body) {
+			return nil, apierrors.NewBadRequest("the merge patch is not valid JSON")
+		}
+		return func(orig []byte) ([]byte, error) {
+			out, err := jsonpatch.MergePatch(orig, body)
+			return out, patchFailed(err)
+		}, nil
+	case types.JSONPatchType:
+		p, err := jsonpatch.DecodePatch(body)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the JSON patch is not valid: %v", err))
+		}
+		return func(orig []byte) ([]byte, error) {
+			out, err := p.Apply(orig)
+			return out, patchFailed(err)
+		}, nil
+	case types.StrategicMergePatchType:
+		if !json.Valid(body) {
+			return nil, apierrors.NewBadRequest("the strategic merge patch is not valid JSON")
+		}
+		return func(orig []byte) ([]byte, error) {
+			out, err := strategicpatch.StrategicMergePatch(orig, body, dataStruct)
+			return out, patchFailed(err)
+		}, nil
+	}
+	return nil, newUnsupportedMediaType(mt, patchMediaTypes)
+}
+
+func patchFailed(err error) error {
+	if err == nil {
+		return nil
+	}
+	return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "patch", schemaGroupResource(), "", err.Error(), 0, false)
+}
+
+// patchObject applies a patch to the current object and decodes the result.
+func patchObject(res *api.Resource, cur api.Object, apply func([]byte) ([]byte, error), strict bool) (api.Object, error) {
+	orig, err := json.Marshal(cur)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	patched, err := apply(orig)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := decodeInto(res, patched, strict)
+	if err != nil {
+		return nil, err
+	}
+	if obj.GetName() != cur.GetName() || obj.GetNamespace() != cur.GetNamespace() {
+		return nil, apierrors.NewBadRequest("a patch may not change metadata.name or metadata.namespace")
+	}
+	return obj, nil
+}
+
+func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
+	apply, err := s.readPatch(r, ri.res.New())
+	if err != nil {
+		return err
+	}
+	strict := r.URL.Query().Get("fieldValidation") == "Strict"
+	out, err := s.updateObject(r.Context(), s.stores[ri.res], ri.namespace, ri.name, modeMain, dryRun(r), func(cur api.Object) (api.Object, error) {
+		return patchObject(ri.res, cur, apply, strict)
+	})
+	if err != nil {
+		return err
+	}
+	return writeObject(w, http.StatusOK, out)
+}
+
+// copyStatus sets dst's status to src's.
+func copyStatus(dst, src api.Object) error {
+	d := reflect.ValueOf(dst).Elem().FieldByName("Status")
+	sv := reflect.ValueOf(src).Elem().FieldByName("Status")
+	if !d.IsValid() || !sv.IsValid() {
+		return errors.New("this kind has no status")
+	}
+	d.Set(sv)
+	return nil
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/minictl/minictl/apiserver"
+	"github.com/minictl/minictl/store"
+)
+
+// serverFlags are the flags `up` and `apiserver` share.
+type serverFlags struct {
+	listen        string
+	etcdEndpoints string
+	logLevel      string
+	compaction    time.Duration
+}
+
+func (f *serverFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address the API server listens on (plain HTTP; keep it on loopback)")
+	fs.StringVar(&f.etcdEndpoints, "etcd-endpoints", "", "comma-separated etcd client URLs; empty starts an embedded etcd")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.DurationVar(&f.compaction, "etcd-compaction-interval", 5*time.Minute, "how often etcd history older than one interval is compacted")
+}
+
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "minictl")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "minictl")
+	}
+	return filepath.Join(os.TempDir(), "minictl")
+}
+
+func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("up", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var sf serverFlags
+	sf.bind(fs)
+	dataDir := fs.String("data-dir", defaultDataDir(), "directory for the embedded etcd's data")
+	etcdURL := fs.String("etcd-client-url", "http://127.0.0.1:2379", "client URL of the embedded etcd (a free port is used if this one is taken; port 0 always picks one)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, sf.logLevel)
+	if err != nil {
+		return err
+	}
+	cfg := store.Config{Endpoints: splitList(sf.etcdEndpoints), CompactionInterval: sf.compaction, Logger: log}
+	if len(cfg.Endpoints) == 0 {
+		cfg.DataDir = *dataDir
+		cfg.ClientURL = freeOrFallback(*etcdURL)
+		if err := os.MkdirAll(*dataDir, 0o700); err != nil {
+			return fmt.Errorf("data dir: %w", err)
+		}
+	}
+	return serve(ctx, cfg, sf, log, stdout, *dataDir)
+}
+
+func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("apiserver", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var sf serverFlags
+	sf.bind(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if sf.etcdEndpoints == "" {
+		return errors.New("--etcd-endpoints is required (minictl up starts an embedded etcd instead)")
+	}
+	log, err := newLogger(stderr, sf.logLevel)
+	if err != nil {
+		return err
+	}
+	cfg := store.Config{Endpoints: splitList(sf.etcdEndpoints), CompactionInterval: sf.compaction, Logger: log}
+	return serve(ctx, cfg, sf, log, stdout, "")
+}
+
+// serve opens the store, runs the API server until ctx ends, and then shuts
+// down in order: stop accepting and end watches, stop the caches, close
+// etcd.
+func serve(ctx context.Context, cfg store.Config, sf serverFlags, log *slog.Logger, stdout io.Writer, dataDir string) error {
+	start := time.Now()
+	st, err := store.Open(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("open etcd: %w", err)
+	}
+	defer st.Close()
+	ln, err := net.Listen("tcp", sf.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv, err := apiserver.New(apiserver.Config{Store: st, Logger: log})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return srv.Run(gctx) })
+	g.Go(func() error { return srv.Serve(gctx, ln) })
+	select {
+	case <-srv.Ready():
+		url := "http://" + ln.Addr().String()
+		fmt.Fprintf(stdout, "minictl is up (ready in %s)\n", time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "  API server:  %s\n", url)
+		fmt.Fprintf(stdout, "  etcd:        %s\n", strings.Join(st.Endpoints(), ","))
+		if dataDir != "" && len(cfg.Endpoints) == 0 {
+			fmt.Fprintf(stdout, "  data dir:    %s\n", dataDir)
+		}
+		fmt.Fprintf(stdout, "Try: curl %s/api/v1/namespaces\n", url)
+	case <-gctx.Done():
+	}
+	err = g.Wait()
+	log.Info("minictl stopped")
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// freeOrFallback returns url if its port is free, and otherwise the same
+// URL with port 0, which the store turns into a free port.
+func freeOrFallback(url string) string {
+	host := strings.TrimPrefix(strings.TrimPrefix(url, "http://"), "https://")
+	ln, err := net.Listen("tcp", host)
+	if err != nil {
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			return "http://" + net.JoinHostPort(h, "0")
+		}
+		return url
+	}
+	ln.Close()
+	return url
+}
