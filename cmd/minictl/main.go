@@ -22,6 +22,7 @@ const usage = `minictl runs a small Kubernetes control plane for learning and te
 Usage:
   minictl up          start etcd and the API server in one process
   minictl apiserver   run the API server alone against etcd endpoints
+  minictl kubeconfig  print (or --write) a kubeconfig for kubectl and client-go
   minictl version     print the version
 
 Run "minictl <command> -h" for a command's flags.
@@ -50,6 +51,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runUp(ctx, rest, stdout, stderr)
 	case "apiserver":
 		return runAPIServer(ctx, rest, stdout, stderr)
+	case "kubeconfig":
+		return runKubeconfig(rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "minictl (Kubernetes API %s)\n", apiserver.KubernetesVersion)
 		return nil

@@ -1,0 +1,48 @@
+package record
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/minictl/minictl/api"
+)
+
+// EventRecorder is what a controller needs of a Recorder. Controllers take
+// it (or a narrower interface of their own), so that their tests can pass a
+// FakeRecorder.
+type EventRecorder interface {
+	Event(obj api.Object, eventType, reason, message string)
+	Eventf(obj api.Object, eventType, reason, messageFmt string, args ...any)
+}
+
+var (
+	_ EventRecorder = (*Recorder)(nil)
+	_ EventRecorder = (*FakeRecorder)(nil)
+)
+
+// FakeRecorder keeps the events recorded, for tests, as client-go's
+// FakeRecorder does: each one is "<type> <reason> <message>". It is safe
+// for concurrent use; the zero value is ready.
+type FakeRecorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+// Event keeps "<eventType> <reason> <message>".
+func (f *FakeRecorder) Event(obj api.Object, eventType, reason, message string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.events = append(f.events, eventType+" "+reason+" "+message)
+}
+
+// Eventf is Event with the message formatted by fmt.Sprintf.
+func (f *FakeRecorder) Eventf(obj api.Object, eventType, reason, messageFmt string, args ...any) {
+	f.Event(obj, eventType, reason, fmt.Sprintf(messageFmt, args...))
+}
+
+// Events returns the events kept so far, oldest first.
+func (f *FakeRecorder) Events() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.events...)
+}

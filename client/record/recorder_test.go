@@ -1,0 +1,290 @@
+package record_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/internal/testenv"
+)
+
+// fakeClock starts at a fixed time and moves one second per reading, so
+// that each event has its own timestamp.
+func fakeClock() func() time.Time {
+	var ticks atomic.Int64
+	start := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	return func() time.Time { return start.Add(time.Duration(ticks.Add(1)-1) * time.Second) }
+}
+
+type fixture struct {
+	env    *testenv.Env
+	rc     *client.RESTClient
+	events *client.Client[*corev1.Event]
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	env := testenv.Start(t)
+	rc, err := client.New(&client.Config{Server: env.URL, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{env: env, rc: rc, events: client.For[*corev1.Event](rc)}
+}
+
+// start creates a recorder and runs it until the test ends.
+func (f *fixture) start(t *testing.T, opts record.Options) *record.Recorder {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if opts.Clock == nil {
+		opts.Clock = fakeClock()
+	}
+	rec := record.NewRecorder(f.rc, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { rec.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return rec
+}
+
+func waitIdle(t *testing.T, rec *record.Recorder) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := rec.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventsAbout lists the events of namespace whose involvedObject is name.
+func (f *fixture) eventsAbout(t *testing.T, namespace, name string) []*corev1.Event {
+	t.Helper()
+	list, err := f.events.List(context.Background(), namespace, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+func pod(namespace, name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Namespace: namespace, Name: name, UID: types.UID("uid-" + name), ResourceVersion: "42",
+	}}
+}
+
+func TestEventfWritesEvent(t *testing.T) {
+	f := setup(t)
+	rec := f.start(t, record.Options{Component: "replicaset-controller", Host: "host-a"})
+	rec.Eventf(pod("default", "web"), corev1.EventTypeWarning, "FailedCreate", "cannot create %d pods", 3)
+	waitIdle(t, rec)
+
+	got := f.eventsAbout(t, "default", "web")
+	if len(got) != 1 {
+		t.Fatalf("got %d events about default/web, want 1", len(got))
+	}
+	ev := got[0]
+	if !regexp.MustCompile(`^web\.[0-9a-f]{16}$`).MatchString(ev.Name) {
+		t.Errorf("name %q is not web.<16 hex digits>", ev.Name)
+	}
+	wantRef := corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "default", Name: "web", UID: "uid-web", ResourceVersion: "42"}
+	checks := []struct {
+		field     string
+		got, want any
+	}{
+		{"namespace", ev.Namespace, "default"},
+		{"involvedObject", ev.InvolvedObject, wantRef},
+		{"type", ev.Type, corev1.EventTypeWarning},
+		{"reason", ev.Reason, "FailedCreate"},
+		{"message", ev.Message, "cannot create 3 pods"},
+		{"source", ev.Source, corev1.EventSource{Component: "replicaset-controller", Host: "host-a"}},
+		{"count", ev.Count, int32(1)},
+		{"reportingComponent", ev.ReportingController, "replicaset-controller"},
+		{"reportingInstance", ev.ReportingInstance, "host-a"},
+		{"firstTimestamp", ev.FirstTimestamp.UTC(), time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)},
+		{"lastTimestamp", ev.LastTimestamp.UTC(), time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.field, c.got, c.want)
+		}
+	}
+}
+
+func TestRepeatCounts(t *testing.T) {
+	f := setup(t)
+	rec := f.start(t, record.Options{Component: "test"})
+	p := pod("default", "web")
+	for range 3 {
+		rec.Eventf(p, corev1.EventTypeNormal, "Pulled", "image %q pulled", "nginx")
+	}
+	waitIdle(t, rec)
+
+	got := f.eventsAbout(t, "default", "web")
+	if len(got) != 1 {
+		t.Fatalf("got %d events, want 1 counted 3 times", len(got))
+	}
+	ev := got[0]
+	first, last := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC), time.Date(2030, 1, 2, 3, 4, 7, 0, time.UTC)
+	if ev.Count != 3 || !ev.FirstTimestamp.Time.Equal(first) || !ev.LastTimestamp.Time.Equal(last) {
+		t.Errorf("count %d, first %v, last %v; want 3, %v, %v", ev.Count, ev.FirstTimestamp.UTC(), ev.LastTimestamp.UTC(), first, last)
+	}
+
+	// The event expires (here: is deleted); the next repeat creates it anew.
+	if err := f.events.Delete(context.Background(), "default", ev.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rec.Eventf(p, corev1.EventTypeNormal, "Pulled", "image %q pulled", "nginx")
+	waitIdle(t, rec)
+	got = f.eventsAbout(t, "default", "web")
+	if len(got) != 1 || got[0].Count != 4 || got[0].Message != `image "nginx" pulled` {
+		t.Fatalf("after deleting the event and repeating it: %d events %+v; want it again with count 4", len(got), got)
+	}
+}
+
+func TestDifferentReasonsAreSeparate(t *testing.T) {
+	f := setup(t)
+	rec := f.start(t, record.Options{Component: "test"})
+	p := pod("default", "web")
+	rec.Event(p, corev1.EventTypeNormal, "Scheduled", "assigned to node-1")
+	rec.Event(p, corev1.EventTypeNormal, "Pulled", "assigned to node-1")
+	rec.Event(p, corev1.EventTypeWarning, "Pulled", "assigned to node-1")
+	rec.Event(p, corev1.EventTypeNormal, "Scheduled", "assigned to node-1")
+	waitIdle(t, rec)
+
+	counts := map[string]int32{}
+	for _, ev := range f.eventsAbout(t, "default", "web") {
+		counts[ev.Type+"/"+ev.Reason] = ev.Count
+	}
+	want := map[string]int32{"Normal/Scheduled": 2, "Normal/Pulled": 1, "Warning/Pulled": 1}
+	if fmt.Sprint(counts) != fmt.Sprint(want) {
+		t.Errorf("events by type/reason and count: %v, want %v", counts, want)
+	}
+}
+
+func TestClusterScopedObjectEventInDefault(t *testing.T) {
+	f := setup(t)
+	rec := f.start(t, record.Options{Component: "node-controller"})
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", UID: "uid-node-1"}}
+	rec.Eventf(node, corev1.EventTypeNormal, "NodeReady", "Node %s status is now: NodeReady", node.Name)
+	waitIdle(t, rec)
+
+	got := f.eventsAbout(t, "", "node-1")
+	if len(got) != 1 {
+		t.Fatalf("got %d events about node-1 in all namespaces, want 1", len(got))
+	}
+	ev := got[0]
+	if ev.Namespace != "default" || ev.InvolvedObject.Namespace != "" || ev.InvolvedObject.Kind != "Node" || ev.InvolvedObject.APIVersion != "v1" {
+		t.Errorf("event in %q about %s %s in %q; want in default about v1 Node in \"\"",
+			ev.Namespace, ev.InvolvedObject.APIVersion, ev.InvolvedObject.Kind, ev.InvolvedObject.Namespace)
+	}
+}
+
+func TestSimilarEventsCombined(t *testing.T) {
+	f := setup(t)
+	rec := f.start(t, record.Options{Component: "test"})
+	p := pod("default", "web")
+	for i := range 12 {
+		rec.Eventf(p, corev1.EventTypeNormal, "Scaled", "scaled to %d", i)
+	}
+	waitIdle(t, rec)
+
+	var single, combined []*corev1.Event
+	for _, ev := range f.eventsAbout(t, "default", "web") {
+		if ev.Count == 1 && regexp.MustCompile(`^scaled to \d$`).MatchString(ev.Message) {
+			single = append(single, ev)
+		} else {
+			combined = append(combined, ev)
+		}
+	}
+	if len(single) != 9 || len(combined) != 1 {
+		t.Fatalf("got %d single and %d other events, want 9 single and 1 combined", len(single), len(combined))
+	}
+	if c := combined[0]; c.Count != 3 || c.Message != "(combined from similar events): scaled to 11" {
+		t.Errorf("combined event: count %d, message %q; want 3, the prefix and the last message", c.Count, c.Message)
+	}
+}
+
+func TestRecordedBeforeRunIsQueued(t *testing.T) {
+	f := setup(t)
+	rec := record.NewRecorder(f.rc, record.Options{Component: "test"})
+	rec.Event(pod("default", "early"), corev1.EventTypeNormal, "Early", "recorded before Run")
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { rec.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+	waitIdle(t, rec)
+	if got := f.eventsAbout(t, "default", "early"); len(got) != 1 {
+		t.Fatalf("got %d events, want the one recorded before Run", len(got))
+	}
+}
+
+func TestNeverBlocksWhenServerDown(t *testing.T) {
+	f := setup(t)
+	rec := f.start(t, record.Options{
+		Component:     "test",
+		Logger:        slog.New(slog.DiscardHandler), // one warning per dropped event
+		QueueSize:     10,
+		RetryInterval: 50 * time.Millisecond,
+	})
+	f.env.StopServer()
+
+	const n = 20000
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		for i := range n {
+			rec.Eventf(pod("default", fmt.Sprintf("web-%d", i%50)), corev1.EventTypeWarning, "Unreachable", "try %d", i)
+		}
+	}()
+	select {
+	case <-returned:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("%d Eventf calls did not return within 15s while the server was down", n)
+	}
+	if d := rec.Dropped(); d < n-11 {
+		t.Errorf("dropped %d events, want at least %d (queue of 10, one being sent)", d, n-11)
+	}
+
+	// Once the server is back, the same recorder drains its queue and
+	// writes again.
+	f.env.RestartServer()
+	waitIdle(t, rec)
+	rec.Event(pod("default", "after"), corev1.EventTypeNormal, "Recovered", "server is back")
+	waitIdle(t, rec)
+	if got := f.eventsAbout(t, "default", "after"); len(got) != 1 {
+		t.Errorf("got %d events recorded after the restart, want 1", len(got))
+	}
+}
+
+func TestInvalidEventsDropped(t *testing.T) {
+	f := setup(t)
+	rec := f.start(t, record.Options{Component: "test"})
+	rec.Event(pod("default", "web"), "Info", "Odd", "type is neither Normal nor Warning")
+	rec.Event(nil, corev1.EventTypeNormal, "Nil", "no object")
+	waitIdle(t, rec)
+	if got := f.eventsAbout(t, "default", "web"); len(got) != 0 {
+		t.Errorf("got %d events, want none", len(got))
+	}
+}
+
+func TestFakeRecorder(t *testing.T) {
+	var f record.FakeRecorder
+	var r record.EventRecorder = &f
+	r.Eventf(pod("default", "web"), corev1.EventTypeNormal, "Created", "created pod %s", "web-1")
+	if got := f.Events(); len(got) != 1 || got[0] != "Normal Created created pod web-1" {
+		t.Errorf("events %q", got)
+	}
+}
