@@ -300,11 +300,12 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 	var from int64
 	if o.resourceVersion != "" {
 		from, _ = strconv.ParseInt(o.resourceVersion, 10, 64)
-	} else if initial {
-		// No resourceVersion asks for the most recent state, which a list
-		// would read from etcd: the initial events must include every
-		// write that finished before this request, so the cache must first
-		// reach etcd's current revision.
+	} else {
+		// No resourceVersion means "from now": the initial events (if any)
+		// must include every write that finished before this request, as
+		// a list from etcd would, and a watch without them starts after
+		// that write. Either way the cache must first reach etcd's current
+		// revision.
 		if from, err = s.store.Revision(ctx); err != nil {
 			return s.stores[ri.res].storageError(err, "")
 		}

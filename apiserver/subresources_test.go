@@ -1,0 +1,216 @@
+package apiserver_test
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minictl/minictl/internal/testenv"
+)
+
+func TestStatusSubresource(t *testing.T) {
+	env := testenv.Start(t)
+	path := deployPath("default", "web")
+	create[appsv1.Deployment](t, env, deployPath("default", ""), deployment("web", 1))
+
+	t.Run("PUT status changes status only", func(t *testing.T) {
+		in := get[appsv1.Deployment](t, env, path)
+		in.Status.Replicas, in.Status.ReadyReplicas = 4, 3
+		in.Spec.Replicas = ptr(int32(9)) // ignored
+		in.Labels = map[string]string{"ignored": "yes"}
+		got := update[appsv1.Deployment](t, env, path+"/status", in)
+		if got.Status.Replicas != 4 || got.Status.ReadyReplicas != 3 {
+			t.Errorf("status %+v", got.Status)
+		}
+		stored := get[appsv1.Deployment](t, env, path)
+		if *stored.Spec.Replicas != 1 || stored.Generation != 1 {
+			t.Errorf("spec.replicas %d generation %d: the status write changed the spec", *stored.Spec.Replicas, stored.Generation)
+		}
+		if stored.Status.Replicas != 4 {
+			t.Errorf("stored status %+v", stored.Status)
+		}
+	})
+
+	t.Run("PATCH status", func(t *testing.T) {
+		got := patch[appsv1.Deployment](t, env, path+"/status", mergePatch,
+			`{"spec":{"replicas":7},"status":{"availableReplicas":2}}`)
+		if got.Status.AvailableReplicas != 2 || got.Status.Replicas != 4 || *got.Spec.Replicas != 1 {
+			t.Errorf("status %+v spec.replicas %d", got.Status, *got.Spec.Replicas)
+		}
+	})
+
+	t.Run("PUT status with a stale resourceVersion", func(t *testing.T) {
+		in := get[appsv1.Deployment](t, env, path)
+		in.ResourceVersion = "1"
+		do(t, env, http.MethodPut, path+"/status", jsonType, in).wantStatus(t, http.StatusConflict, metav1.StatusReasonConflict)
+	})
+
+	t.Run("GET status is the object", func(t *testing.T) {
+		got := get[appsv1.Deployment](t, env, path+"/status")
+		if got.Name != "web" || got.Status.Replicas != 4 {
+			t.Errorf("GET status: %s %+v", got.Name, got.Status)
+		}
+	})
+
+	t.Run("a main-resource PUT cannot change status", func(t *testing.T) {
+		in := get[appsv1.Deployment](t, env, path)
+		in.Status.Replicas = 100
+		in.Spec.Replicas = ptr(int32(2))
+		got := update[appsv1.Deployment](t, env, path, in)
+		if got.Status.Replicas != 4 || *got.Spec.Replicas != 2 {
+			t.Errorf("status.replicas %d spec.replicas %d, want 4 and 2", got.Status.Replicas, *got.Spec.Replicas)
+		}
+		if stored := get[appsv1.Deployment](t, env, path); stored.Status.Replicas != 4 {
+			t.Errorf("stored status.replicas %d", stored.Status.Replicas)
+		}
+	})
+
+	t.Run("a main-resource patch cannot change status", func(t *testing.T) {
+		got := patch[appsv1.Deployment](t, env, path, mergePatch, `{"status":{"replicas":50}}`)
+		if got.Status.Replicas != 4 {
+			t.Errorf("status.replicas %d, want 4", got.Status.Replicas)
+		}
+	})
+
+	t.Run("a pod's status", func(t *testing.T) {
+		create[corev1.Pod](t, env, podPath("default", ""), pod("p", "node-1", nil))
+		got := patch[corev1.Pod](t, env, podPath("default", "p")+"/status", mergePatch,
+			`{"status":{"phase":"Running","podIP":"10.0.0.5"}}`)
+		if got.Status.Phase != corev1.PodRunning || got.Status.PodIP != "10.0.0.5" {
+			t.Errorf("pod status %+v", got.Status)
+		}
+		// A create cannot set status either.
+		in := pod("born-running", "", nil)
+		in.Status.Phase = corev1.PodRunning
+		if got := create[corev1.Pod](t, env, podPath("default", ""), in); got.Status.Phase != corev1.PodPending {
+			t.Errorf("created pod phase %q, want Pending", got.Status.Phase)
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestScaleSubresource(t *testing.T) {
+	env := testenv.Start(t)
+	create[appsv1.Deployment](t, env, deployPath("default", ""), deployment("web", 2))
+	create[appsv1.ReplicaSet](t, env, "/apis/apps/v1/namespaces/default/replicasets", replicaSet("web-rs", 2))
+
+	for _, tc := range []struct {
+		resource string
+		replicas func(t *testing.T) (int32, int64) // the object's spec.replicas and generation
+	}{
+		{"deployments", func(t *testing.T) (int32, int64) {
+			d := get[appsv1.Deployment](t, env, deployPath("default", "web"))
+			return *d.Spec.Replicas, d.Generation
+		}},
+		{"replicasets", func(t *testing.T) (int32, int64) {
+			rs := get[appsv1.ReplicaSet](t, env, "/apis/apps/v1/namespaces/default/replicasets/web-rs")
+			return *rs.Spec.Replicas, rs.Generation
+		}},
+	} {
+		t.Run(tc.resource, func(t *testing.T) {
+			name := map[string]string{"deployments": "web", "replicasets": "web-rs"}[tc.resource]
+			path := fmt.Sprintf("/apis/apps/v1/namespaces/default/%s/%s/scale", tc.resource, name)
+			check := func(t *testing.T, sc *autoscalingv1.Scale, want int32, wantGen int64) {
+				t.Helper()
+				if sc.Kind != "Scale" || sc.APIVersion != "autoscaling/v1" || sc.Name != name || sc.Namespace != "default" {
+					t.Errorf("scale is %s %s %s/%s", sc.APIVersion, sc.Kind, sc.Namespace, sc.Name)
+				}
+				if sc.Spec.Replicas != want {
+					t.Errorf("scale spec.replicas %d, want %d", sc.Spec.Replicas, want)
+				}
+				if sc.Status.Selector != "app="+name {
+					t.Errorf("scale status.selector %q, want app=%s", sc.Status.Selector, name)
+				}
+				if got, gen := tc.replicas(t); got != want || gen != wantGen {
+					t.Errorf("object spec.replicas %d generation %d, want %d and %d", got, gen, want, wantGen)
+				}
+			}
+
+			sc := get[autoscalingv1.Scale](t, env, path)
+			check(t, sc, 2, 1)
+			rv(t, sc.ResourceVersion)
+
+			sc.Spec.Replicas = 5
+			sc = update[autoscalingv1.Scale](t, env, path, sc)
+			check(t, sc, 5, 2)
+
+			sc = patch[autoscalingv1.Scale](t, env, path, mergePatch, `{"spec":{"replicas":7}}`)
+			check(t, sc, 7, 3)
+
+			stale := sc.DeepCopy()
+			stale.ResourceVersion = "1"
+			stale.Spec.Replicas = 1
+			do(t, env, http.MethodPut, path, jsonType, stale).wantStatus(t, http.StatusConflict, metav1.StatusReasonConflict)
+			check(t, get[autoscalingv1.Scale](t, env, path), 7, 3)
+
+			do(t, env, http.MethodPatch, path, mergePatch, `{"spec":{"replicas":-1}}`).
+				wantStatus(t, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid)
+		})
+	}
+
+	t.Run("a missing object", func(t *testing.T) {
+		do(t, env, http.MethodGet, deployPath("default", "nope")+"/scale", "", nil).wantStatus(t, http.StatusNotFound, metav1.StatusReasonNotFound)
+	})
+}
+
+func TestBinding(t *testing.T) {
+	env := testenv.Start(t)
+	create[corev1.Pod](t, env, podPath("default", ""), pod("p", "", nil))
+	binding := func(node string) *corev1.Binding {
+		return &corev1.Binding{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Binding"},
+			Target:   corev1.ObjectReference{Kind: "Node", Name: node},
+		}
+	}
+
+	r := do(t, env, http.MethodPost, podPath("default", "p")+"/binding", jsonType, binding("node-1")).want(t, http.StatusCreated)
+	if st := r.status(t); st.Status != metav1.StatusSuccess {
+		t.Errorf("binding answered %+v", st)
+	}
+	got := get[corev1.Pod](t, env, podPath("default", "p"))
+	if got.Spec.NodeName != "node-1" {
+		t.Errorf("spec.nodeName %q, want node-1", got.Spec.NodeName)
+	}
+	i := slices.IndexFunc(got.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodScheduled })
+	if i < 0 || got.Status.Conditions[i].Status != corev1.ConditionTrue {
+		t.Errorf("conditions %+v: want PodScheduled True", got.Status.Conditions)
+	}
+
+	before := revision(t, env)
+	do(t, env, http.MethodPost, podPath("default", "p")+"/binding", jsonType, binding("node-2")).
+		wantStatus(t, http.StatusConflict, metav1.StatusReasonConflict)
+	if after := revision(t, env); after != before {
+		t.Errorf("etcd revision moved from %d to %d", before, after)
+	}
+	if got := get[corev1.Pod](t, env, podPath("default", "p")); got.Spec.NodeName != "node-1" {
+		t.Errorf("spec.nodeName %q after a second binding", got.Spec.NodeName)
+	}
+
+	do(t, env, http.MethodPost, podPath("default", "nope")+"/binding", jsonType, binding("node-1")).
+		wantStatus(t, http.StatusNotFound, metav1.StatusReasonNotFound)
+}
+
+func TestNamespaceFinalize(t *testing.T) {
+	env := testenv.Start(t)
+	ns := create[corev1.Namespace](t, env, "/api/v1/namespaces", namespace("fin"))
+	if !slices.Equal(ns.Spec.Finalizers, []corev1.FinalizerName{corev1.FinalizerKubernetes}) {
+		t.Fatalf("new namespace spec.finalizers %v, want [kubernetes]", ns.Spec.Finalizers)
+	}
+	got := call[corev1.Namespace](t, env, http.MethodDelete, "/api/v1/namespaces/fin", "", nil, http.StatusOK)
+	if got.Status.Phase != corev1.NamespaceTerminating {
+		t.Fatalf("phase %q after delete", got.Status.Phase)
+	}
+
+	// What the namespace controller does once the namespace is empty.
+	cur := get[corev1.Namespace](t, env, "/api/v1/namespaces/fin")
+	cur.Spec.Finalizers = nil
+	do(t, env, http.MethodPut, "/api/v1/namespaces/fin/finalize", jsonType, cur).want(t, http.StatusOK)
+	do(t, env, http.MethodGet, "/api/v1/namespaces/fin", "", nil).wantStatus(t, http.StatusNotFound, metav1.StatusReasonNotFound)
+}
