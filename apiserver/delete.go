@@ -268,7 +268,10 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, r
 	if err != nil {
 		return err
 	}
-	items, _ := s.caches[ri.res].list(&lo.filter)
+	items, err := s.consistentList(r.Context(), ri.res, &lo.filter)
+	if err != nil {
+		return err
+	}
 	rs := s.stores[ri.res]
 	raws := make([][]byte, 0, len(items))
 	for _, it := range items {

@@ -331,7 +331,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 	}
 	defer cache.stop(cw)
 	for _, it := range items {
-		if _, err := w.Write(enc.line(it)); err != nil {
+		if _, err := writeWithDeadline(w, enc.line(it)); err != nil {
 			return nil
 		}
 	}
@@ -347,7 +347,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 			if !ok {
 				return nil
 			}
-			if _, err := w.Write(enc.line(it)); err != nil {
+			if _, err := writeWithDeadline(w, enc.line(it)); err != nil {
 				return nil
 			}
 			// Write what is already queued before flushing once.
@@ -356,7 +356,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 				if !ok {
 					break
 				}
-				if _, err := w.Write(enc.line(it)); err != nil {
+				if _, err := writeWithDeadline(w, enc.line(it)); err != nil {
 					return nil
 				}
 			}
@@ -409,4 +409,14 @@ func (e *eventEncoder) errorLine(se *apierrors.StatusError) []byte {
 	st.Kind, st.APIVersion = "Status", "v1"
 	raw, _ := json.Marshal(&st)
 	return append(append([]byte(`{"type":"ERROR","object":`), raw...), "}\n"...)
+}
+
+// watchWriteTimeout bounds one write to a watcher. A client that stops
+// reading fills its TCP buffers; without a deadline its handler would
+// block for ever after the cache closed the watcher as too slow.
+const watchWriteTimeout = 10 * time.Second
+
+func writeWithDeadline(w http.ResponseWriter, b []byte) (int, error) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(watchWriteTimeout))
+	return w.Write(b)
 }

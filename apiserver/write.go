@@ -167,10 +167,14 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, namespace,
 		if rv := obj.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
 			return nil, errConflict(res, name)
 		}
-		obj.SetResourceVersion(old.GetResourceVersion())
-		if obj.GetUID() == "" {
-			obj.SetUID(old.GetUID())
+		// A uid in the body is a precondition, as in kube-apiserver: it
+		// names the object the client meant, not a new value.
+		if uid := obj.GetUID(); uid != "" && uid != old.GetUID() {
+			return nil, apierrors.NewConflict(res.GroupResource(), name,
+				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, old.GetUID()))
 		}
+		obj.SetResourceVersion(old.GetResourceVersion())
+		obj.SetUID(old.GetUID())
 		obj.SetCreationTimestamp(old.GetCreationTimestamp())
 		obj.SetDeletionTimestamp(old.GetDeletionTimestamp())
 		obj.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
