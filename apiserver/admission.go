@@ -10,9 +10,11 @@ import (
 	"github.com/minictl/minictl/api"
 )
 
-// admitCreate runs the admission checks a create must pass after defaults
-// and before validation. Namespace lifecycle: nothing is created in a
-// namespace that does not exist or is being terminated.
+// admitCreate runs the admission a create passes after defaults and
+// before validation, in kube-apiserver's order: namespace lifecycle
+// (nothing is created in a namespace that does not exist or is being
+// terminated), then LimitRanger (pods get default requests and limits and
+// must fit the namespace's ranges).
 func (s *Server) admitCreate(ctx context.Context, res *api.Resource, obj api.Object) error {
 	if !res.Namespaced {
 		return nil
@@ -24,6 +26,9 @@ func (s *Server) admitCreate(ctx context.Context, res *api.Resource, obj api.Obj
 	if ns.Status.Phase == corev1.NamespaceTerminating || ns.DeletionTimestamp != nil {
 		return apierrors.NewForbidden(res.GroupResource(), obj.GetName(),
 			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns.Name))
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		return s.admitLimitRanges(pod)
 	}
 	return nil
 }

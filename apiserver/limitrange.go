@@ -1,0 +1,169 @@
+package apiserver
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/minictl/minictl/api"
+)
+
+// admitLimitRanges is Kubernetes' LimitRanger admission for pods: every
+// LimitRange of type Container in the pod's namespace fills the limits
+// (default) and requests (defaultRequest) its containers leave unset, and
+// then every container must sit within min and max and within
+// maxLimitRequestRatio; type Pod bounds the sums over the containers. A pod
+// outside a range is 403 Forbidden, with one message per violation.
+func (s *Server) admitLimitRanges(pod *corev1.Pod) error {
+	ranges := s.namespaceLimitRanges(pod.Namespace)
+	if len(ranges) == 0 {
+		return nil
+	}
+	for _, lr := range ranges {
+		for _, item := range lr.Spec.Limits {
+			if item.Type != corev1.LimitTypeContainer {
+				continue
+			}
+			for i := range pod.Spec.InitContainers {
+				applyContainerDefaults(&pod.Spec.InitContainers[i].Resources, item)
+			}
+			for i := range pod.Spec.Containers {
+				applyContainerDefaults(&pod.Spec.Containers[i].Resources, item)
+			}
+		}
+	}
+	var problems []string
+	for _, lr := range ranges {
+		for _, item := range lr.Spec.Limits {
+			switch item.Type {
+			case corev1.LimitTypeContainer:
+				for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+					problems = append(problems, checkLimits("Container", item, c.Resources.Requests, c.Resources.Limits)...)
+				}
+			case corev1.LimitTypePod:
+				req, lim := corev1.ResourceList{}, corev1.ResourceList{}
+				for _, c := range pod.Spec.Containers {
+					addList(req, c.Resources.Requests)
+					addList(lim, c.Resources.Limits)
+				}
+				problems = append(problems, checkLimits("Pod", item, req, lim)...)
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return apierrors.NewForbidden(api.Pods.GroupResource(), pod.Name, fmt.Errorf("%s", joinProblems(problems)))
+	}
+	return nil
+}
+
+func (s *Server) namespaceLimitRanges(namespace string) []*corev1.LimitRange {
+	items, _ := s.caches[api.LimitRanges].list(&filter{namespace: namespace})
+	out := make([]*corev1.LimitRange, 0, len(items))
+	for _, it := range items {
+		out = append(out, it.obj.(*corev1.LimitRange))
+	}
+	return out
+}
+
+// applyContainerDefaults fills what a container leaves unset: limits from
+// default, requests from defaultRequest, or else from its own limit.
+func applyContainerDefaults(r *corev1.ResourceRequirements, item corev1.LimitRangeItem) {
+	for name, q := range item.Default {
+		if _, ok := r.Limits[name]; !ok {
+			if r.Limits == nil {
+				r.Limits = corev1.ResourceList{}
+			}
+			r.Limits[name] = q.DeepCopy()
+		}
+	}
+	for name, q := range item.DefaultRequest {
+		if _, ok := r.Requests[name]; !ok {
+			if r.Requests == nil {
+				r.Requests = corev1.ResourceList{}
+			}
+			r.Requests[name] = q.DeepCopy()
+		}
+	}
+	for name, q := range r.Limits {
+		if _, ok := r.Requests[name]; !ok {
+			if r.Requests == nil {
+				r.Requests = corev1.ResourceList{}
+			}
+			r.Requests[name] = q.DeepCopy()
+		}
+	}
+}
+
+// checkLimits words each violation as kube-apiserver's LimitRanger does.
+func checkLimits(kind string, item corev1.LimitRangeItem, req, lim corev1.ResourceList) []string {
+	var out []string
+	for _, name := range sortedNames(item.Min) {
+		min := item.Min[name]
+		r, hasReq := req[name]
+		l, hasLim := lim[name]
+		switch {
+		case !hasReq:
+			out = append(out, fmt.Sprintf("minimum %s usage per %s is %s.  No request is specified", name, kind, min.String()))
+		case r.Cmp(min) < 0:
+			out = append(out, fmt.Sprintf("minimum %s usage per %s is %s, but request is %s", name, kind, min.String(), r.String()))
+		case hasLim && l.Cmp(min) < 0:
+			out = append(out, fmt.Sprintf("minimum %s usage per %s is %s, but limit is %s", name, kind, min.String(), l.String()))
+		}
+	}
+	for _, name := range sortedNames(item.Max) {
+		max := item.Max[name]
+		l, hasLim := lim[name]
+		r, hasReq := req[name]
+		switch {
+		case !hasLim:
+			out = append(out, fmt.Sprintf("maximum %s usage per %s is %s.  No limit is specified", name, kind, max.String()))
+		case l.Cmp(max) > 0:
+			out = append(out, fmt.Sprintf("maximum %s usage per %s is %s, but limit is %s", name, kind, max.String(), l.String()))
+		case hasReq && r.Cmp(max) > 0:
+			out = append(out, fmt.Sprintf("maximum %s usage per %s is %s, but request is %s", name, kind, max.String(), r.String()))
+		}
+	}
+	for _, name := range sortedNames(item.MaxLimitRequestRatio) {
+		ratio := item.MaxLimitRequestRatio[name]
+		l, hasLim := lim[name]
+		r, hasReq := req[name]
+		if !hasLim || !hasReq || r.IsZero() {
+			continue
+		}
+		// Compare l/r with ratio exactly: l*1000 <= ratio*r*1000 in milli-units.
+		lm, rm, ratioMilli := l.MilliValue(), r.MilliValue(), ratio.MilliValue()
+		if lm*1000 > ratioMilli*rm {
+			actual := resource.NewMilliQuantity(lm*1000/rm, resource.DecimalSI)
+			out = append(out, fmt.Sprintf("%s max limit to request ratio per %s is %s, but provided ratio is %s", name, kind, ratio.String(), actual.String()))
+		}
+	}
+	return out
+}
+
+func addList(sum, add corev1.ResourceList) {
+	for name, q := range add {
+		cur := sum[name]
+		cur.Add(q)
+		sum[name] = cur
+	}
+}
+
+func sortedNames(list corev1.ResourceList) []corev1.ResourceName {
+	names := make([]corev1.ResourceName, 0, len(list))
+	for n := range list {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func joinProblems(p []string) string {
+	if len(p) == 1 {
+		return p[0]
+	}
+	return "[" + strings.Join(p, ", ") + "]"
+}
