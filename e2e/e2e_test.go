@@ -71,7 +71,7 @@ type cluster struct {
 // up starts `minictl up` with args and waits for /readyz.
 func up(t *testing.T, addr, dataDir string, args ...string) *cluster {
 	t.Helper()
-	all := append([]string{"up", "--listen", addr, "--data-dir", dataDir, "--etcd-client-url", "http://127.0.0.1:0"}, args...)
+	all := append([]string{"up", "--listen", addr, "--data-dir", dataDir, "--etcd-client-url", "http://127.0.0.1:0", "--controller-manager-address", "127.0.0.1:0"}, args...)
 	cmd := exec.Command(binary(t), all...)
 	c := &cluster{t: t, cmd: cmd, URL: "http://" + addr, stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, exited: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = &lockedWriter{w: c.stdout}, &lockedWriter{w: c.stderr}

@@ -20,10 +20,15 @@ import (
 const usage = `minictl runs a small Kubernetes control plane for learning and testing.
 
 Usage:
-  minictl up          start etcd and the API server in one process
-  minictl apiserver   run the API server alone against etcd endpoints
-  minictl kubeconfig  print (or --write) a kubeconfig for kubectl and client-go
-  minictl version     print the version
+  minictl up                  start a whole cluster in one process: etcd, the API
+                              server, the controller manager, the scheduler and
+                              simulated nodes
+  minictl apiserver           run the API server alone against etcd endpoints
+  minictl controller-manager  run the controller manager against an API server
+  minictl scheduler           run the scheduler against an API server
+  minictl kubelet --name N    run one simulated node against an API server
+  minictl kubeconfig          print (or --write) a kubeconfig for kubectl and client-go
+  minictl version             print the version
 
 Run "minictl <command> -h" for a command's flags.
 `
@@ -51,6 +56,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runUp(ctx, rest, stdout, stderr)
 	case "apiserver":
 		return runAPIServer(ctx, rest, stdout, stderr)
+	case "controller-manager":
+		return runControllerManager(ctx, rest, stdout, stderr)
+	case "scheduler":
+		return runSchedulerCmd(ctx, rest, stdout, stderr)
+	case "kubelet":
+		return runKubeletCmd(ctx, rest, stdout, stderr)
 	case "kubeconfig":
 		return runKubeconfig(rest, stdout, stderr)
 	case "version", "--version":

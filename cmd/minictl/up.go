@@ -49,11 +49,14 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var sf serverFlags
 	sf.bind(fs)
+	var cf clusterFlags
+	cf.bind(fs)
 	dataDir := fs.String("data-dir", defaultDataDir(), "directory for the embedded etcd's data")
 	etcdURL := fs.String("etcd-client-url", "http://127.0.0.1:2379", "client URL of the embedded etcd (a free port is used if this one is taken; port 0 always picks one)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	cf.applyFast(fs)
 	log, err := newLogger(stderr, sf.logLevel)
 	if err != nil {
 		return err
@@ -66,7 +69,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("data dir: %w", err)
 		}
 	}
-	return serve(ctx, cfg, sf, log, stdout, *dataDir)
+	return serve(ctx, cfg, sf, &cf, log, stdout, *dataDir)
 }
 
 func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -85,13 +88,15 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	cfg := store.Config{Endpoints: splitList(sf.etcdEndpoints), CompactionInterval: sf.compaction, Logger: log}
-	return serve(ctx, cfg, sf, log, stdout, "")
+	return serve(ctx, cfg, sf, nil, log, stdout, "")
 }
 
-// serve opens the store, runs the API server until ctx ends, and then shuts
-// down in order: stop accepting and end watches, stop the caches, close
-// etcd.
-func serve(ctx context.Context, cfg store.Config, sf serverFlags, log *slog.Logger, stdout io.Writer, dataDir string) error {
+// serve opens the store and runs the API server, and with cf the rest of
+// the cluster, until ctx ends. Shutdown goes in order: the cluster's
+// components first (the controller manager gives its lease back through a
+// still-running API server), then the API server (stop accepting, end
+// watches), then etcd.
+func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFlags, log *slog.Logger, stdout io.Writer, dataDir string) error {
 	start := time.Now()
 	st, err := store.Open(ctx, cfg)
 	if err != nil {
@@ -106,25 +111,47 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, log *slog.Logg
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	g, gctx := errgroup.WithContext(ctx)
+	serverCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServer()
+	g, gctx := errgroup.WithContext(serverCtx)
 	g.Go(func() error { return srv.Run(gctx) })
 	g.Go(func() error { return srv.Serve(gctx, ln) })
+
+	url := "http://" + ln.Addr().String()
+	var cmListener net.Listener
+	if cf != nil {
+		if cmListener, err = net.Listen("tcp", cf.cmAddress); err != nil {
+			return fmt.Errorf("controller manager listen: %w", err)
+		}
+	}
+	var clusterErr error
 	select {
 	case <-srv.Ready():
-		url := "http://" + ln.Addr().String()
-		fmt.Fprintf(stdout, "minictl is up (ready in %s)\n", time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "minictl is up (API ready in %s)\n", time.Since(start).Round(time.Millisecond))
 		fmt.Fprintf(stdout, "  API server:  %s\n", url)
 		fmt.Fprintf(stdout, "  etcd:        %s\n", strings.Join(st.Endpoints(), ","))
 		if dataDir != "" && len(cfg.Endpoints) == 0 {
 			fmt.Fprintf(stdout, "  data dir:    %s\n", dataDir)
 		}
+		if cf != nil {
+			fmt.Fprintf(stdout, "  controllers: %s (health on http://%s)\n", strings.Join(enabledNames(cf.cm.Controllers), ","), cmListener.Addr())
+			fmt.Fprintf(stdout, "  nodes:       %d simulated\n", cf.nodes)
+		}
 		fmt.Fprintf(stdout, "Try: curl %s/api/v1/namespaces\n", url)
+		if cf != nil {
+			clusterErr = runCluster(ctx, url, *cf, cmListener, log)
+		} else {
+			<-ctx.Done()
+		}
+	case <-ctx.Done():
 	case <-gctx.Done():
 	}
+	stopServer()
 	err = g.Wait()
 	log.Info("minictl stopped")
+	if clusterErr != nil {
+		return clusterErr
+	}
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}

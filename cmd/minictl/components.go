@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/controllers"
+	"github.com/minictl/minictl/informer"
+	"github.com/minictl/minictl/kubelet"
+	"github.com/minictl/minictl/scheduler"
+)
+
+// clusterFlags are the knobs of everything `up` runs besides etcd and the
+// API server, under their Kubernetes flag names.
+type clusterFlags struct {
+	cm                controllers.Config
+	cmAddress         string
+	nodes             int
+	heartbeatInterval time.Duration
+	statusInterval    time.Duration
+	fast              bool
+}
+
+func (f *clusterFlags) bind(fs *flag.FlagSet) {
+	f.cm = controllers.DefaultConfig()
+	f.cm.BindFlags(fs)
+	fs.StringVar(&f.cmAddress, "controller-manager-address", "127.0.0.1:10257", "where the controller manager serves /healthz and /metrics")
+	f.bindKubelet(fs)
+	fs.IntVar(&f.nodes, "nodes", 3, "how many simulated nodes (kubelets) to run")
+	fs.BoolVar(&f.fast, "fast", false, "scale every timing down (heartbeats, grace periods, leader election, tolerations) so a lesson's story plays out in seconds")
+}
+
+func (f *clusterFlags) bindKubelet(fs *flag.FlagSet) {
+	fs.DurationVar(&f.heartbeatInterval, "node-lease-renew-interval", kubelet.DefaultHeartbeatInterval, "how often each simulated kubelet renews its node Lease")
+	fs.DurationVar(&f.statusInterval, "node-status-update-frequency", kubelet.DefaultStatusUpdateInterval, "how often each simulated kubelet posts node status")
+}
+
+// applyFast scales every timing the user did not set explicitly down to
+// the --fast values.
+func (f *clusterFlags) applyFast(fs *flag.FlagSet) {
+	if !f.fast {
+		return
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	fast := func(name string, apply func()) {
+		if !set[name] {
+			apply()
+		}
+	}
+	fast("leader-elect-lease-duration", func() { f.cm.LeaseDuration = 3 * time.Second })
+	fast("leader-elect-renew-deadline", func() { f.cm.RenewDeadline = 2 * time.Second })
+	fast("leader-elect-retry-period", func() { f.cm.RetryPeriod = 500 * time.Millisecond })
+	fast("node-lease-renew-interval", func() { f.heartbeatInterval = time.Second })
+	fast("node-status-update-frequency", func() { f.statusInterval = time.Second })
+	f.cm.Timings.PodGCPeriod = 2 * time.Second
+	f.cm.Timings.PodGCQuarantine = 2 * time.Second
+}
+
+// runCluster runs the controller manager, the scheduler and the simulated
+// kubelets against the API at server until ctx ends, and waits for them.
+func runCluster(ctx context.Context, server string, cf clusterFlags, cmListener net.Listener, log *slog.Logger) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rc, err := client.New(&client.Config{Server: server, UserAgent: "minictl-up"})
+	if err != nil {
+		return err
+	}
+	mgr, err := controllers.NewManager(rc, cf.cm, log)
+	if err != nil {
+		return err
+	}
+	ln := cmListener
+	var wg sync.WaitGroup
+	errc := make(chan error, 3+cf.nodes)
+	run := func(name string, f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil && ctx.Err() == nil {
+				errc <- fmt.Errorf("%s: %w", name, err)
+			}
+		}()
+	}
+	run("controller-manager", func() error { return mgr.Run(ctx) })
+	run("controller-manager server", func() error { return mgr.Serve(ctx, ln) })
+	run("scheduler", func() error { return runScheduler(ctx, rc, log) })
+	for i := 1; i <= cf.nodes; i++ {
+		name := fmt.Sprintf("node-%d", i)
+		run(name, func() error { return runKubelet(ctx, rc, name, cf, log) })
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case err := <-errc:
+		cancel()
+		<-done
+		return err
+	case <-done:
+		return nil
+	}
+}
+
+func runScheduler(ctx context.Context, rc *client.RESTClient, log *slog.Logger) error {
+	log = log.With("component", "scheduler")
+	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{Logger: log})
+	defer factory.Shutdown()
+	rec := record.NewRecorder(rc, record.Options{Component: "default-scheduler", Logger: log})
+	s, err := scheduler.New(scheduler.Options{Client: rc, Informers: factory, Recorder: rec, Logger: log})
+	if err != nil {
+		return err
+	}
+	go rec.Run(ctx)
+	factory.Start(ctx)
+	return s.Run(ctx, 1)
+}
+
+func runKubelet(ctx context.Context, rc *client.RESTClient, name string, cf clusterFlags, log *slog.Logger) error {
+	log = log.With("component", "kubelet")
+	rec := record.NewRecorder(rc, record.Options{Component: "kubelet", Host: name, Logger: log})
+	k, err := kubelet.New(kubelet.Options{
+		Client: rc, NodeName: name, Recorder: rec, Logger: log,
+		HeartbeatInterval: cf.heartbeatInterval, StatusUpdateInterval: cf.statusInterval,
+	})
+	if err != nil {
+		return err
+	}
+	go rec.Run(ctx)
+	return k.Run(ctx)
+}
+
+// clientFlags are the flags of the components that reach a running API
+// server: --server, --kubeconfig, ...
+func bindClient(fs *flag.FlagSet) func() (*client.RESTClient, error) {
+	resolve := client.BindFlags(fs)
+	return func() (*client.RESTClient, error) {
+		cfg, err := resolve()
+		if err != nil {
+			return nil, err
+		}
+		return client.New(cfg)
+	}
+}
+
+func runControllerManager(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("controller-manager", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	newClient := bindClient(fs)
+	cfg := controllers.DefaultConfig()
+	cfg.BindFlags(fs)
+	addr := fs.String("address", "127.0.0.1:10257", "where /healthz and /metrics are served")
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, *level)
+	if err != nil {
+		return err
+	}
+	rc, err := newClient()
+	if err != nil {
+		return err
+	}
+	mgr, err := controllers.NewManager(rc, cfg, log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "controller manager %s: /healthz and /metrics on http://%s\n", mgr.Identity(), ln.Addr())
+	go func() { _ = mgr.Serve(ctx, ln) }()
+	return mgr.Run(ctx)
+}
+
+func runSchedulerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("scheduler", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	newClient := bindClient(fs)
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, *level)
+	if err != nil {
+		return err
+	}
+	rc, err := newClient()
+	if err != nil {
+		return err
+	}
+	return runScheduler(ctx, rc, log)
+}
+
+func runKubeletCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("kubelet", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	newClient := bindClient(fs)
+	var cf clusterFlags
+	cf.bindKubelet(fs)
+	name := fs.String("name", "", "the node's name (required)")
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *name == "" {
+		return fmt.Errorf("--name is required")
+	}
+	log, err := newLogger(stderr, *level)
+	if err != nil {
+		return err
+	}
+	rc, err := newClient()
+	if err != nil {
+		return err
+	}
+	return runKubelet(ctx, rc, *name, cf, log)
+}
+
+func enabledNames(selection []string) []string {
+	names, err := controllers.Enabled(selection)
+	if err != nil {
+		return selection
+	}
+	return names
+}

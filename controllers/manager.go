@@ -1,0 +1,358 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/client/leaderelection"
+	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/informer"
+)
+
+// Config is the controller manager's configuration, under
+// kube-controller-manager's flag names.
+type Config struct {
+	// Controllers selects what runs: "*" is every default-on controller,
+	// "name" enables one, "-name" disables one.
+	Controllers []string
+
+	LeaderElect   bool
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+	// LeaseNamespace and LeaseName name the Lease the candidates share.
+	LeaseNamespace, LeaseName string
+
+	// Timings shared with the controllers that need them.
+	Timings Timings
+	// Workers per controller (--concurrent-<name>-syncs).
+	Workers map[string]int
+}
+
+// Timings are the knobs that decide how fast the cluster reacts, under
+// their Kubernetes flag names; minictl up --fast scales them down.
+type Timings struct {
+	TerminatedPodGCThreshold int           // --terminated-pod-gc-threshold
+	PodGCPeriod              time.Duration // how often podgc looks
+	PodGCQuarantine          time.Duration // how long a node must stay gone before its pods are force-deleted
+}
+
+// DefaultConfig is kube-controller-manager's defaults.
+func DefaultConfig() Config {
+	return Config{
+		Controllers:    []string{"*"},
+		LeaderElect:    true,
+		LeaseDuration:  15 * time.Second,
+		RenewDeadline:  10 * time.Second,
+		RetryPeriod:    2 * time.Second,
+		LeaseNamespace: "kube-system",
+		LeaseName:      "kube-controller-manager",
+		Timings: Timings{
+			TerminatedPodGCThreshold: 12500,
+			PodGCPeriod:              20 * time.Second,
+			PodGCQuarantine:          40 * time.Second,
+		},
+		Workers: map[string]int{},
+	}
+}
+
+// BindFlags registers the configuration's flags on fs, with c's current
+// values as defaults.
+func (c *Config) BindFlags(fs *flag.FlagSet) {
+	fs.Func("controllers", fmt.Sprintf("comma-separated controllers to run: '*' enables every default-on one, 'foo' enables foo, '-foo' disables foo (known: %s) (default \"*\")", strings.Join(KnownControllers(), ", ")), func(s string) error {
+		c.Controllers = splitComma(s)
+		return nil
+	})
+	fs.BoolVar(&c.LeaderElect, "leader-elect", c.LeaderElect, "take a Lease before running controllers, so that only one controller manager acts")
+	fs.DurationVar(&c.LeaseDuration, "leader-elect-lease-duration", c.LeaseDuration, "how long a candidate waits, after the lease last changed, before taking it over")
+	fs.DurationVar(&c.RenewDeadline, "leader-elect-renew-deadline", c.RenewDeadline, "how long the leader tries to renew before it stops leading")
+	fs.DurationVar(&c.RetryPeriod, "leader-elect-retry-period", c.RetryPeriod, "the wait between attempts to acquire or renew the lease")
+	fs.IntVar(&c.Timings.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", c.Timings.TerminatedPodGCThreshold, "terminated pods kept before podgc deletes the oldest")
+	for _, d := range knownControllers {
+		if d.workersFlag == "" {
+			continue
+		}
+		name := d.name
+		def := d.workers
+		fs.Func(d.workersFlag, fmt.Sprintf("workers of the %s controller (default %d)", name, def), func(s string) error {
+			var n int
+			if _, err := fmt.Sscan(s, &n); err != nil || n < 1 {
+				return fmt.Errorf("must be a positive integer")
+			}
+			c.Workers[name] = n
+			return nil
+		})
+	}
+}
+
+func splitComma(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// controllerContext is what every controller is built from: one client,
+// one shared informer factory, one event recorder, per leadership term.
+type controllerContext struct {
+	Client    *client.RESTClient
+	Informers *informer.SharedInformerFactory
+	Recorder  *record.Recorder
+	Logger    *slog.Logger
+	Metrics   prometheus.Registerer
+	Timings   Timings
+}
+
+// runner is what the manager needs of a controller.
+type runner interface {
+	Run(ctx context.Context, workers int)
+}
+
+// descriptor is one row of the manager's table of controllers.
+type descriptor struct {
+	name        string
+	defaultOn   bool
+	workers     int    // default workers
+	workersFlag string // --concurrent-...-syncs
+	build       func(cc *controllerContext) (runner, error)
+}
+
+// KnownControllers lists every controller's name, sorted.
+func KnownControllers() []string {
+	names := make([]string, 0, len(knownControllers))
+	for _, d := range knownControllers {
+		names = append(names, d.name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// enabled resolves --controllers the way kube-controller-manager does: an
+// explicit "-name" wins, then an explicit "name", then "*" for the
+// default-on ones.
+func enabled(selection []string) ([]descriptor, error) {
+	known := KnownControllers()
+	for _, s := range selection {
+		name := strings.TrimPrefix(s, "-")
+		if s == "*" {
+			continue
+		}
+		if !slices.Contains(known, name) {
+			return nil, fmt.Errorf("unknown controller %q in --controllers; known controllers: %s", s, strings.Join(known, ", "))
+		}
+	}
+	var out []descriptor
+	for _, d := range knownControllers {
+		switch {
+		case slices.Contains(selection, "-"+d.name):
+		case slices.Contains(selection, d.name):
+			out = append(out, d)
+		case slices.Contains(selection, "*") && d.defaultOn:
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// Manager runs the enabled controllers while it holds the leader lease.
+type Manager struct {
+	rc       *client.RESTClient
+	cfg      Config
+	log      *slog.Logger
+	registry *prometheus.Registry
+	selected []descriptor
+	identity string
+	isLeader prometheus.Gauge
+
+	mu      sync.Mutex
+	elector *leaderelection.LeaderElector
+}
+
+// NewManager checks cfg and prepares a manager; nothing runs until Run.
+func NewManager(rc *client.RESTClient, cfg Config, log *slog.Logger) (*Manager, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	selected, err := enabled(cfg.Controllers)
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	m := &Manager{
+		rc: rc, cfg: cfg, log: log.With("component", "controller-manager"),
+		registry: prometheus.NewRegistry(), selected: selected,
+		identity: host + "_" + uuid.NewString(),
+		isLeader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name:        "leader_election_master_status",
+			Help:        "1 while this controller manager holds the leader lease.",
+			ConstLabels: prometheus.Labels{"name": cfg.LeaseName},
+		}),
+	}
+	m.registry.MustRegister(m.isLeader, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m, nil
+}
+
+// Identity is this manager's name in the leader lease.
+func (m *Manager) Identity() string { return m.identity }
+
+// Handler serves /healthz and /metrics.
+func (m *Manager) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		m.mu.Lock()
+		el := m.elector
+		m.mu.Unlock()
+		if el != nil {
+			if err := el.Check(20 * time.Second); err != nil {
+				http.Error(w, "leaderElection: "+err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// Serve answers /healthz and /metrics on ln until ctx ends.
+func (m *Manager) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := srv.Shutdown(shutdown)
+	<-errc
+	return err
+}
+
+// Run runs the controllers until ctx ends. With leader election it first
+// takes the lease; if the lease is lost, the controllers stop and it
+// campaigns again, so at most one manager acts at a time.
+func (m *Manager) Run(ctx context.Context) error {
+	names := make([]string, len(m.selected))
+	for i, d := range m.selected {
+		names[i] = d.name
+	}
+	m.log.Info("controller manager starting", "controllers", strings.Join(names, ","), "identity", m.identity, "leaderElect", m.cfg.LeaderElect)
+	if !m.cfg.LeaderElect {
+		m.isLeader.Set(1)
+		return m.runTerm(ctx)
+	}
+	for ctx.Err() == nil {
+		var termErr error
+		el, err := leaderelection.New(leaderelection.Config{
+			Client: m.rc, Namespace: m.cfg.LeaseNamespace, Name: m.cfg.LeaseName, Identity: m.identity,
+			LeaseDuration: m.cfg.LeaseDuration, RenewDeadline: m.cfg.RenewDeadline, RetryPeriod: m.cfg.RetryPeriod,
+			ReleaseOnCancel: true, Logger: m.log,
+			OnStartedLeading: func(ctx context.Context) {
+				m.isLeader.Set(1)
+				m.log.Info("became leader; starting controllers", "lease", m.cfg.LeaseNamespace+"/"+m.cfg.LeaseName)
+				termErr = m.runTerm(ctx)
+			},
+			OnStoppedLeading: func() {
+				m.isLeader.Set(0)
+				m.log.Info("stopped leading; controllers stopped")
+			},
+			OnNewLeader: func(id string) {
+				if id != m.identity {
+					m.log.Info("another controller manager leads; waiting", "leader", id)
+				}
+			},
+		})
+		if err != nil {
+			return err
+		}
+		m.mu.Lock()
+		m.elector = el
+		m.mu.Unlock()
+		err = el.Run(ctx)
+		if termErr != nil {
+			return termErr
+		}
+		if err != nil && !errors.Is(err, leaderelection.ErrLeaseLost) {
+			return err
+		}
+	}
+	return nil
+}
+
+// runTerm builds every enabled controller on a fresh informer factory and
+// runs them until ctx ends; then it waits for all of them to stop.
+func (m *Manager) runTerm(ctx context.Context) error {
+	factory := informer.NewSharedInformerFactory(m.rc, informer.FactoryOptions{Logger: m.log})
+	recorder := record.NewRecorder(m.rc, record.Options{Component: "controller-manager", Logger: m.log})
+	var wg sync.WaitGroup
+	defer func() {
+		wg.Wait()
+		factory.Shutdown()
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		recorder.Run(ctx)
+	}()
+	for _, d := range m.selected {
+		cc := &controllerContext{
+			Client: m.rc, Informers: factory, Recorder: recorder,
+			Logger:  m.log.With("controller", d.name),
+			Metrics: prometheus.WrapRegistererWith(prometheus.Labels{"controller": d.name}, m.registry),
+			Timings: m.cfg.Timings,
+		}
+		c, err := d.build(cc)
+		if err != nil {
+			return fmt.Errorf("controller %s: %w", d.name, err)
+		}
+		workers := d.workers
+		if n := m.cfg.Workers[d.name]; n > 0 {
+			workers = n
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.Run(ctx, workers)
+		}()
+	}
+	factory.Start(ctx)
+	<-ctx.Done()
+	return nil
+}
+
+// Enabled returns the names of the controllers a --controllers selection
+// runs, or an error naming the unknown ones.
+func Enabled(selection []string) ([]string, error) {
+	ds, err := enabled(selection)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ds))
+	for i, d := range ds {
+		names[i] = d.name
+	}
+	return names, nil
+}

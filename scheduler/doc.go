@@ -1,0 +1,39 @@
+// Package scheduler is minictl's kube-scheduler: it binds each pending pod
+// to a node that can run it, through the pods/{name}/binding subresource.
+//
+// Design, one line per part:
+//
+//   - scheduler.go: the Scheduler, shaped like a controller (Options, New,
+//     Run, processNextWorkItem, sync), with the assumed-pod cache.
+//   - filter.go: which nodes can run a pod, and the FailedScheduling
+//     message that says why none can (kube-scheduler's filter plugins and
+//     FitError).
+//   - score.go: which of those is best (the LeastAllocated score).
+//   - resources.go: what a pod requests and what a node's pods use.
+//
+// Properties:
+//
+//   - A pod is placed when it is not bound, names this scheduler in
+//     spec.schedulerName, is not being deleted, has not finished and has no
+//     scheduling gates.
+//   - A node fits when it is not cordoned, is Ready, has no NoSchedule or
+//     NoExecute taint the pod does not tolerate, matches the pod's
+//     nodeSelector and required node affinity, and has room for the pod's
+//     requests (cpu, memory, any other resource it asks for, and one more
+//     pod) after those of the unfinished pods bound to it.
+//   - Of the nodes that fit, the one left with the most free cpu and
+//     memory wins; a tie goes to the first name.
+//   - Decisions are made one at a time, and a pod counts on its node from
+//     the moment it is decided on (it is "assumed"), before the binding
+//     reaches the informer: two quick decisions never overcommit a node.
+//   - A pod no node fits gets a FailedScheduling event and its PodScheduled
+//     condition set to False with reason Unschedulable and the same
+//     message. It is tried again after a backoff (1s doubling to 10s), and
+//     at once when a node is added or changes in a way that matters, or a
+//     bound pod is deleted or finishes.
+//   - A binding refused because the pod is already bound, or gone, is not
+//     an error: the pod is someone else's now.
+//
+// The scheduler sees the cluster only through the API: it reads pods and
+// nodes from shared informers and writes bindings, pod status and events.
+package scheduler

@@ -1,0 +1,112 @@
+package scheduler
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Requests a pod without any for cpu or memory is counted with when nodes
+// are scored (never when they are filtered), so that best-effort pods
+// spread instead of piling onto one node: kube-scheduler's
+// DefaultMilliCPURequest and DefaultMemoryRequest.
+const (
+	defaultMilliCPURequest int64 = 100
+	defaultMemoryRequest   int64 = 200 * 1024 * 1024
+)
+
+// amounts are resource quantities as integers: cpu in millicores, every
+// other resource in its base unit (bytes, pods, devices).
+type amounts map[corev1.ResourceName]int64
+
+func amountOf(name corev1.ResourceName, q resource.Quantity) int64 {
+	if name == corev1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+func toAmounts(list corev1.ResourceList) amounts {
+	out := make(amounts, len(list))
+	for name, q := range list {
+		out[name] = amountOf(name, q)
+	}
+	return out
+}
+
+func (a amounts) add(b amounts) {
+	for name, v := range b {
+		a[name] += v
+	}
+}
+
+// raise sets every amount of a to at least b's.
+func (a amounts) raise(b amounts) {
+	for name, v := range b {
+		a[name] = max(a[name], v)
+	}
+}
+
+func (a amounts) clone() amounts {
+	out := make(amounts, len(a))
+	out.add(a)
+	return out
+}
+
+// podRequests is what a pod asks a node for, the way kube-scheduler
+// counts it: the sum of its containers' requests, or more if an init
+// container needs more while it runs (init containers run one at a time,
+// next to the sidecars started before them, which keep running), plus the
+// pod overhead.
+//
+// With nonZero, a container that requests no cpu or no memory counts the
+// scoring defaults instead.
+func podRequests(pod *corev1.Pod, nonZero bool) amounts {
+	requests := func(c *corev1.Container) amounts {
+		a := toAmounts(c.Resources.Requests)
+		if nonZero {
+			if a[corev1.ResourceCPU] == 0 {
+				a[corev1.ResourceCPU] = defaultMilliCPURequest
+			}
+			if a[corev1.ResourceMemory] == 0 {
+				a[corev1.ResourceMemory] = defaultMemoryRequest
+			}
+		}
+		return a
+	}
+	sum := amounts{}
+	for i := range pod.Spec.Containers {
+		sum.add(requests(&pod.Spec.Containers[i]))
+	}
+	sidecars, initPeak := amounts{}, amounts{}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		running := sidecars.clone()
+		running.add(requests(c))
+		initPeak.raise(running)
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sidecars.add(requests(c))
+		}
+	}
+	sum.add(sidecars)
+	sum.raise(initPeak)
+	sum.add(toAmounts(pod.Spec.Overhead))
+	return sum
+}
+
+// nodeUsage is what the pods bound (or assumed bound) to one node take
+// from it.
+type nodeUsage struct {
+	requested amounts // for filtering: the pods' real requests
+	nonZero   amounts // for scoring: with the defaults for unset cpu and memory
+	pods      int64
+}
+
+func newNodeUsage() *nodeUsage {
+	return &nodeUsage{requested: amounts{}, nonZero: amounts{}}
+}
+
+func (u *nodeUsage) addPod(pod *corev1.Pod) {
+	u.requested.add(podRequests(pod, false))
+	u.nonZero.add(podRequests(pod, true))
+	u.pods++
+}

@@ -1,0 +1,522 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/informer"
+	"github.com/minictl/minictl/informer/workqueue"
+)
+
+// EventRecorder is what the scheduler needs of client/record's Recorder.
+type EventRecorder interface {
+	Eventf(obj api.Object, eventType, reason, messageFmt string, args ...any)
+}
+
+// Defaults of Options, as kube-scheduler has them.
+const (
+	DefaultSchedulerName     = corev1.DefaultSchedulerName // "default-scheduler"
+	DefaultPodInitialBackoff = 1 * time.Second             // podInitialBackoffSeconds
+	DefaultPodMaxBackoff     = 10 * time.Second            // podMaxBackoffSeconds
+)
+
+// Options is what a Scheduler needs.
+type Options struct {
+	// Client binds pods and writes their status.
+	Client *client.RESTClient
+	// Informers is the shared factory the pod and node informers come
+	// from. The caller starts it after New.
+	Informers *informer.SharedInformerFactory
+	// Recorder records Scheduled and FailedScheduling events; nil records
+	// none.
+	Recorder EventRecorder
+	// Logger tells the story of each decision; nil discards.
+	Logger *slog.Logger
+	// SchedulerName is the spec.schedulerName of the pods this scheduler
+	// places; "" is DefaultSchedulerName.
+	SchedulerName string
+	// Metrics, if set, receives the scheduler's and its queue's metrics.
+	Metrics prometheus.Registerer
+	// PodInitialBackoff and PodMaxBackoff bound the wait before a pod that
+	// did not fit (or whose binding failed) is tried again, doubling from
+	// the first to the second. A change to nodes, or a bound pod going
+	// away, retries every unschedulable pod at once. 0 means the defaults.
+	PodInitialBackoff, PodMaxBackoff time.Duration
+}
+
+// Scheduler binds pending pods to nodes. See the package doc.
+type Scheduler struct {
+	name       string
+	rc         *client.RESTClient
+	pods       *client.Client[*corev1.Pod]
+	podLister  informer.Lister[*corev1.Pod]
+	nodeLister informer.Lister[*corev1.Node]
+	synced     []func() bool
+	queue      *workqueue.Queue[string]
+	recorder   EventRecorder
+	log        *slog.Logger
+	metrics    prometheus.Registerer // nil: no metrics
+	attempts   *prometheus.CounterVec
+
+	// mu guards assumed and unschedulable. It is held for a whole decision
+	// (filter, score, assume), so that decisions are made one at a time,
+	// each seeing the pods placed by those before it. Nothing under mu
+	// calls the API.
+	mu sync.Mutex
+	// assumed holds, by key, the pods this scheduler chose a node for and
+	// the pod informer does not yet show bound. They count on their node
+	// as if bound. An entry goes when the informer shows the pod bound (it
+	// is counted from the informer then), gone or replaced, or when its
+	// binding fails.
+	assumed map[string]assumedPod
+	// unschedulable holds the keys of the pods whose last attempt found no
+	// node; a change that may make room queues them all again.
+	unschedulable map[string]struct{}
+}
+
+// assumedPod is a pod as it was decided for, and the node chosen.
+type assumedPod struct {
+	pod  *corev1.Pod
+	node string
+}
+
+// unschedulableError is sync's answer for a pod that no node fits: not a
+// failure, but a reason to try again later.
+type unschedulableError struct{ message string }
+
+func (e *unschedulableError) Error() string { return e.message }
+
+// New returns a scheduler reading pods and nodes from opts.Informers.
+func New(opts Options) (*Scheduler, error) {
+	if opts.Client == nil || opts.Informers == nil {
+		return nil, errors.New("scheduler: Client and Informers are required")
+	}
+	if opts.SchedulerName == "" {
+		opts.SchedulerName = DefaultSchedulerName
+	}
+	if opts.PodInitialBackoff <= 0 {
+		opts.PodInitialBackoff = DefaultPodInitialBackoff
+	}
+	if opts.PodMaxBackoff <= 0 {
+		opts.PodMaxBackoff = DefaultPodMaxBackoff
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Recorder == nil {
+		opts.Recorder = discardRecorder{}
+	}
+	s := &Scheduler{
+		name:          opts.SchedulerName,
+		rc:            opts.Client,
+		pods:          client.For[*corev1.Pod](opts.Client),
+		recorder:      opts.Recorder,
+		log:           opts.Logger,
+		assumed:       map[string]assumedPod{},
+		unschedulable: map[string]struct{}{},
+		metrics:       opts.Metrics,
+		attempts:      newAttemptsMetric(),
+	}
+	if s.metrics != nil {
+		if err := s.metrics.Register(s.attempts); err != nil {
+			return nil, fmt.Errorf("scheduler: register metrics: %w", err)
+		}
+	}
+	// The queue exists before any handler can fire.
+	s.queue = workqueue.New[string]("scheduler", workqueue.Options{
+		RateLimiter:       workqueue.NewItemExponentialFailureRateLimiter(opts.PodInitialBackoff, opts.PodMaxBackoff),
+		MetricsRegisterer: opts.Metrics,
+	})
+
+	podInformer := informer.For[*corev1.Pod](opts.Informers)
+	nodeInformer := informer.For[*corev1.Node](opts.Informers)
+	s.podLister, s.nodeLister = podInformer.Lister(), nodeInformer.Lister()
+	podReg, err := podInformer.AddEventHandler(informer.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any, _ bool) { s.onPodAdd(obj) },
+		UpdateFunc: s.onPodUpdate,
+		DeleteFunc: s.onPodDelete,
+	})
+	if err != nil {
+		s.stop()
+		return nil, fmt.Errorf("scheduler: pod handler: %w", err)
+	}
+	nodeReg, err := nodeInformer.AddEventHandler(informer.ResourceEventHandlerFuncs{
+		AddFunc:    func(any, bool) { s.requeueUnschedulable() },
+		UpdateFunc: s.onNodeUpdate,
+	})
+	if err != nil {
+		s.stop()
+		return nil, fmt.Errorf("scheduler: node handler: %w", err)
+	}
+	s.synced = []func() bool{podReg.HasSynced, nodeReg.HasSynced}
+	return s, nil
+}
+
+// newAttemptsMetric counts scheduling attempts by result, as
+// kube-scheduler's metric of that name does.
+func newAttemptsMetric() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "scheduler_schedule_attempts_total",
+		Help: "Number of attempts to schedule pods, by result: scheduled, unschedulable (no node fits) or error.",
+	}, []string{"result"})
+}
+
+// waitsForUs reports whether pod is one this scheduler should place: not
+// bound, ours, not being deleted, not finished, not held by scheduling
+// gates.
+func (s *Scheduler) waitsForUs(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName == "" && pod.Spec.SchedulerName == s.name && pod.DeletionTimestamp == nil &&
+		!api.IsPodTerminal(pod) && len(pod.Spec.SchedulingGates) == 0
+}
+
+// holdsResources reports whether pod counts against its node.
+func holdsResources(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName != "" && !api.IsPodTerminal(pod)
+}
+
+func (s *Scheduler) enqueue(pod *corev1.Pod) {
+	key, err := informer.MetaNamespaceKeyFunc(pod)
+	if err != nil {
+		s.log.Error("scheduler: pod key", "err", err)
+		return
+	}
+	s.queue.Add(key)
+}
+
+func (s *Scheduler) onPodAdd(obj any) {
+	if pod := obj.(*corev1.Pod); s.waitsForUs(pod) {
+		s.enqueue(pod)
+	}
+}
+
+func (s *Scheduler) onPodUpdate(oldObj, newObj any) {
+	old, pod := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
+	switch {
+	case s.waitsForUs(pod) && (!s.waitsForUs(old) || !sameSchedulingInputs(old, pod)):
+		s.enqueue(pod)
+	case s.waitsForUs(old) && !s.waitsForUs(pod):
+		s.enqueue(pod) // bound or going: sync forgets it
+	}
+	if holdsResources(old) && !holdsResources(pod) {
+		s.requeueUnschedulable() // it finished: its node has room again
+	}
+}
+
+func (s *Scheduler) onPodDelete(obj any) {
+	if tomb, ok := obj.(informer.DeletedFinalStateUnknown); ok {
+		// Its last state is unknown: it may have been waiting, or holding
+		// room on a node.
+		s.queue.Add(tomb.Key)
+		s.requeueUnschedulable()
+		return
+	}
+	pod := obj.(*corev1.Pod)
+	if holdsResources(pod) {
+		s.requeueUnschedulable()
+		return
+	}
+	s.enqueue(pod) // sync forgets it
+}
+
+// sameSchedulingInputs reports whether an update left alone what a
+// decision depends on. Status changes, such as the PodScheduled condition
+// the scheduler writes itself, do not call for another attempt.
+func sameSchedulingInputs(old, pod *corev1.Pod) bool {
+	return apiequality.Semantic.DeepEqual(old.Spec, pod.Spec) && apiequality.Semantic.DeepEqual(old.Labels, pod.Labels)
+}
+
+func (s *Scheduler) onNodeUpdate(oldObj, newObj any) {
+	old, node := oldObj.(*corev1.Node), newObj.(*corev1.Node)
+	if !sameSchedulingProperties(old, node) {
+		s.requeueUnschedulable()
+	}
+}
+
+// sameSchedulingProperties reports whether a node update left alone all
+// that filters and scores read, so that the kubelet's heartbeats do not
+// retry every unschedulable pod.
+func sameSchedulingProperties(old, node *corev1.Node) bool {
+	ready := func(n *corev1.Node) corev1.ConditionStatus {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status
+			}
+		}
+		return corev1.ConditionUnknown
+	}
+	return old.Spec.Unschedulable == node.Spec.Unschedulable &&
+		apiequality.Semantic.DeepEqual(old.Spec.Taints, node.Spec.Taints) &&
+		apiequality.Semantic.DeepEqual(old.Labels, node.Labels) &&
+		apiequality.Semantic.DeepEqual(old.Status.Allocatable, node.Status.Allocatable) &&
+		ready(old) == ready(node)
+}
+
+// requeueUnschedulable queues every pod the last attempt found no node
+// for: something changed that may make room.
+func (s *Scheduler) requeueUnschedulable() {
+	s.mu.Lock()
+	keys := make([]string, 0, len(s.unschedulable))
+	for key := range s.unschedulable {
+		keys = append(keys, key)
+	}
+	s.mu.Unlock()
+	for _, key := range keys {
+		s.queue.Add(key)
+	}
+}
+
+// Run waits for the informers' caches, then places pods with workers
+// goroutines until ctx is done. It returns once they have stopped, with its
+// metrics unregistered; an error only if ctx ended before the caches
+// synced. Run is called once.
+func (s *Scheduler) Run(ctx context.Context, workers int) error {
+	defer s.stop()
+	s.log.Info("scheduler: starting", "schedulerName", s.name, "workers", workers)
+	if !informer.WaitForCacheSync(ctx, s.synced...) {
+		return fmt.Errorf("scheduler: wait for caches: %w", ctx.Err())
+	}
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Go(func() {
+			for s.processNextWorkItem(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	s.queue.ShutDown()
+	wg.Wait()
+	s.log.Info("scheduler: stopped")
+	return nil
+}
+
+// stop shuts the queue down and unregisters the metrics.
+func (s *Scheduler) stop() {
+	s.queue.ShutDown()
+	if s.metrics != nil {
+		s.metrics.Unregister(s.attempts)
+	}
+}
+
+// processNextWorkItem is the only place that decides retry or forget.
+func (s *Scheduler) processNextWorkItem(ctx context.Context) bool {
+	key, shutdown := s.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer s.queue.Done(key)
+	err := s.sync(ctx, key)
+	var unschedulable *unschedulableError
+	switch {
+	case err == nil:
+		s.queue.Forget(key)
+	case errors.As(err, &unschedulable):
+		// No node fits yet: try again after a backoff, or sooner when
+		// a node changes or a bound pod goes.
+		s.attempts.WithLabelValues("unschedulable").Inc()
+		s.queue.AddRateLimited(key)
+	default:
+		s.attempts.WithLabelValues("error").Inc()
+		s.log.Error("scheduler: sync failed; will retry", "pod", key, "err", err)
+		s.queue.AddRateLimited(key)
+	}
+	return true
+}
+
+// sync tries to place one pod: decide on a node, then bind the pod to it
+// through the API; or, when no node fits, say why in an event and in the
+// pod's PodScheduled condition.
+func (s *Scheduler) sync(ctx context.Context, key string) error {
+	namespace, name, err := informer.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil // a malformed key never becomes valid
+	}
+	pod, err := s.podLister.Get(namespace, name)
+	if apierrors.IsNotFound(err) {
+		s.forget(key)
+		return nil // pod is gone; nothing to do
+	}
+	if err != nil {
+		return err
+	}
+	if !s.waitsForUs(pod) {
+		s.forget(key)
+		return nil // bound, going, finished, gated or another scheduler's
+	}
+
+	d := s.decide(key, pod)
+	switch {
+	case d.alreadyAssumed:
+		return nil // bound by us already; the informer has not caught up
+	case d.node == "":
+		s.log.Info(fmt.Sprintf("scheduler %s: %d nodes, 0 fit → unschedulable: %s", key, d.nodes, d.message),
+			"pod", key, "reasons", d.reasons)
+		s.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "%s", d.message)
+		if err := s.setUnschedulableCondition(ctx, pod, d.message); err != nil {
+			return err
+		}
+		return &unschedulableError{message: d.message}
+	}
+
+	s.log.Info(fmt.Sprintf("scheduler %s: %d nodes, %d fit → bind to %s", key, d.nodes, d.fit, d.node),
+		"pod", key, "node", d.node, "scores", d.scores)
+	err = s.rc.Bind(ctx, &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: pod.UID},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: d.node},
+	})
+	if err != nil {
+		s.forgetAssumed(key)
+		if client.IsConflict(err) || client.IsNotFound(err) {
+			s.log.Info(fmt.Sprintf("scheduler %s: not bound: %v", key, err), "pod", key)
+			return nil // bound by someone else, going, or gone: nothing to do
+		}
+		return fmt.Errorf("bind pod %s to %s: %w", key, d.node, err)
+	}
+	s.attempts.WithLabelValues("scheduled").Inc()
+	s.recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s to %s", key, d.node)
+	return nil
+}
+
+// decision is the outcome of one scheduling attempt.
+type decision struct {
+	alreadyAssumed bool // the pod is already assumed: no decision was made
+	nodes, fit     int  // nodes considered, and how many fit
+	node           string
+	scores         map[string]int64    // of the nodes that fit
+	reasons        map[string][]string // of the nodes that do not
+	message        string              // why no node fits, when node is ""
+}
+
+// decide filters and scores every node for pod and, when one fits,
+// assumes the pod onto the best one. Decisions are made one at a time.
+func (s *Scheduler) decide(key string, pod *corev1.Pod) decision {
+	nodes := s.nodeLister.List(nil)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	usage := s.usageByNodeLocked()
+	if a, ok := s.assumed[key]; ok && a.pod.UID == pod.UID {
+		return decision{alreadyAssumed: true}
+	}
+	d := decision{nodes: len(nodes), scores: map[string]int64{}, reasons: map[string][]string{}}
+	var fits []scoredNode
+	for _, node := range nodes {
+		used := usage[node.Name]
+		if used == nil {
+			used = newNodeUsage()
+		}
+		if reasons := filter(pod, node, used); len(reasons) > 0 {
+			d.reasons[node.Name] = reasons
+			continue
+		}
+		score := leastAllocatedScore(pod, node, used)
+		fits = append(fits, scoredNode{name: node.Name, score: score})
+		d.scores[node.Name] = score
+	}
+	d.fit = len(fits)
+	if d.fit == 0 {
+		d.message = fitErrorMessage(len(nodes), d.reasons)
+		s.unschedulable[key] = struct{}{}
+		return d
+	}
+	d.node = selectHost(fits)
+	s.assumed[key] = assumedPod{pod: pod, node: d.node}
+	delete(s.unschedulable, key)
+	return d
+}
+
+// usageByNodeLocked adds up what the pods on each node request: those the
+// informer shows bound and not finished, and those assumed. Assumed pods
+// the informer now shows bound, gone or replaced are dropped first, so no
+// pod counts twice.
+func (s *Scheduler) usageByNodeLocked() map[string]*nodeUsage {
+	usage := map[string]*nodeUsage{}
+	at := func(node string) *nodeUsage {
+		u, ok := usage[node]
+		if !ok {
+			u = newNodeUsage()
+			usage[node] = u
+		}
+		return u
+	}
+	for _, pod := range s.podLister.List(nil) {
+		if holdsResources(pod) {
+			at(pod.Spec.NodeName).addPod(pod)
+		}
+	}
+	for key, a := range s.assumed {
+		cur, err := s.podLister.Get(a.pod.Namespace, a.pod.Name)
+		if err != nil || cur.UID != a.pod.UID || cur.Spec.NodeName != "" || api.IsPodTerminal(cur) {
+			delete(s.assumed, key)
+			continue
+		}
+		at(a.node).addPod(a.pod)
+	}
+	return usage
+}
+
+// forget drops what the scheduler remembers about a pod it no longer
+// places.
+func (s *Scheduler) forget(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.assumed, key)
+	delete(s.unschedulable, key)
+}
+
+func (s *Scheduler) forgetAssumed(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.assumed, key)
+}
+
+// setUnschedulableCondition sets the pod's PodScheduled condition to False
+// with reason Unschedulable and message, unless it says so already. The
+// transition time moves only when the status changes.
+func (s *Scheduler) setUnschedulableCondition(ctx context.Context, pod *corev1.Pod, message string) error {
+	cond := corev1.PodCondition{
+		Type:               corev1.PodScheduled,
+		Status:             corev1.ConditionFalse,
+		Reason:             corev1.PodReasonUnschedulable,
+		Message:            message,
+		LastTransitionTime: metav1.Now(),
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type != corev1.PodScheduled || c.Status != corev1.ConditionFalse {
+			continue
+		}
+		if c.Reason == cond.Reason && c.Message == cond.Message {
+			return nil
+		}
+		cond.LastTransitionTime = c.LastTransitionTime
+	}
+	// A strategic merge patch merges conditions by type: the others stay.
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{cond}}})
+	if err != nil {
+		return err
+	}
+	_, err = s.pods.Patch(ctx, pod.Namespace, pod.Name, types.StrategicMergePatchType, patch, "status")
+	if client.IsNotFound(err) {
+		return nil // pod is gone; nothing to say
+	}
+	if err != nil {
+		return fmt.Errorf("set PodScheduled=False on pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+type discardRecorder struct{}
+
+func (discardRecorder) Eventf(api.Object, string, string, string, ...any) {}
