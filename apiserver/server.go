@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/internal/timeline"
 	"github.com/minictl/minictl/store"
 )
 
@@ -37,6 +38,8 @@ type Config struct {
 	// BookmarkInterval is how often watchers that allow bookmarks get one
 	// (0: 10s).
 	BookmarkInterval time.Duration
+	// Timeline, if set, is served at /debug/timeline for `minictl trace`.
+	Timeline *timeline.Bus
 }
 
 // Server is minictl's API server: kube-apiserver's REST API over one etcd.
@@ -47,6 +50,7 @@ type Server struct {
 	metrics  *metrics
 	maxBody  int64
 	bookmark time.Duration
+	timeline *timeline.Bus
 
 	stores map[*api.Resource]*resourceStore
 	caches map[*api.Resource]*watchCache
@@ -68,6 +72,7 @@ func New(cfg Config) (*Server, error) {
 		registry: cfg.Registry,
 		maxBody:  cfg.MaxRequestBodyBytes,
 		bookmark: cfg.BookmarkInterval,
+		timeline: cfg.Timeline,
 		stores:   map[*api.Resource]*resourceStore{},
 		caches:   map[*api.Resource]*watchCache{},
 		ready:    make(chan struct{}),
@@ -208,6 +213,7 @@ func (s *Server) routes() http.Handler {
 	r.Get("/livez", s.health)
 	r.Get("/readyz", s.readyz)
 	r.Get("/version", s.version)
+	r.Get("/debug/timeline", s.serveTimeline)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	r.Get("/api", s.apiVersions)
 	r.Get("/apis", s.apiGroups)

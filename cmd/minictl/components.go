@@ -160,11 +160,12 @@ func runControllerManager(ctx context.Context, args []string, stdout, stderr io.
 	cfg := controllers.DefaultConfig()
 	cfg.BindFlags(fs)
 	addr := fs.String("address", "127.0.0.1:10257", "where /healthz and /metrics are served")
-	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	var lf logFlags
+	lf.bind(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log, err := newLogger(stderr, *level)
+	log, err := lf.logger(stderr, nil)
 	if err != nil {
 		return err
 	}
@@ -189,11 +190,12 @@ func runSchedulerCmd(ctx context.Context, args []string, stdout, stderr io.Write
 	fs := flag.NewFlagSet("scheduler", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	newClient := bindClient(fs)
-	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	var lf logFlags
+	lf.bind(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log, err := newLogger(stderr, *level)
+	log, err := lf.logger(stderr, nil)
 	if err != nil {
 		return err
 	}
@@ -211,14 +213,15 @@ func runKubeletCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var cf clusterFlags
 	cf.bindKubelet(fs)
 	name := fs.String("name", "", "the node's name (required)")
-	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	var lf logFlags
+	lf.bind(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *name == "" {
 		return fmt.Errorf("--name is required")
 	}
-	log, err := newLogger(stderr, *level)
+	log, err := lf.logger(stderr, nil)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/minictl/minictl/apiserver"
+	"github.com/minictl/minictl/internal/timeline"
 )
 
 const usage = `minictl runs a small Kubernetes control plane for learning and testing.
@@ -27,6 +28,7 @@ Usage:
   minictl controller-manager  run the controller manager against an API server
   minictl scheduler           run the scheduler against an API server
   minictl kubelet --name N    run one simulated node against an API server
+  minictl trace               stream a running cluster's timeline of decisions
   minictl kubeconfig          print (or --write) a kubeconfig for kubectl and client-go
   minictl version             print the version
 
@@ -62,6 +64,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runSchedulerCmd(ctx, rest, stdout, stderr)
 	case "kubelet":
 		return runKubeletCmd(ctx, rest, stdout, stderr)
+	case "trace":
+		return runTrace(ctx, rest, stdout, stderr)
 	case "kubeconfig":
 		return runKubeconfig(rest, stdout, stderr)
 	case "version", "--version":
@@ -75,11 +79,41 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return fmt.Errorf("unknown command %q", cmd)
 }
 
-// newLogger builds the process logger from --log-level.
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+// logFlags are every command's logging flags.
+type logFlags struct {
+	level  string
+	format string
+}
+
+func (f *logFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.level, "log-level", "info", "log level: info shows decisions; debug adds raw detail; warn, error")
+	fs.StringVar(&f.format, "log-format", "timeline", "timeline (one readable line per decision), text or json")
+}
+
+// logger builds the process logger; decisions are also published on bus
+// (which may be nil) for `minictl trace`.
+func (f *logFlags) logger(w io.Writer, bus *timeline.Bus) (*slog.Logger, error) {
 	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
+	if err := l.UnmarshalText([]byte(f.level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+	format := timeline.Format(f.format)
+	switch format {
+	case timeline.FormatTimeline, timeline.FormatText, timeline.FormatJSON:
+	default:
+		return nil, fmt.Errorf("--log-format must be timeline, text or json, not %q", f.format)
+	}
+	return slog.New(timeline.NewHandler(w, timeline.Options{
+		Format: format, Level: l, Color: isTerminal(w), Bus: bus,
+	})), nil
+}
+
+// isTerminal reports whether w is a terminal that wants colour.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/minictl/minictl/apiserver"
+	"github.com/minictl/minictl/internal/timeline"
 	"github.com/minictl/minictl/store"
 )
 
@@ -23,14 +24,14 @@ import (
 type serverFlags struct {
 	listen        string
 	etcdEndpoints string
-	logLevel      string
+	log           logFlags
 	compaction    time.Duration
 }
 
 func (f *serverFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address the API server listens on (plain HTTP; keep it on loopback)")
 	fs.StringVar(&f.etcdEndpoints, "etcd-endpoints", "", "comma-separated etcd client URLs; empty starts an embedded etcd")
-	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.log.bind(fs)
 	fs.DurationVar(&f.compaction, "etcd-compaction-interval", 5*time.Minute, "how often etcd history older than one interval is compacted")
 }
 
@@ -57,7 +58,8 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cf.applyFast(fs)
-	log, err := newLogger(stderr, sf.logLevel)
+	bus := timeline.NewBus()
+	log, err := sf.log.logger(stderr, bus)
 	if err != nil {
 		return err
 	}
@@ -69,7 +71,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("data dir: %w", err)
 		}
 	}
-	return serve(ctx, cfg, sf, &cf, log, stdout, *dataDir)
+	return serve(ctx, cfg, sf, &cf, log, bus, stdout, *dataDir)
 }
 
 func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -83,12 +85,13 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if sf.etcdEndpoints == "" {
 		return errors.New("--etcd-endpoints is required (minictl up starts an embedded etcd instead)")
 	}
-	log, err := newLogger(stderr, sf.logLevel)
+	bus := timeline.NewBus()
+	log, err := sf.log.logger(stderr, bus)
 	if err != nil {
 		return err
 	}
 	cfg := store.Config{Endpoints: splitList(sf.etcdEndpoints), CompactionInterval: sf.compaction, Logger: log}
-	return serve(ctx, cfg, sf, nil, log, stdout, "")
+	return serve(ctx, cfg, sf, nil, log, bus, stdout, "")
 }
 
 // serve opens the store and runs the API server, and with cf the rest of
@@ -96,7 +99,7 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // components first (the controller manager gives its lease back through a
 // still-running API server), then the API server (stop accepting, end
 // watches), then etcd.
-func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFlags, log *slog.Logger, stdout io.Writer, dataDir string) error {
+func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFlags, log *slog.Logger, bus *timeline.Bus, stdout io.Writer, dataDir string) error {
 	start := time.Now()
 	st, err := store.Open(ctx, cfg)
 	if err != nil {
@@ -107,7 +110,7 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv, err := apiserver.New(apiserver.Config{Store: st, Logger: log})
+	srv, err := apiserver.New(apiserver.Config{Store: st, Logger: log, Timeline: bus})
 	if err != nil {
 		return err
 	}
