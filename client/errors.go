@@ -155,11 +155,12 @@ func synthesizedMessage(code int, method, path string, body []byte) string {
 	return msg
 }
 
-// statusOf finds the Status in err's chain.
+// statusOf finds the Status in err's chain: ours, or any error that
+// carries one (apimachinery's StatusError, which listers return).
 func statusOf(err error) (metav1.Status, bool) {
-	var se *StatusError
+	var se interface{ Status() metav1.Status }
 	if errors.As(err, &se) {
-		return se.ErrStatus, true
+		return se.Status(), true
 	}
 	return metav1.Status{}, false
 }

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // statusErr builds a *StatusError as decodeError would from a Status body.
@@ -158,5 +160,14 @@ func TestDecodeErrorFillsCode(t *testing.T) {
 	}
 	if ReasonForError(errors.New("x")) != "" || StatusCode(errors.New("x")) != 0 {
 		t.Error("a plain error has a reason or code")
+	}
+}
+
+// TestListerErrorsAreRecognised: a lister's NotFound (apimachinery's
+// StatusError) answers to the same helpers as the server's.
+func TestListerErrorsAreRecognised(t *testing.T) {
+	err := fmt.Errorf("get: %w", apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "web"))
+	if !IsNotFound(err) || IsConflict(err) {
+		t.Errorf("IsNotFound=%v IsConflict=%v for %v", IsNotFound(err), IsConflict(err), err)
 	}
 }
