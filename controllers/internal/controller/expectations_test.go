@@ -1,0 +1,51 @@
+package controller
+
+import (
+	"testing"
+	"time"
+)
+
+func TestExpectations(t *testing.T) {
+	now := time.Unix(1000, 0)
+	e := NewExpectations(func() time.Time { return now })
+	const key = "default/web"
+
+	if !e.Satisfied(key) {
+		t.Fatal("a key never seen is satisfied: the controller just started")
+	}
+	e.ExpectCreations(key, 2)
+	if e.Satisfied(key) {
+		t.Fatal("satisfied with 2 creates outstanding")
+	}
+	e.CreationObserved(key)
+	e.CreationObserved(key)
+	e.CreationObserved(key) // more than expected: never below zero
+	if !e.Satisfied(key) {
+		t.Fatal("not satisfied after both creates were observed")
+	}
+	if adds, _ := e.Pending(key); adds != 0 {
+		t.Errorf("pending creates %d, want 0", adds)
+	}
+
+	e.ExpectDeletions(key, []string{"default/a", "default/b"})
+	e.DeletionObserved(key, "default/a")
+	e.DeletionObserved(key, "default/a") // seen twice (marked, then removed): counts once
+	e.DeletionObserved(key, "default/c") // not ours
+	if _, dels := e.Pending(key); dels != 1 || e.Satisfied(key) {
+		t.Fatalf("pending deletes %d, want 1 and unsatisfied", dels)
+	}
+
+	now = now.Add(ExpectationsTimeout)
+	if e.Satisfied(key) {
+		t.Fatal("satisfied at exactly the timeout")
+	}
+	now = now.Add(time.Second)
+	if !e.Satisfied(key) {
+		t.Fatal("not satisfied after the timeout: a lost watch event would stall the controller")
+	}
+
+	e.Delete(key)
+	if adds, dels := e.Pending(key); adds != 0 || dels != 0 || !e.Satisfied(key) {
+		t.Fatal("Delete did not forget the key")
+	}
+}

@@ -1,0 +1,607 @@
+// Package replicaset is the ReplicaSet controller: it keeps exactly
+// spec.replicas pods that match each ReplicaSet's selector, as
+// kube-controller-manager's replicaset controller does.
+//
+// Properties:
+//
+//   - Pods are counted from the informer's cache, only the active ones (not
+//     Succeeded or Failed, not being deleted) that the ReplicaSet controls.
+//   - A matching orphan pod is adopted (a controller reference is patched
+//     in, after re-reading the ReplicaSet from the API to be sure it is
+//     still there and not being deleted); a controlled pod whose labels no
+//     longer match is released.
+//   - No over-creation when the cache is behind: after creating or
+//     deleting, a ReplicaSet waits until its informer has observed every
+//     one of those writes (or ExpectationsTimeout passes) before it counts
+//     pods again; meanwhile syncs only update status.
+//   - Creates go in doubling batches (1, 2, 4, ...) and stop at the first
+//     failure; at most BurstReplicas pods are created or deleted per sync.
+//   - Scale-down deletes the pods doing least work first: unscheduled,
+//     pending, not ready, recently ready, newest.
+//   - Status (replicas, fullyLabeledReplicas, readyReplicas,
+//     availableReplicas, observedGeneration, the ReplicaFailure condition)
+//     is written through the status subresource, only when it changed.
+//
+// Handlers only enqueue keys; every decision is made in sync, which logs
+// one line per decision: "replicaset default/web: want 3, have 2 → create 1".
+package replicaset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/controllers/internal/controller"
+	"github.com/minictl/minictl/informer"
+	"github.com/minictl/minictl/informer/workqueue"
+)
+
+// DefaultBurstReplicas is how many pods one sync creates or deletes at
+// most, upstream's BurstReplicas.
+const DefaultBurstReplicas = 500
+
+// slowStartInitialBatch is the size of the first batch of creates.
+const slowStartInitialBatch = 1
+
+// controllerKind is what the controller's owner references say.
+var controllerKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+
+// EventRecorder is what the controller needs to record Events.
+type EventRecorder interface {
+	Eventf(obj api.Object, eventType, reason, messageFmt string, args ...any)
+}
+
+// Options is what the controller needs. Client and Informers are required.
+type Options struct {
+	// Client is what the controller writes through.
+	Client *client.RESTClient
+	// Informers is the shared factory the controller reads pods and
+	// ReplicaSets from; the controller adds controller.ControllerUIDIndex
+	// to its pod informer. Start it after New.
+	Informers *informer.SharedInformerFactory
+	// Recorder records the controller's Events; nil records none.
+	Recorder EventRecorder
+	// Logger tells the controller's story; nil means slog.Default().
+	Logger *slog.Logger
+	// MetricsRegisterer, if set, receives the workqueue's metrics
+	// (name="replicaset").
+	MetricsRegisterer prometheus.Registerer
+	// BurstReplicas caps the creates or deletes of one sync; 0 means
+	// DefaultBurstReplicas.
+	BurstReplicas int
+	// Clock is the time source for availability (minReadySeconds),
+	// expectations and the workqueue; nil means the real clock.
+	Clock workqueue.Clock
+}
+
+// Controller is the ReplicaSet controller. Create it with New, then Run it.
+type Controller struct {
+	rsClient   *client.Client[*appsv1.ReplicaSet]
+	podClient  *client.Client[*corev1.Pod] // adoption and release patches
+	podControl controller.PodControl       // creates and deletes
+
+	rsLister   informer.Lister[*appsv1.ReplicaSet]
+	podIndexer informer.Indexer // with controller.ControllerUIDIndex
+	hasSynced  []func() bool
+
+	queue        *workqueue.Queue[string]
+	expectations *controller.Expectations
+
+	recorder      EventRecorder
+	log           *slog.Logger
+	burstReplicas int
+	clock         workqueue.Clock
+}
+
+// New returns a controller reading from opts.Informers, with its event
+// handlers registered. Nothing runs until Run.
+func New(opts Options) (*Controller, error) {
+	if opts.Client == nil || opts.Informers == nil {
+		return nil, errors.New("replicaset: Options.Client and Options.Informers are required")
+	}
+	rsInformer := informer.For[*appsv1.ReplicaSet](opts.Informers)
+	podInformer := informer.For[*corev1.Pod](opts.Informers)
+	if err := controller.EnsureControllerUIDIndex(podInformer); err != nil {
+		return nil, fmt.Errorf("replicaset: %w", err)
+	}
+	c := newController(opts, rsInformer.GetIndexer(), podInformer.GetIndexer())
+
+	rsReg, err := rsInformer.AddEventHandler(informer.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any, _ bool) { c.addReplicaSet(obj) },
+		UpdateFunc: c.updateReplicaSet,
+		DeleteFunc: c.deleteReplicaSet,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replicaset: %w", err)
+	}
+	podReg, err := podInformer.AddEventHandler(informer.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any, _ bool) { c.addPod(obj) },
+		UpdateFunc: c.updatePod,
+		DeleteFunc: c.deletePod,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replicaset: %w", err)
+	}
+	c.hasSynced = []func() bool{rsReg.HasSynced, podReg.HasSynced}
+	return c, nil
+}
+
+// newController is New without informers: tests hand it indexers they fill
+// themselves. podIndexer must have controller.ControllerUIDIndex.
+func newController(opts Options, rsIndexer, podIndexer informer.Indexer) *Controller {
+	c := &Controller{
+		rsClient:      client.For[*appsv1.ReplicaSet](opts.Client),
+		podClient:     client.For[*corev1.Pod](opts.Client),
+		rsLister:      informer.NewLister[*appsv1.ReplicaSet](rsIndexer),
+		podIndexer:    podIndexer,
+		recorder:      opts.Recorder,
+		log:           opts.Logger,
+		burstReplicas: opts.BurstReplicas,
+		clock:         opts.Clock,
+	}
+	if c.recorder == nil {
+		c.recorder = controller.NopRecorder{}
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	c.log = c.log.With("controller", "replicaset")
+	if c.burstReplicas <= 0 {
+		c.burstReplicas = DefaultBurstReplicas
+	}
+	if c.clock == nil {
+		c.clock = workqueue.RealClock{}
+	}
+	c.podControl = controller.ClientPodControl{Client: c.podClient, Recorder: c.recorder}
+	c.expectations = controller.NewExpectations(c.clock.Now)
+	c.queue = workqueue.New[string]("replicaset", workqueue.Options{
+		Clock:             c.clock,
+		MetricsRegisterer: opts.MetricsRegisterer,
+	})
+	return c
+}
+
+// Run waits for the caches to sync, runs workers workers, and blocks until
+// ctx is done; then it shuts the queue down and waits for the workers to
+// finish what they are doing.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer c.queue.ShutDown()
+	c.log.Info("starting", "workers", workers)
+	if !informer.WaitForCacheSync(ctx, c.hasSynced...) {
+		c.log.Info("stopped before the caches synced")
+		return
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for c.processNextWorkItem(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	c.log.Info("stopped")
+}
+
+// processNextWorkItem syncs one key, and is the only place that decides to
+// retry it (with backoff) or forget it. It returns false once the queue is
+// shut down.
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+	if err := c.sync(ctx, key); err != nil {
+		level := slog.LevelWarn
+		if client.IsConflict(err) {
+			level = slog.LevelDebug // a write raced a newer version, which is on its way
+		}
+		c.log.Log(ctx, level, fmt.Sprintf("replicaset %s: sync failed, will retry", key), "err", err,
+			"retries", c.queue.NumRequeues(key))
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
+
+// sync makes one ReplicaSet's pods match its spec and writes its status.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	namespace, name, err := informer.SplitMetaNamespaceKey(key)
+	if err != nil {
+		c.log.Error("bad key", "key", key, "err", err)
+		return nil // a malformed key never gets better
+	}
+	rs, err := c.rsLister.Get(namespace, name)
+	if apierrors.IsNotFound(err) {
+		c.expectations.Delete(key)
+		return nil // the replica set is gone; its pods are the garbage collector's
+	}
+	if err != nil {
+		return err
+	}
+	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+	if err != nil {
+		c.log.Error(fmt.Sprintf("replicaset %s: invalid selector", key), "err", err)
+		return nil // retrying will not fix the selector; an update will enqueue it
+	}
+
+	// Read the expectations before the pods: a pod observed in between
+	// then makes us wait once more, rather than act on a cache that lacks it.
+	canManage := c.expectations.Satisfied(key)
+	pods, err := c.claimPods(ctx, rs, selector)
+	if err != nil {
+		return err
+	}
+
+	var manageErr error
+	switch {
+	case rs.DeletionTimestamp != nil:
+		c.log.Debug(fmt.Sprintf("replicaset %s: being deleted → status only", key))
+	case !canManage:
+		adds, dels := c.expectations.Pending(key)
+		c.log.Debug(fmt.Sprintf("replicaset %s: waiting to observe %d creates and %d deletes → status only", key, adds, dels))
+	default:
+		manageErr = c.manageReplicas(ctx, key, rs, pods)
+	}
+
+	status := calculateStatus(rs, pods, manageErr, c.clock.Now())
+	updated, err := c.updateStatus(ctx, rs, status)
+	if err != nil {
+		return errors.Join(manageErr, err)
+	}
+	if manageErr == nil && updated.Spec.MinReadySeconds > 0 &&
+		updated.Status.ReadyReplicas == replicasOf(updated) &&
+		updated.Status.AvailableReplicas != replicasOf(updated) {
+		// Every pod is ready; look again when the last of them has been
+		// ready for minReadySeconds and so becomes available.
+		c.queue.AddAfter(key, time.Duration(updated.Spec.MinReadySeconds)*time.Second)
+	}
+	return manageErr
+}
+
+// claimPods returns the active pods rs controls, after adopting matching
+// orphans and releasing controlled pods that no longer match.
+func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector) ([]*corev1.Pod, error) {
+	candidates, err := controller.OwnedAndOrphans[*corev1.Pod](c.podIndexer, rs.Namespace, rs.UID)
+	if err != nil {
+		return nil, err
+	}
+	m := &controller.RefManager[*corev1.Pod]{
+		Owner:     rs,
+		OwnerKind: controllerKind,
+		Selector:  selector,
+		Client:    c.podClient,
+		CanAdopt: controller.RecheckOwner(func(ctx context.Context) (*appsv1.ReplicaSet, error) {
+			return c.rsClient.Get(ctx, rs.Namespace, rs.Name)
+		}, rs.UID),
+	}
+	pods, err := m.Claim(ctx, controller.FilterActivePods(candidates))
+	if err != nil {
+		return nil, fmt.Errorf("claim pods: %w", err)
+	}
+	return pods, nil
+}
+
+// manageReplicas creates or deletes pods until rs has spec.replicas, at
+// most burstReplicas in this sync, and records what it expects to observe.
+func (c *Controller) manageReplicas(ctx context.Context, key string, rs *appsv1.ReplicaSet, pods []*corev1.Pod) error {
+	want, have := int(replicasOf(rs)), len(pods)
+	switch {
+	case want > have:
+		n := min(want-have, c.burstReplicas)
+		c.log.Info(fmt.Sprintf("replicaset %s: want %d, have %d → create %d", key, want, have, n))
+		c.expectations.ExpectCreations(key, n)
+		ref := controller.NewControllerRef(rs, controllerKind)
+		created, err := controller.SlowStartBatch(n, slowStartInitialBatch, func() error {
+			_, err := c.podControl.CreatePod(ctx, &rs.Spec.Template, rs, ref)
+			if client.IsTimeout(err) {
+				// The server may still create it: keep expecting it,
+				// and let the informer (or the timeout) tell.
+				return nil
+			}
+			return err
+		})
+		// The creates never made (a failed batch stops the rest) will
+		// never be observed.
+		for range n - created {
+			c.expectations.CreationObserved(key)
+		}
+		if err != nil {
+			return fmt.Errorf("create pods: %w", err)
+		}
+	case want < have:
+		n := min(have-want, c.burstReplicas)
+		victims := controller.PodsToDelete(pods, n)
+		c.log.Info(fmt.Sprintf("replicaset %s: want %d, have %d → delete %d", key, want, have, n))
+		podKeys := make([]string, len(victims))
+		for i, p := range victims {
+			podKeys[i] = controller.PodKey(p)
+		}
+		c.expectations.ExpectDeletions(key, podKeys)
+		errs := make([]error, len(victims))
+		var wg sync.WaitGroup
+		for i, pod := range victims {
+			wg.Go(func() {
+				err := c.podControl.DeletePod(ctx, pod.Namespace, pod.Name, rs)
+				if err == nil {
+					return
+				}
+				// This deletion will never be observed.
+				c.expectations.DeletionObserved(key, controller.PodKey(pod))
+				if !client.IsNotFound(err) {
+					errs[i] = fmt.Errorf("delete pod %s: %w", pod.Name, err)
+				}
+			})
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	default:
+		c.log.Debug(fmt.Sprintf("replicaset %s: want %d, have %d → nothing to do", key, want, have))
+	}
+	return nil
+}
+
+// updateStatus writes status unless rs already has it. A conflict (rs
+// changed since the cache saw it) is returned: the change is on its way
+// to the informer, which enqueues rs again.
+func (c *Controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, error) {
+	if apiequality.Semantic.DeepEqual(rs.Status, status) {
+		return rs, nil
+	}
+	cp := rs.DeepCopy()
+	cp.Status = status
+	updated, err := c.rsClient.UpdateStatus(ctx, cp)
+	if err != nil {
+		return nil, fmt.Errorf("update status: %w", err)
+	}
+	c.log.Debug(fmt.Sprintf("replicaset %s/%s: status replicas=%d ready=%d available=%d", rs.Namespace, rs.Name,
+		status.Replicas, status.ReadyReplicas, status.AvailableReplicas))
+	return updated, nil
+}
+
+// calculateStatus returns rs's status for its active, claimed pods.
+// manageErr, the failure of this sync's creates or deletes, sets the
+// ReplicaFailure condition; a sync without failure clears it.
+func calculateStatus(rs *appsv1.ReplicaSet, pods []*corev1.Pod, manageErr error, now time.Time) appsv1.ReplicaSetStatus {
+	status := *rs.Status.DeepCopy()
+	status.ObservedGeneration = rs.Generation
+	templateLabels := labels.SelectorFromSet(rs.Spec.Template.Labels)
+	var fullyLabeled, ready, available int32
+	for _, pod := range pods {
+		if templateLabels.Matches(labels.Set(pod.Labels)) {
+			fullyLabeled++
+		}
+		if api.PodIsReady(pod) {
+			ready++
+		}
+		if controller.IsPodAvailable(pod, rs.Spec.MinReadySeconds, now) {
+			available++
+		}
+	}
+	status.Replicas = int32(len(pods))
+	status.FullyLabeledReplicas = fullyLabeled
+	status.ReadyReplicas = ready
+	status.AvailableReplicas = available
+
+	failure := findCondition(status.Conditions, appsv1.ReplicaSetReplicaFailure)
+	switch {
+	case manageErr != nil && failure == nil:
+		reason := controller.FailedCreateReason
+		if len(pods) > int(replicasOf(rs)) {
+			reason = controller.FailedDeleteReason
+		}
+		status.Conditions = append(status.Conditions, appsv1.ReplicaSetCondition{
+			Type:               appsv1.ReplicaSetReplicaFailure,
+			Status:             corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(now),
+			Reason:             reason,
+			Message:            manageErr.Error(),
+		})
+	case manageErr == nil && failure != nil:
+		status.Conditions = removeCondition(status.Conditions, appsv1.ReplicaSetReplicaFailure)
+	}
+	return status
+}
+
+// replicasOf is spec.replicas, 1 when unset as the API server defaults it.
+func replicasOf(rs *appsv1.ReplicaSet) int32 {
+	if rs.Spec.Replicas == nil {
+		return 1
+	}
+	return *rs.Spec.Replicas
+}
+
+func findCondition(conds []appsv1.ReplicaSetCondition, t appsv1.ReplicaSetConditionType) *appsv1.ReplicaSetCondition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+func removeCondition(conds []appsv1.ReplicaSetCondition, t appsv1.ReplicaSetConditionType) []appsv1.ReplicaSetCondition {
+	var out []appsv1.ReplicaSetCondition
+	for _, c := range conds {
+		if c.Type != t {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Event handlers: they only find the ReplicaSets a change concerns and
+// enqueue them, and tell the expectations what was observed.
+
+func (c *Controller) enqueue(rs *appsv1.ReplicaSet) { c.queue.Add(rsKey(rs)) }
+
+func rsKey(rs *appsv1.ReplicaSet) string { return rs.Namespace + "/" + rs.Name }
+
+func (c *Controller) addReplicaSet(obj any) {
+	if rs, ok := obj.(*appsv1.ReplicaSet); ok {
+		c.enqueue(rs)
+	}
+}
+
+func (c *Controller) updateReplicaSet(oldObj, newObj any) {
+	old, ok1 := oldObj.(*appsv1.ReplicaSet)
+	cur, ok2 := newObj.(*appsv1.ReplicaSet)
+	if !ok1 || !ok2 {
+		return
+	}
+	if old.UID != cur.UID {
+		// Deleted and created again under the same name while the watch
+		// was down: the old one's expectations must go.
+		c.deleteReplicaSet(informer.DeletedFinalStateUnknown{Key: rsKey(old), Obj: old})
+	}
+	c.enqueue(cur)
+}
+
+func (c *Controller) deleteReplicaSet(obj any) {
+	rs, ok := controller.ObjectFromDelete[*appsv1.ReplicaSet](obj)
+	if !ok {
+		return
+	}
+	key := rsKey(rs)
+	c.expectations.Delete(key)
+	c.queue.Add(key)
+}
+
+func (c *Controller) addPod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if pod.DeletionTimestamp != nil {
+		// Seen for the first time already being deleted (after a
+		// restart, say): for the expectations that is a deletion.
+		c.deletePod(pod)
+		return
+	}
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		rs := c.resolveControllerRef(pod.Namespace, ref)
+		if rs == nil {
+			return
+		}
+		c.expectations.CreationObserved(rsKey(rs))
+		c.enqueue(rs)
+		return
+	}
+	for _, rs := range c.replicaSetsSelecting(pod) {
+		c.enqueue(rs) // it may adopt this orphan
+	}
+}
+
+func (c *Controller) updatePod(oldObj, newObj any) {
+	old, ok1 := oldObj.(*corev1.Pod)
+	cur, ok2 := newObj.(*corev1.Pod)
+	if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
+		return // a resync: nothing changed
+	}
+	labelsChanged := !maps.Equal(old.Labels, cur.Labels)
+	if cur.DeletionTimestamp != nil {
+		// A graceful deletion began: the ReplicaSet should replace the
+		// pod now, not when the kubelet is done with it.
+		c.deletePod(cur)
+		if labelsChanged {
+			c.deletePod(old)
+		}
+		return
+	}
+	curRef, oldRef := metav1.GetControllerOfNoCopy(cur), metav1.GetControllerOfNoCopy(old)
+	refChanged := !sameRef(curRef, oldRef)
+	if refChanged && oldRef != nil {
+		if rs := c.resolveControllerRef(old.Namespace, oldRef); rs != nil {
+			c.enqueue(rs) // it lost a pod
+		}
+	}
+	if curRef != nil {
+		rs := c.resolveControllerRef(cur.Namespace, curRef)
+		if rs == nil {
+			return
+		}
+		c.enqueue(rs)
+		if !api.PodIsReady(old) && api.PodIsReady(cur) && rs.Spec.MinReadySeconds > 0 {
+			// Look again once the pod has been ready long enough to be
+			// available.
+			c.queue.AddAfter(rsKey(rs), time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
+		}
+		return
+	}
+	if labelsChanged || refChanged {
+		for _, rs := range c.replicaSetsSelecting(cur) {
+			c.enqueue(rs)
+		}
+	}
+}
+
+func (c *Controller) deletePod(obj any) {
+	pod, ok := controller.ObjectFromDelete[*corev1.Pod](obj)
+	if !ok {
+		return
+	}
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil {
+		return // an orphan's deletion changes no replica set
+	}
+	rs := c.resolveControllerRef(pod.Namespace, ref)
+	if rs == nil {
+		return
+	}
+	key := rsKey(rs)
+	c.expectations.DeletionObserved(key, controller.PodKey(pod))
+	c.queue.Add(key)
+}
+
+// resolveControllerRef returns the ReplicaSet ref names, if the cache has
+// it with the same uid.
+func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
+	if ref.Kind != controllerKind.Kind || ref.APIVersion != controllerKind.GroupVersion().String() {
+		return nil
+	}
+	rs, err := c.rsLister.Get(namespace, ref.Name)
+	if err != nil || rs.UID != ref.UID {
+		return nil
+	}
+	return rs
+}
+
+// replicaSetsSelecting returns the ReplicaSets in pod's namespace whose
+// selector matches its labels: those that may adopt it.
+func (c *Controller) replicaSetsSelecting(pod *corev1.Pod) []*appsv1.ReplicaSet {
+	var out []*appsv1.ReplicaSet
+	for _, rs := range c.rsLister.ByNamespace(pod.Namespace).List(nil) {
+		selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+		if err != nil || selector.Empty() {
+			continue
+		}
+		if selector.Matches(labels.Set(pod.Labels)) {
+			out = append(out, rs)
+		}
+	}
+	return out
+}
+
+func sameRef(a, b *metav1.OwnerReference) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.UID == b.UID
+}
