@@ -21,6 +21,7 @@ import (
 // clusterFlags are the knobs of everything `up` runs besides etcd and the
 // API server, under their Kubernetes flag names.
 type clusterFlags struct {
+	runCM             bool
 	cm                controllers.Config
 	cmAddress         string
 	nodes             int
@@ -32,6 +33,7 @@ type clusterFlags struct {
 func (f *clusterFlags) bind(fs *flag.FlagSet) {
 	f.cm = controllers.DefaultConfig()
 	f.cm.BindFlags(fs)
+	fs.BoolVar(&f.runCM, "controller-manager", true, "run the controller manager in this process (false: run it with `minictl controller-manager`, for example two of them to watch leader election)")
 	fs.StringVar(&f.cmAddress, "controller-manager-address", "127.0.0.1:10257", "where the controller manager serves /healthz and /metrics")
 	f.bindKubelet(fs)
 	fs.IntVar(&f.nodes, "nodes", 3, "how many simulated nodes (kubelets) to run")
@@ -49,20 +51,35 @@ func (f *clusterFlags) applyFast(fs *flag.FlagSet) {
 	if !f.fast {
 		return
 	}
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	set := setFlags(fs)
+	fastControllerManager(&f.cm, set)
+	if !set["node-lease-renew-interval"] {
+		f.heartbeatInterval = time.Second
+	}
+	if !set["node-status-update-frequency"] {
+		f.statusInterval = time.Second
+	}
+}
+
+// fastControllerManager is --fast for the controller manager: leader
+// election and the controllers' periods in seconds rather than minutes.
+func fastControllerManager(cm *controllers.Config, set map[string]bool) {
 	fast := func(name string, apply func()) {
 		if !set[name] {
 			apply()
 		}
 	}
-	fast("leader-elect-lease-duration", func() { f.cm.LeaseDuration = 3 * time.Second })
-	fast("leader-elect-renew-deadline", func() { f.cm.RenewDeadline = 2 * time.Second })
-	fast("leader-elect-retry-period", func() { f.cm.RetryPeriod = 500 * time.Millisecond })
-	fast("node-lease-renew-interval", func() { f.heartbeatInterval = time.Second })
-	fast("node-status-update-frequency", func() { f.statusInterval = time.Second })
-	f.cm.Timings.PodGCPeriod = 2 * time.Second
-	f.cm.Timings.PodGCQuarantine = 2 * time.Second
+	fast("leader-elect-lease-duration", func() { cm.LeaseDuration = 3 * time.Second })
+	fast("leader-elect-renew-deadline", func() { cm.RenewDeadline = 2 * time.Second })
+	fast("leader-elect-retry-period", func() { cm.RetryPeriod = 500 * time.Millisecond })
+	cm.Timings.PodGCPeriod = 2 * time.Second
+	cm.Timings.PodGCQuarantine = 2 * time.Second
+}
+
+func setFlags(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	return set
 }
 
 // runCluster runs the controller manager, the scheduler and the simulated
@@ -90,8 +107,12 @@ func runCluster(ctx context.Context, server string, cf clusterFlags, cmListener 
 			}
 		}()
 	}
-	run("controller-manager", func() error { return mgr.Run(ctx) })
-	run("controller-manager server", func() error { return mgr.Serve(ctx, ln) })
+	if cf.runCM {
+		run("controller-manager", func() error { return mgr.Run(ctx) })
+		run("controller-manager server", func() error { return mgr.Serve(ctx, ln) })
+	} else {
+		ln.Close()
+	}
 	run("scheduler", func() error { return runScheduler(ctx, rc, log) })
 	for i := 1; i <= cf.nodes; i++ {
 		name := fmt.Sprintf("node-%d", i)
@@ -160,10 +181,14 @@ func runControllerManager(ctx context.Context, args []string, stdout, stderr io.
 	cfg := controllers.DefaultConfig()
 	cfg.BindFlags(fs)
 	addr := fs.String("address", "127.0.0.1:10257", "where /healthz and /metrics are served")
+	fast := fs.Bool("fast", false, "scale leader election and the controllers' periods down, as minictl up --fast does")
 	var lf logFlags
 	lf.bind(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *fast {
+		fastControllerManager(&cfg, setFlags(fs))
 	}
 	log, err := lf.logger(stderr, nil)
 	if err != nil {

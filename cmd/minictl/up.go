@@ -136,7 +136,7 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		if dataDir != "" && len(cfg.Endpoints) == 0 {
 			fmt.Fprintf(stdout, "  data dir:    %s\n", dataDir)
 		}
-		if cf != nil {
+		if cf != nil && cf.runCM {
 			fmt.Fprintf(stdout, "  controllers: %s (health on http://%s)\n", strings.Join(enabledNames(cf.cm.Controllers), ","), cmListener.Addr())
 			fmt.Fprintf(stdout, "  nodes:       %d simulated\n", cf.nodes)
 		}
