@@ -14,6 +14,15 @@
 //   - Trace (trace.go): an optional per-stage log of one change's journey.
 //   - workqueue (subpackage): the rate-limited queue of keys that controller
 //     workers drain.
+//   - ListerWatcher (listwatch.go): the list and watch a Reflector needs,
+//     adapted from a client.Client[T] with optional selectors.
+//   - SharedInformer, Informer[T] (shared_informer.go): Reflector +
+//     DeltaFIFO + Indexer, popping changes into the cache and out to
+//     handlers.
+//   - ResourceEventHandler (event_handler.go): what handlers implement; each
+//     runs on its own goroutine from its own buffer.
+//   - SharedInformerFactory (factory.go): one informer per resource per
+//     process, started and stopped together.
 //
 // Properties:
 //
@@ -26,7 +35,20 @@
 //   - Objects handed out by the Indexer and by Listers are shared with the
 //     cache and with every other reader: callers must not mutate them. Call
 //     DeepCopyObject first and write the copy back through the API.
+//   - The cache converges on the server's state whatever happens to the
+//     connection: a watch that ends resumes from the last resourceVersion
+//     seen; a resourceVersion too old to resume (410 Gone) leads to a
+//     relist; other failures are retried with exponential, jittered
+//     backoff.
+//   - Handlers see each object's changes in resourceVersion order, after
+//     the cache does; a slow handler delays no one but itself.
+//   - A resource is listed and watched once per factory, however many
+//     controllers ask for its informer.
+//   - Every goroutine is started by a Run (or a factory's Start) and has
+//     returned when Run returns (or Shutdown does); handlers must return.
 //
 // Lock order: a DeltaFIFO's lock is taken before its KnownObjects' (the
-// Indexer's) lock, never the other way round.
+// Indexer's) lock, never the other way round. In a SharedInformer: the
+// DeltaFIFO's lock, then the informer's, then the Indexer's or a handler
+// buffer's.
 package informer
