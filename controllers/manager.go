@@ -52,6 +52,7 @@ type Timings struct {
 	TerminatedPodGCThreshold int           // --terminated-pod-gc-threshold
 	PodGCPeriod              time.Duration // how often podgc looks
 	PodGCQuarantine          time.Duration // how long a node must stay gone before its pods are force-deleted
+	ResourceQuotaSyncPeriod  time.Duration // --resource-quota-sync-period: full recalculation of every quota
 }
 
 // DefaultConfig is kube-controller-manager's defaults.
@@ -68,6 +69,7 @@ func DefaultConfig() Config {
 			TerminatedPodGCThreshold: 12500,
 			PodGCPeriod:              20 * time.Second,
 			PodGCQuarantine:          40 * time.Second,
+			ResourceQuotaSyncPeriod:  5 * time.Minute,
 		},
 		Workers: map[string]int{},
 	}
@@ -84,6 +86,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.LeaseDuration, "leader-elect-lease-duration", c.LeaseDuration, "how long a candidate waits, after the lease last changed, before taking it over")
 	fs.DurationVar(&c.RenewDeadline, "leader-elect-renew-deadline", c.RenewDeadline, "how long the leader tries to renew before it stops leading")
 	fs.DurationVar(&c.RetryPeriod, "leader-elect-retry-period", c.RetryPeriod, "the wait between attempts to acquire or renew the lease")
+	fs.DurationVar(&c.Timings.ResourceQuotaSyncPeriod, "resource-quota-sync-period", c.Timings.ResourceQuotaSyncPeriod, "how often every quota's usage is recalculated in full")
 	fs.IntVar(&c.Timings.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", c.Timings.TerminatedPodGCThreshold, "terminated pods kept before podgc deletes the oldest")
 	for _, d := range knownControllers {
 		if d.workersFlag == "" {

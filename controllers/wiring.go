@@ -2,7 +2,13 @@ package controllers
 
 import (
 	"github.com/minictl/minictl/controllers/deployment"
+	"github.com/minictl/minictl/controllers/endpoints"
+	"github.com/minictl/minictl/controllers/garbagecollector"
+	"github.com/minictl/minictl/controllers/namespace"
+	"github.com/minictl/minictl/controllers/podgc"
 	"github.com/minictl/minictl/controllers/replicaset"
+	"github.com/minictl/minictl/controllers/resourcequota"
+	"github.com/minictl/minictl/controllers/serviceaccount"
 )
 
 // knownControllers is the manager's table: every controller it can run,
@@ -24,6 +30,62 @@ var knownControllers = []descriptor{
 			return deployment.New(deployment.Options{
 				Client: cc.Client, Informers: cc.Informers, Recorder: cc.Recorder,
 				Logger: cc.Logger, MetricsRegisterer: cc.Metrics,
+			})
+		},
+	},
+	{
+		name: "garbagecollector", defaultOn: true, workers: 20, workersFlag: "concurrent-gc-syncs",
+		build: func(cc *controllerContext) (runner, error) {
+			return garbagecollector.New(garbagecollector.Options{
+				Client: cc.Client, Informers: cc.Informers, Recorder: cc.Recorder,
+				Logger: cc.Logger, Metrics: cc.Metrics,
+			})
+		},
+	},
+	{
+		name: "serviceaccount", defaultOn: true, workers: 1, workersFlag: "concurrent-serviceaccount-syncs",
+		build: func(cc *controllerContext) (runner, error) {
+			return serviceaccount.New(serviceaccount.Options{
+				Client: cc.Client, Informers: cc.Informers, Recorder: cc.Recorder,
+				Logger: cc.Logger, Metrics: cc.Metrics,
+			})
+		},
+	},
+	{
+		name: "podgc", defaultOn: true, workers: 5,
+		build: func(cc *controllerContext) (runner, error) {
+			return podgc.New(podgc.Options{
+				Client: cc.Client, Informers: cc.Informers, Recorder: cc.Recorder, Logger: cc.Logger,
+				TerminatedPodThreshold: cc.Timings.TerminatedPodGCThreshold,
+				Period:                 cc.Timings.PodGCPeriod,
+				QuarantineTime:         cc.Timings.PodGCQuarantine,
+			})
+		},
+	},
+	{
+		name: "namespace", defaultOn: true, workers: 10, workersFlag: "concurrent-namespace-syncs",
+		build: func(cc *controllerContext) (runner, error) {
+			return namespace.New(namespace.Options{
+				Client: cc.Client, Informers: cc.Informers, Recorder: cc.Recorder,
+				Logger: cc.Logger, Metrics: cc.Metrics,
+			})
+		},
+	},
+	{
+		name: "endpoint", defaultOn: true, workers: 5, workersFlag: "concurrent-endpoint-syncs",
+		build: func(cc *controllerContext) (runner, error) {
+			return endpoints.New(endpoints.Options{
+				Client: cc.Client, Informers: cc.Informers, Recorder: cc.Recorder,
+				Logger: cc.Logger, Metrics: cc.Metrics,
+			})
+		},
+	},
+	{
+		name: "resourcequota", defaultOn: true, workers: 5, workersFlag: "concurrent-resource-quota-syncs",
+		build: func(cc *controllerContext) (runner, error) {
+			return resourcequota.New(resourcequota.Options{
+				Client: cc.Client, Informers: cc.Informers, Recorder: cc.Recorder,
+				Logger: cc.Logger, Metrics: cc.Metrics, ResyncPeriod: cc.Timings.ResourceQuotaSyncPeriod,
 			})
 		},
 	},

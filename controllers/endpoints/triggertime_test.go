@@ -1,0 +1,39 @@
+package endpoints
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestTriggerTimes(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	svc := newService("web", map[string]string{"app": "web"})
+	svc.CreationTimestamp = metav1.NewTime(t0)
+	readyAt := func(name string, at time.Time) *corev1.Pod {
+		p := pod(name, "10.0.0.1", true)
+		p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(at)
+		return p
+	}
+	tt := newTriggerTimes()
+	key := "default/web"
+
+	if got := tt.compute(key, svc, []*corev1.Pod{readyAt("a", t0.Add(time.Second))}); !got.Equal(t0) {
+		t.Errorf("first sync: %v, want the service's creation %v", got, t0)
+	}
+	if got := tt.compute(key, svc, []*corev1.Pod{readyAt("a", t0.Add(time.Second))}); !got.IsZero() {
+		t.Errorf("nothing moved: %v, want zero", got)
+	}
+	got := tt.compute(key, svc, []*corev1.Pod{
+		readyAt("a", t0.Add(5*time.Second)), readyAt("b", t0.Add(3*time.Second)), pod("c", "10.0.0.3", true),
+	})
+	if !got.Equal(t0.Add(3 * time.Second)) {
+		t.Errorf("two pods moved: %v, want the earlier, %v", got, t0.Add(3*time.Second))
+	}
+	tt.forget(key)
+	if got := tt.compute(key, svc, nil); !got.Equal(t0) {
+		t.Errorf("after forget: %v, want the service's creation", got)
+	}
+}

@@ -1,0 +1,573 @@
+// Package garbagecollector deletes objects whose owners are gone, following
+// metadata.ownerReferences across every kind minictl serves, as
+// kube-controller-manager's garbage collector does.
+//
+// A graph builder turns every informer event into an owner→dependents graph
+// keyed by uid (graph.go); workers take uids from a queue and act on what
+// the graph, the caches and a live look at the owners say:
+//
+//   - Background: a dependent whose every owner is gone is deleted; one
+//     with an owner left only loses the references to the owners that are
+//     gone. An owner is gone when a live GET by its apiVersion, kind and
+//     name finds nothing, or finds an object with another uid.
+//   - Foreground: an owner being deleted with the "foregroundDeletion"
+//     finalizer has its dependents deleted (in the foreground too, when
+//     they have dependents of their own), and loses the finalizer (and so
+//     goes) once no dependent whose reference sets blockOwnerDeletion is
+//     left.
+//   - Orphan: an owner being deleted with the "orphan" finalizer has its
+//     reference removed from every dependent, then loses the finalizer.
+//
+// Properties:
+//
+//   - Nothing is deleted on the word of the caches alone: an owner is
+//     declared gone only after a live GET, and every delete and patch
+//     carries the object's uid and resourceVersion as preconditions, so a
+//     stale cache or a recreated object makes the write fail (and retry)
+//     instead of doing harm.
+//   - Workers start only once the graph holds everything the informers
+//     listed at start-up, so no dependent is judged on a half-built graph.
+//   - A dependent of a kind minictl does not serve, or an owner reference
+//     to such a kind, is never collected on that reference's account: the
+//     collector cannot tell whether such an owner exists.
+//   - Pods are deleted with their default grace period: the kubelet
+//     finishes them.
+package garbagecollector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/informer"
+	"github.com/minictl/minictl/informer/workqueue"
+)
+
+// EventRecorder records Events about objects; client/record's Recorder is
+// one.
+type EventRecorder interface {
+	Eventf(obj api.Object, eventType, reason, messageFmt string, args ...any)
+}
+
+// Options is what the garbage collector needs.
+type Options struct {
+	// Client is what it reads owners and writes dependents through.
+	// Required.
+	Client *client.RESTClient
+	// Informers is the shared factory it takes one informer per served
+	// resource from. Required; the caller starts it after New.
+	Informers *informer.SharedInformerFactory
+	// Recorder receives an Event per action. Nil: none.
+	Recorder EventRecorder
+	// Logger receives the collector's story. Nil: discard.
+	Logger *slog.Logger
+	// Metrics receives its two queues' metrics
+	// (garbagecollector, garbagecollector_graph_changes). Nil: none.
+	Metrics prometheus.Registerer
+}
+
+// Controller is the garbage collector.
+type Controller struct {
+	objects objects
+	// caches holds each served resource's informer cache, read to find
+	// the current state of a node's object.
+	caches map[*api.Resource]informer.Indexer
+	synced []func() bool
+
+	graph *graph
+	// changes feeds the graph builder, the graph's only writer, in the
+	// order the informers reported (and workers found virtual owners gone).
+	changes *workqueue.Queue[*graphChange]
+	// queue holds the uids of nodes a worker must look at.
+	queue *workqueue.Queue[types.UID]
+
+	recorder EventRecorder
+	log      *slog.Logger
+}
+
+// graphChange is one item for the graph builder.
+type graphChange struct {
+	kind changeKind
+	res  *api.Resource // changeObserved, changeDeleted
+	obj  api.Object    // changeObserved, changeDeleted
+	uid  types.UID     // changeVirtualGone
+	done chan struct{} // changeMarker: closed when reached
+}
+
+type changeKind int
+
+const (
+	changeObserved    changeKind = iota // an object was added or updated
+	changeDeleted                       // an object was deleted
+	changeVirtualGone                   // a worker found a virtual owner absent
+	changeMarker                        // everything queued before it is in the graph
+)
+
+// errNotObserved: an owner known only from references exists, but the
+// informers have not shown it yet. Look again later.
+var errNotObserved = errors.New("owner exists but is not observed yet")
+
+// New returns a garbage collector with an informer on every served
+// resource. Call Run to start it.
+func New(opts Options) (*Controller, error) {
+	if opts.Client == nil || opts.Informers == nil {
+		return nil, errors.New("garbagecollector: Options.Client and Options.Informers are required")
+	}
+	gc := &Controller{
+		objects:  objects{rc: opts.Client},
+		caches:   map[*api.Resource]informer.Indexer{},
+		graph:    newGraph(),
+		recorder: opts.Recorder,
+		log:      opts.Logger,
+	}
+	if gc.recorder == nil {
+		gc.recorder = nopRecorder{}
+	}
+	if gc.log == nil {
+		gc.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	gc.log = gc.log.With(slog.String("controller", "garbagecollector"))
+	gc.changes = workqueue.New[*graphChange]("garbagecollector_graph_changes",
+		workqueue.Options{MetricsRegisterer: opts.Metrics})
+	gc.queue = workqueue.New[types.UID]("garbagecollector",
+		workqueue.Options{MetricsRegisterer: opts.Metrics})
+
+	for _, res := range api.Resources() {
+		informerFor, ok := informerFuncs[res]
+		if !ok {
+			gc.log.Warn("garbagecollector: no informer for "+res.Plural+"; its objects are not collected",
+				slog.String("resource", res.GroupResource().String()))
+			continue
+		}
+		inf := informerFor(opts.Informers)
+		gc.caches[res] = inf.GetIndexer()
+		reg, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any, _ bool) { gc.enqueueChange(changeObserved, res, obj) },
+			UpdateFunc: func(_, obj any) { gc.enqueueChange(changeObserved, res, obj) },
+			DeleteFunc: func(obj any) { gc.enqueueChange(changeDeleted, res, obj) },
+		})
+		if err != nil {
+			gc.changes.ShutDown()
+			gc.queue.ShutDown()
+			return nil, fmt.Errorf("garbagecollector: watch %s: %w", res.Plural, err)
+		}
+		gc.synced = append(gc.synced, reg.HasSynced)
+	}
+	return gc, nil
+}
+
+func (gc *Controller) enqueueChange(kind changeKind, res *api.Resource, obj any) {
+	switch tomb := obj.(type) {
+	case informer.DeletedFinalStateUnknown:
+		obj = tomb.Obj
+	case *informer.DeletedFinalStateUnknown:
+		obj = tomb.Obj
+	}
+	o, ok := obj.(api.Object)
+	if !ok || o == nil {
+		return
+	}
+	gc.changes.Add(&graphChange{kind: kind, res: res, obj: o})
+}
+
+// Run builds the graph, waits until it holds everything the informers
+// listed, runs workers until ctx is done, then shuts both queues down and
+// waits for the graph builder and the workers.
+func (gc *Controller) Run(ctx context.Context, workers int) {
+	gc.log.Info("garbagecollector: starting", slog.Int("resources", len(gc.caches)), slog.Int("workers", workers))
+	var wg sync.WaitGroup
+	wg.Go(gc.runGraphBuilder)
+	if gc.waitForGraph(ctx) {
+		gc.log.Info("garbagecollector: graph built from the initial lists → start collecting",
+			slog.Int("nodes", gc.graph.len()))
+		for range max(workers, 1) {
+			wg.Go(func() {
+				for gc.processNextWorkItem(ctx) {
+				}
+			})
+		}
+	}
+	<-ctx.Done()
+	gc.changes.ShutDown()
+	gc.queue.ShutDown()
+	wg.Wait()
+	gc.log.Info("garbagecollector: stopped")
+}
+
+// waitForGraph waits until every handler has had the initial list, then
+// until the graph builder has applied all of it.
+func (gc *Controller) waitForGraph(ctx context.Context) bool {
+	if !informer.WaitForCacheSync(ctx, gc.synced...) {
+		return false
+	}
+	marker := &graphChange{kind: changeMarker, done: make(chan struct{})}
+	gc.changes.Add(marker)
+	select {
+	case <-marker.done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// runGraphBuilder applies graph changes one at a time, in order, and
+// queues the nodes each change gives work to.
+func (gc *Controller) runGraphBuilder() {
+	for {
+		ch, shutdown := gc.changes.Get()
+		if shutdown {
+			return
+		}
+		var work []types.UID
+		switch ch.kind {
+		case changeObserved:
+			work = gc.graph.observe(ch.res, ch.obj)
+		case changeDeleted:
+			work = gc.graph.forget(ch.obj)
+		case changeVirtualGone:
+			work = gc.graph.forgetVirtual(ch.uid)
+		case changeMarker:
+			close(ch.done)
+		}
+		for _, uid := range work {
+			gc.queue.Add(uid)
+		}
+		gc.changes.Done(ch)
+	}
+}
+
+// processNextWorkItem looks at one node and decides retry or forget.
+func (gc *Controller) processNextWorkItem(ctx context.Context) bool {
+	uid, shutdown := gc.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer gc.queue.Done(uid)
+	err := gc.sync(ctx, uid)
+	switch {
+	case err == nil:
+		gc.queue.Forget(uid)
+	case errors.Is(err, errNotObserved), client.IsConflict(err):
+		gc.log.Debug("garbagecollector: look again later", slog.String("uid", string(uid)), slog.Any("reason", err))
+		gc.queue.AddRateLimited(uid)
+	default:
+		gc.log.Error("garbagecollector: sync failed; will retry", slog.String("uid", string(uid)), slog.Any("err", err))
+		gc.queue.AddRateLimited(uid)
+	}
+	return true
+}
+
+// sync looks at the node with uid in the role its state gives it: an owner
+// nobody has seen, an owner whose deletion waits on its dependents, or a
+// dependent whose owners may be gone.
+func (gc *Controller) sync(ctx context.Context, uid types.UID) error {
+	n, ok := gc.graph.info(uid)
+	if !ok {
+		return nil // no longer in the graph; nothing to do
+	}
+	if n.virtual {
+		return gc.checkVirtualOwner(ctx, n)
+	}
+	obj, ok := gc.cached(n.ref)
+	if !ok {
+		return nil // deleted: its delete event takes it from here
+	}
+	switch {
+	case obj.GetDeletionTimestamp() == nil:
+		return gc.collectIfOwnersGone(ctx, n, obj)
+	case hasFinalizer(obj, metav1.FinalizerOrphanDependents):
+		return gc.orphanDependents(ctx, n, obj)
+	case hasFinalizer(obj, metav1.FinalizerDeleteDependents):
+		return gc.deleteDependentsFirst(ctx, n, obj)
+	}
+	return nil // being deleted: its dependents are looked at once it is gone
+}
+
+// checkVirtualOwner looks up an owner that only references name. If it does
+// not exist, the graph builder drops it and its dependents are looked at.
+func (gc *Controller) checkVirtualOwner(ctx context.Context, n nodeInfo) error {
+	if n.ref.res == nil {
+		return nil // a kind we do not serve: we cannot tell
+	}
+	gone := !validName(n.ref.name)
+	if !gone {
+		owner, err := gc.objects.get(ctx, n.ref.res, n.ref.namespace, n.ref.name)
+		switch {
+		case client.IsNotFound(err):
+			gone = true
+		case err != nil:
+			return fmt.Errorf("get %s: %w", n.ref, err)
+		default:
+			gone = owner.GetUID() != n.ref.uid
+		}
+	}
+	if !gone {
+		return errNotObserved
+	}
+	gc.log.Info("garbagecollector: owner "+n.ref.String()+" does not exist → look at its "+
+		count(len(n.dependents), "dependent"), slog.String("owner", n.ref.String()))
+	gc.changes.Add(&graphChange{kind: changeVirtualGone, uid: n.ref.uid})
+	return nil
+}
+
+// ownerState is what a live look at an owner reference finds.
+type ownerState int
+
+const (
+	ownerSolid   ownerState = iota // exists, or cannot be checked
+	ownerGone                      // absent, or another object has its name
+	ownerWaiting                   // being deleted in the foreground: waits for its dependents
+)
+
+// collectIfOwnersGone deletes the dependent obj if all its owners are gone
+// (or wait for it to go), or drops its references to those owners if some
+// other owner is still there.
+func (gc *Controller) collectIfOwnersGone(ctx context.Context, n nodeInfo, obj api.Object) error {
+	refs := obj.GetOwnerReferences()
+	if len(refs) == 0 {
+		return nil // owned by nobody
+	}
+	var solid, gone, waiting []metav1.OwnerReference
+	for _, ref := range refs {
+		state, err := gc.ownerState(ctx, n.ref, ref)
+		if err != nil {
+			return fmt.Errorf("%s: check owner %s: %w", n.ref, describeOwner(ref), err)
+		}
+		switch state {
+		case ownerSolid:
+			solid = append(solid, ref)
+		case ownerGone:
+			gone = append(gone, ref)
+		case ownerWaiting:
+			waiting = append(waiting, ref)
+		}
+	}
+	if len(gone) == 0 && len(waiting) == 0 {
+		return nil // every owner is there
+	}
+	what := describe(n.ref)
+	story := ownersStory(gone, waiting)
+
+	if len(solid) > 0 {
+		drop := map[types.UID]bool{}
+		for _, ref := range append(gone, waiting...) {
+			drop[ref.UID] = true
+		}
+		err := gc.objects.patchMetadata(ctx, n.ref, obj.GetResourceVersion(),
+			map[string]any{"ownerReferences": withoutOwners(obj, drop)})
+		if client.IsNotFound(err) {
+			return nil // gone meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("%s: remove owner references: %w", n.ref, err)
+		}
+		gc.log.Info("garbagecollector: "+what+" "+story+" → remove the reference; "+
+			describeOwner(solid[0])+" still owns it", slog.String("object", n.ref.String()))
+		gc.recorder.Eventf(obj, corev1.EventTypeNormal, "OwnerRefRemoved", "Removed the reference: %s", story)
+		return nil
+	}
+
+	policy := metav1.DeletePropagationBackground
+	switch {
+	case len(waiting) > 0 && gc.graph.hasDependents(n.ref.uid):
+		// Its owner waits for the whole tree below it.
+		policy = metav1.DeletePropagationForeground
+	case hasFinalizer(obj, metav1.FinalizerOrphanDependents):
+		policy = metav1.DeletePropagationOrphan
+	case hasFinalizer(obj, metav1.FinalizerDeleteDependents):
+		policy = metav1.DeletePropagationForeground
+	}
+	err := gc.objects.delete(ctx, n.ref, obj.GetResourceVersion(), policy)
+	if client.IsNotFound(err) {
+		return nil // gone meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("%s: delete: %w", n.ref, err)
+	}
+	gc.log.Info("garbagecollector: "+what+" "+story+" → delete",
+		slog.String("object", n.ref.String()), slog.String("propagationPolicy", string(policy)))
+	gc.recorder.Eventf(obj, corev1.EventTypeNormal, "GarbageCollected", "Deleted %s: %s", n.ref.name, story)
+	return nil
+}
+
+// ownerState looks ref up live. A reference that cannot be resolved (a
+// kind we do not serve, a namespaced owner of a cluster-scoped object) is
+// solid: we cannot tell it is gone.
+func (gc *Controller) ownerState(ctx context.Context, dependent objectRef, ref metav1.OwnerReference) (ownerState, error) {
+	res := resourceFor(ref.APIVersion, ref.Kind)
+	if res == nil || (res.Namespaced && dependent.namespace == "") {
+		return ownerSolid, nil
+	}
+	if !validName(ref.Name) {
+		return ownerGone, nil
+	}
+	namespace := ""
+	if res.Namespaced {
+		namespace = dependent.namespace
+	}
+	owner, err := gc.objects.get(ctx, res, namespace, ref.Name)
+	switch {
+	case client.IsNotFound(err):
+		return ownerGone, nil
+	case err != nil:
+		return ownerSolid, err
+	case owner.GetUID() != ref.UID:
+		return ownerGone, nil
+	case owner.GetDeletionTimestamp() != nil && hasFinalizer(owner, metav1.FinalizerDeleteDependents):
+		return ownerWaiting, nil
+	}
+	return ownerSolid, nil
+}
+
+// deleteDependentsFirst moves the foreground deletion of owner obj on: its
+// dependents are (being) deleted; once none whose reference blocks owner
+// deletion is left, the finalizer comes off and the owner goes.
+func (gc *Controller) deleteDependentsFirst(ctx context.Context, n nodeInfo, obj api.Object) error {
+	blocking := 0
+	for _, d := range n.dependents {
+		if d.blocking {
+			blocking++
+		}
+		if !d.beingDeleted {
+			gc.queue.Add(d.ref.uid) // it decides for itself: it may have another owner
+		}
+	}
+	what := describe(n.ref)
+	if blocking > 0 {
+		verb := " still block"
+		if blocking == 1 {
+			verb = " still blocks"
+		}
+		gc.log.Info("garbagecollector: "+what+" is being deleted in the foreground → wait: "+
+			count(blocking, "dependent")+verb+" its deletion", slog.String("object", n.ref.String()))
+		return nil
+	}
+	err := gc.objects.patchMetadata(ctx, n.ref, obj.GetResourceVersion(),
+		map[string]any{"finalizers": withoutFinalizer(obj, metav1.FinalizerDeleteDependents)})
+	if client.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: remove finalizer %s: %w", n.ref, metav1.FinalizerDeleteDependents, err)
+	}
+	gc.log.Info("garbagecollector: "+what+": no dependents left that block its deletion → remove finalizer "+
+		metav1.FinalizerDeleteDependents, slog.String("object", n.ref.String()))
+	gc.recorder.Eventf(obj, corev1.EventTypeNormal, "DependentsDeleted", "All dependents that block deletion are gone")
+	return nil
+}
+
+// orphanDependents removes owner obj's reference from each of its
+// dependents, then its "orphan" finalizer, so that it goes and they stay.
+func (gc *Controller) orphanDependents(ctx context.Context, n nodeInfo, obj api.Object) error {
+	orphaned := 0
+	for _, d := range n.dependents {
+		dep, ok := gc.cached(d.ref)
+		if !ok || !refersTo(dep, n.ref.uid) {
+			continue // gone, or let go already
+		}
+		err := gc.objects.patchMetadata(ctx, d.ref, dep.GetResourceVersion(),
+			map[string]any{"ownerReferences": withoutOwners(dep, map[types.UID]bool{n.ref.uid: true})})
+		if client.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%s: orphan %s: %w", n.ref, d.ref, err)
+		}
+		gc.log.Info("garbagecollector: "+describe(d.ref)+" owner "+n.ref.String()+
+			" is being deleted with propagation Orphan → remove the reference", slog.String("object", d.ref.String()))
+		orphaned++
+		gc.recorder.Eventf(dep, corev1.EventTypeNormal, "Orphaned", "Removed the reference to %s, deleted with propagation Orphan", n.ref)
+	}
+	err := gc.objects.patchMetadata(ctx, n.ref, obj.GetResourceVersion(),
+		map[string]any{"finalizers": withoutFinalizer(obj, metav1.FinalizerOrphanDependents)})
+	if client.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: remove finalizer %s: %w", n.ref, metav1.FinalizerOrphanDependents, err)
+	}
+	gc.log.Info("garbagecollector: "+describe(n.ref)+": orphaned "+count(orphaned, "dependent")+
+		" → remove finalizer "+metav1.FinalizerOrphanDependents, slog.String("object", n.ref.String()))
+	gc.recorder.Eventf(obj, corev1.EventTypeNormal, "DependentsOrphaned", "Orphaned %d dependents", orphaned)
+	return nil
+}
+
+// cached returns the object ref names from its informer's cache, if it is
+// there with ref's uid.
+func (gc *Controller) cached(ref objectRef) (api.Object, bool) {
+	cache, ok := gc.caches[ref.res]
+	if !ok {
+		return nil, false
+	}
+	item, exists, err := cache.GetByKey(ref.key())
+	if err != nil || !exists {
+		return nil, false
+	}
+	obj, ok := item.(api.Object)
+	if !ok || obj.GetUID() != ref.uid {
+		return nil, false
+	}
+	return obj, true
+}
+
+func refersTo(obj api.Object, uid types.UID) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// describe names an object in a log line: "pod default/web-abc".
+func describe(ref objectRef) string {
+	return kindOf(ref.res) + " " + ref.key()
+}
+
+// ownersStory says what happened to the owners in one phrase: "owner
+// ReplicaSet web (uid ..) is gone".
+func ownersStory(gone, waiting []metav1.OwnerReference) string {
+	var parts []string
+	if len(gone) > 0 {
+		parts = append(parts, ownersPhrase(gone, "is gone", "are gone"))
+	}
+	if len(waiting) > 0 {
+		parts = append(parts, ownersPhrase(waiting, "is being deleted in the foreground", "are being deleted in the foreground"))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func ownersPhrase(refs []metav1.OwnerReference, one, many string) string {
+	names := make([]string, len(refs))
+	for i, ref := range refs {
+		names[i] = describeOwner(ref)
+	}
+	if len(refs) == 1 {
+		return "owner " + names[0] + " " + one
+	}
+	return "owners " + strings.Join(names, ", ") + " " + many
+}
+
+// count says "1 dependent", "2 dependents".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+type nopRecorder struct{}
+
+func (nopRecorder) Eventf(api.Object, string, string, string, ...any) {}

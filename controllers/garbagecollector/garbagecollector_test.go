@@ -1,0 +1,369 @@
+package garbagecollector
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/informer"
+	"github.com/minictl/minictl/internal/testenv"
+)
+
+// fixture is a real API server with the garbage collector running against
+// it through a shared informer factory.
+type fixture struct {
+	rc       *client.RESTClient
+	cms      *client.Client[*corev1.ConfigMap]
+	gc       *Controller
+	recorder *fakeRecorder
+}
+
+func start(t *testing.T) *fixture {
+	t.Helper()
+	f := newFixture(t)
+	f.startGC(t)
+	return f
+}
+
+// newFixture starts the API server only; startGC starts the collector.
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	env := testenv.Start(t)
+	rc, err := client.New(&client.Config{Server: env.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{rc: rc, cms: client.For[*corev1.ConfigMap](rc), recorder: &fakeRecorder{}}
+}
+
+func (f *fixture) startGC(t *testing.T) {
+	t.Helper()
+	rc, rec := f.rc, f.recorder
+	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})
+	gc, err := New(Options{Client: rc, Informers: factory, Recorder: rec, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	factory.Start(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		gc.Run(ctx, 3)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		factory.Shutdown()
+	})
+	f.gc = gc
+}
+
+func TestBackgroundDeletesDependents(t *testing.T) {
+	f := start(t)
+	ctx := t.Context()
+	owner := f.createCM(t, "owner")
+	f.createCM(t, "dep-1", ownerRef(owner, false))
+	f.createCM(t, "dep-2", ownerRef(owner, true))
+	f.createCM(t, "bystander")
+
+	f.deleteCM(t, "owner", metav1.DeletePropagationBackground)
+	waitFor(t, "both dependents to be deleted", func() bool {
+		return f.gone(ctx, "dep-1") && f.gone(ctx, "dep-2")
+	})
+	if f.gone(ctx, "bystander") {
+		t.Fatal("a configmap without owners was deleted")
+	}
+	if n := len(f.recorder.withReason("GarbageCollected")); n != 2 {
+		t.Errorf("GarbageCollected events = %d, want 2: %q", n, f.recorder.events())
+	}
+}
+
+func TestOrphanKeepsDependentsWithoutTheReference(t *testing.T) {
+	f := start(t)
+	ctx := t.Context()
+	owner := f.createCM(t, "owner")
+	other := f.createCM(t, "other-owner")
+	f.createCM(t, "dep-1", ownerRef(owner, true))
+	f.createCM(t, "dep-2", ownerRef(owner, false), ownerRef(other, false))
+
+	f.deleteCM(t, "owner", metav1.DeletePropagationOrphan)
+	waitFor(t, "the owner to be gone", func() bool { return f.gone(ctx, "owner") })
+	// The finalizer comes off only after every dependent let go.
+	if refs := f.ownerNames(t, "dep-1"); len(refs) != 0 {
+		t.Errorf("dep-1 owners = %v, want none", refs)
+	}
+	if refs := f.ownerNames(t, "dep-2"); !slices.Equal(refs, []string{"other-owner"}) {
+		t.Errorf("dep-2 owners = %v, want [other-owner]", refs)
+	}
+}
+
+func TestForegroundOwnerWaitsForBlockingDependents(t *testing.T) {
+	f := start(t)
+	ctx := t.Context()
+	owner := f.createCM(t, "owner")
+	f.createCM(t, "dep-quick", ownerRef(owner, true))
+	f.createCM(t, "dep-nonblocking", ownerRef(owner, false))
+	held := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: "dep-held", Namespace: "default",
+		OwnerReferences: []metav1.OwnerReference{ownerRef(owner, true)},
+		Finalizers:      []string{"example.com/hold"},
+	}}
+	if _, err := f.cms.Create(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+
+	f.deleteCM(t, "owner", metav1.DeletePropagationForeground)
+	waitFor(t, "the free dependents to be deleted and the held one to be terminating", func() bool {
+		if !f.gone(ctx, "dep-quick") || !f.gone(ctx, "dep-nonblocking") {
+			return false
+		}
+		cm, err := f.cms.Get(ctx, "default", "dep-held")
+		return err == nil && cm.DeletionTimestamp != nil
+	})
+	got, err := f.cms.Get(ctx, "default", "owner")
+	if err != nil {
+		t.Fatalf("the owner went before its blocking dependent: %v", err)
+	}
+	if got.DeletionTimestamp == nil || !slices.Contains(got.Finalizers, metav1.FinalizerDeleteDependents) {
+		t.Fatalf("owner = %+v, want deletionTimestamp and the foregroundDeletion finalizer", got.ObjectMeta)
+	}
+
+	// Let the held dependent go: then the owner goes too.
+	if _, err := f.cms.Patch(ctx, "default", "dep-held", types.MergePatchType,
+		[]byte(`{"metadata":{"finalizers":null}}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the owner to be gone", func() bool { return f.gone(ctx, "owner") && f.gone(ctx, "dep-held") })
+	if n := len(f.recorder.withReason("DependentsDeleted")); n != 1 {
+		t.Errorf("DependentsDeleted events = %d, want 1: %q", n, f.recorder.events())
+	}
+}
+
+func TestForegroundCascadesThroughTheTree(t *testing.T) {
+	f := start(t)
+	ctx := t.Context()
+	top := f.createCM(t, "top")
+	mid := f.createCM(t, "mid", ownerRef(top, true))
+	f.createCM(t, "leaf", ownerRef(mid, true))
+
+	f.deleteCM(t, "top", metav1.DeletePropagationForeground)
+	waitFor(t, "the whole tree to be gone", func() bool {
+		return f.gone(ctx, "top") && f.gone(ctx, "mid") && f.gone(ctx, "leaf")
+	})
+	// mid has a dependent of its own, so it went in the foreground too:
+	// both owners waited for the tree below them.
+	if n := len(f.recorder.withReason("DependentsDeleted")); n != 2 {
+		t.Errorf("DependentsDeleted events = %d, want 2 (top and mid): %q", n, f.recorder.events())
+	}
+}
+
+func TestOwnerDeletedWhileCollectorWasDown(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	owner := f.createCM(t, "owner")
+	f.createCM(t, "dep", ownerRef(owner, false))
+	f.deleteCM(t, "owner", metav1.DeletePropagationBackground)
+
+	f.startGC(t)
+	waitFor(t, "the dependent to be deleted", func() bool { return f.gone(ctx, "dep") })
+}
+
+func TestDependentWithAnotherOwnerKeepsLiving(t *testing.T) {
+	f := start(t)
+	ctx := t.Context()
+	a := f.createCM(t, "owner-a")
+	b := f.createCM(t, "owner-b")
+	f.createCM(t, "dep", ownerRef(a, true), ownerRef(b, true))
+
+	f.deleteCM(t, "owner-a", metav1.DeletePropagationBackground)
+	waitFor(t, "dep to lose its reference to owner-a", func() bool {
+		cm, err := f.cms.Get(ctx, "default", "dep")
+		if err != nil {
+			t.Fatalf("dep: %v", err)
+		}
+		return len(cm.OwnerReferences) == 1
+	})
+	if refs := f.ownerNames(t, "dep"); !slices.Equal(refs, []string{"owner-b"}) {
+		t.Fatalf("dep owners = %v, want [owner-b]", refs)
+	}
+	if n := len(f.recorder.withReason("OwnerRefRemoved")); n != 1 {
+		t.Errorf("OwnerRefRemoved events = %d, want 1: %q", n, f.recorder.events())
+	}
+}
+
+func TestReferenceToAbsentOwnerIsCollected(t *testing.T) {
+	f := start(t)
+	ctx := t.Context()
+	f.createCM(t, "never-owned", metav1.OwnerReference{
+		APIVersion: "v1", Kind: "ConfigMap", Name: "never", UID: "00000000-0000-0000-0000-000000000001",
+	})
+	// An owner of the right name but another uid counts as absent.
+	impostor := f.createCM(t, "impostor")
+	ref := ownerRef(impostor, false)
+	ref.UID = "00000000-0000-0000-0000-000000000002"
+	f.createCM(t, "wrong-uid", ref)
+
+	waitFor(t, "both dependents to be deleted", func() bool {
+		return f.gone(ctx, "never-owned") && f.gone(ctx, "wrong-uid")
+	})
+	if f.gone(ctx, "impostor") {
+		t.Fatal("the object that only shares the owner's name was deleted")
+	}
+}
+
+func TestReplicaSetPodsAreCollected(t *testing.T) {
+	f := start(t)
+	ctx := t.Context()
+	labels := map[string]string{"app": "web"}
+	rs, err := client.For[*appsv1.ReplicaSet](f.rc).Create(ctx, &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: appsv1.ReplicaSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
+			},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := client.For[*corev1.Pod](f.rc)
+	yes := true
+	for i := range 3 {
+		_, err := pods.Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: fmt.Sprintf("web-%d", i), Namespace: "default", Labels: labels,
+				OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID,
+					Controller: &yes, BlockOwnerDeletion: &yes,
+				}},
+			},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	policy := metav1.DeletePropagationBackground
+	if err := client.For[*appsv1.ReplicaSet](f.rc).Delete(ctx, "default", "web",
+		metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the replicaset's pods to be deleted", func() bool {
+		list, err := pods.List(ctx, "default", metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(list.Items) == 0
+	})
+}
+
+// createCM creates configmap default/name with the given owners.
+func (f *fixture) createCM(t *testing.T, name string, owners ...metav1.OwnerReference) *corev1.ConfigMap {
+	t.Helper()
+	cm, err := f.cms.Create(t.Context(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", OwnerReferences: owners},
+	})
+	if err != nil {
+		t.Fatalf("create configmap %s: %v", name, err)
+	}
+	return cm
+}
+
+func (f *fixture) deleteCM(t *testing.T, name string, policy metav1.DeletionPropagation) {
+	t.Helper()
+	if err := f.cms.Delete(t.Context(), "default", name, metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil {
+		t.Fatalf("delete configmap %s: %v", name, err)
+	}
+}
+
+func (f *fixture) gone(ctx context.Context, name string) bool {
+	_, err := f.cms.Get(ctx, "default", name)
+	return client.IsNotFound(err)
+}
+
+func (f *fixture) ownerNames(t *testing.T, name string) []string {
+	t.Helper()
+	cm, err := f.cms.Get(t.Context(), "default", name)
+	if err != nil {
+		t.Fatalf("get configmap %s: %v", name, err)
+	}
+	var names []string
+	for _, ref := range cm.OwnerReferences {
+		names = append(names, ref.Name)
+	}
+	return names
+}
+
+func ownerRef(owner *corev1.ConfigMap, block bool) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID,
+		BlockOwnerDeletion: &block,
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type fakeRecorder struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (r *fakeRecorder) Eventf(_ api.Object, eventType, reason, messageFmt string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.list = append(r.list, eventType+" "+reason+" "+fmt.Sprintf(messageFmt, args...))
+}
+
+func (r *fakeRecorder) events() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.list...)
+}
+
+func (r *fakeRecorder) withReason(reason string) []string {
+	var out []string
+	for _, e := range r.events() {
+		if strings.Contains(e, " "+reason+" ") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// testLogger writes the collector's story to the test log (shown with -v
+// or on failure). The fixture stops the collector before the test ends.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, nil))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}

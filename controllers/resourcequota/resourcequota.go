@@ -1,0 +1,524 @@
+// Package resourcequota is the ResourceQuota controller: it keeps every
+// quota's status true, as kube-controller-manager's resourcequota
+// controller does. status.hard mirrors spec.hard; status.used is what the
+// namespace uses of each limited resource that can be measured: pods,
+// services, configmaps, secrets, count/<resource>.<group> of every quotable
+// served kind, requests.cpu, requests.memory, limits.cpu, limits.memory and
+// the rest of api/quota's names. The API server's quota admission checks
+// requests against that status, with the same api/quota arithmetic.
+//
+// Properties:
+//
+//   - Usage is measured from informer caches only, with api/quota's rules:
+//     terminal pods, and pods past their deletion grace period, count for
+//     count/pods but no longer for pods, cpu or memory; a scoped quota
+//     counts only the pods in its scopes.
+//   - A kind is watched once some quota names a resource it is charged
+//     under: its informer is taken from the shared factory (and started)
+//     on first need, and a quota that needs it waits for its cache before
+//     it is measured.
+//   - A namespace's quotas are measured again when an object of a kind they
+//     count is added or deleted, or changes what it is charged for (a pod
+//     turning Succeeded, a service becoming a LoadBalancer); a quota is
+//     measured again when its spec changes, and every quota is, every
+//     ResyncPeriod. Status changes made by others (by hand) wait for that
+//     resync, as upstream's do; the controller's own status write is
+//     measured against once more when the cache shows it, so that a sync
+//     that ran on a cache behind that write cannot leave status stale.
+//   - status is written (through the status subresource) only when hard or
+//     used changed, compared by value ("1000m" is "1"); each write logs one
+//     line: "resourcequota team-a/compute: used pods 2→3 (hard 5)".
+//   - A resource in spec.hard that nothing served is charged under
+//     ("requests.storage", "count/widgets.example.com") keeps whatever
+//     status.used held for it, as upstream does.
+//
+// Handlers only enqueue quota keys; every decision is made in sync.
+package resourcequota
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/api/quota"
+	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/controllers/internal/controller"
+	"github.com/minictl/minictl/informer"
+	"github.com/minictl/minictl/informer/workqueue"
+)
+
+// DefaultResyncPeriod is how often every quota is measured again in full,
+// kube-controller-manager's --resource-quota-sync-period.
+const DefaultResyncPeriod = 5 * time.Minute
+
+// cachePoll is how soon a quota waiting for a kind's cache is tried again.
+const cachePoll = 100 * time.Millisecond
+
+// errCachesNotSynced: a kind the quota counts has a cache still filling.
+var errCachesNotSynced = errors.New("caches not synced")
+
+// Options is what the controller needs. Client and Informers are required.
+type Options struct {
+	// Client is what the controller writes quota status through.
+	Client *client.RESTClient
+	// Informers is the shared factory the controller reads from. The
+	// caller starts it after New; the controller starts it again itself
+	// (with Run's context) when a quota makes it watch a new kind.
+	Informers *informer.SharedInformerFactory
+	// Recorder records a Warning Event on a quota whose scope selector
+	// cannot be evaluated; nil records none.
+	Recorder record.EventRecorder
+	// Logger tells the controller's story; nil means slog.Default().
+	Logger *slog.Logger
+	// Metrics, if set, receives the workqueue's metrics
+	// (name="resourcequota").
+	Metrics prometheus.Registerer
+	// ResyncPeriod is the time between full recalculations of every
+	// quota; 0 means DefaultResyncPeriod.
+	ResyncPeriod time.Duration
+	// Clock is the time source for resyncs, pod grace periods and the
+	// workqueue; nil means the real clock.
+	Clock workqueue.Clock
+}
+
+// Controller is the ResourceQuota controller. Create it with New, then Run
+// it.
+type Controller struct {
+	quotas      *client.Client[*corev1.ResourceQuota]
+	quotaLister informer.Lister[*corev1.ResourceQuota]
+	quotaSynced func() bool
+	informers   *informer.SharedInformerFactory
+
+	queue    *workqueue.Queue[string]
+	recorder record.EventRecorder
+	log      *slog.Logger
+	resync   time.Duration
+	clock    workqueue.Clock
+
+	// mu guards the fields below. sources holds the source of every kind
+	// some quota has needed; a source, once there, stays: its informer and
+	// handler live as long as the factory. written holds, per quota key,
+	// the resourceVersion of the status this controller last wrote, until
+	// the quota informer shows it.
+	mu      sync.Mutex
+	sources map[*api.Resource]*source
+	written map[string]string
+}
+
+// New returns a controller reading from opts.Informers, with its quota
+// handlers registered. Nothing runs until Run.
+func New(opts Options) (*Controller, error) {
+	if opts.Client == nil || opts.Informers == nil {
+		return nil, errors.New("resourcequota: Options.Client and Options.Informers are required")
+	}
+	c := &Controller{
+		quotas:    client.For[*corev1.ResourceQuota](opts.Client),
+		informers: opts.Informers,
+		recorder:  opts.Recorder,
+		log:       opts.Logger,
+		resync:    opts.ResyncPeriod,
+		clock:     opts.Clock,
+		sources:   map[*api.Resource]*source{},
+		written:   map[string]string{},
+	}
+	if c.recorder == nil {
+		c.recorder = nopRecorder{}
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	c.log = c.log.With("controller", "resourcequota")
+	if c.resync <= 0 {
+		c.resync = DefaultResyncPeriod
+	}
+	if c.clock == nil {
+		c.clock = workqueue.RealClock{}
+	}
+	c.queue = workqueue.New[string]("resourcequota", workqueue.Options{Clock: c.clock, MetricsRegisterer: opts.Metrics})
+
+	quotaInformer := informer.For[*corev1.ResourceQuota](opts.Informers)
+	c.quotaLister = quotaInformer.Lister()
+	reg, err := quotaInformer.AddEventHandler(informer.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any, _ bool) { c.enqueue(obj) },
+		UpdateFunc: c.updateQuota,
+		// A deleted quota has nothing left to keep true; its sync, if one
+		// is queued, finds it gone.
+	})
+	if err != nil {
+		c.queue.ShutDown()
+		return nil, fmt.Errorf("resourcequota: %w", err)
+	}
+	c.quotaSynced = reg.HasSynced
+	return c, nil
+}
+
+// Run waits for the quota cache, runs workers workers and the periodic
+// full recalculation, and blocks until ctx is done; then it shuts the
+// queue down and waits for all of them.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer c.queue.ShutDown()
+	c.log.Info("starting", "workers", workers, "resyncPeriod", c.resync)
+	if !informer.WaitForCacheSync(ctx, c.quotaSynced) {
+		c.log.Info("stopped before the caches synced")
+		return
+	}
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Go(func() {
+			for c.processNextWorkItem(ctx) {
+			}
+		})
+	}
+	wg.Go(func() { c.resyncLoop(ctx) })
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	c.log.Info("stopped")
+}
+
+// resyncLoop enqueues every quota every resync period, so that what no
+// event told us about (a pod's grace period running out, a status changed
+// by hand) is set right.
+func (c *Controller) resyncLoop(ctx context.Context) {
+	for {
+		timer := c.clock.NewTimer(c.resync)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C():
+		}
+		all := c.quotaLister.List(nil)
+		c.log.Debug(fmt.Sprintf("resourcequota: full recalculation of %d quotas", len(all)))
+		for _, q := range all {
+			c.enqueue(q)
+		}
+	}
+}
+
+// processNextWorkItem syncs one quota, and is the only place that decides
+// to retry it or forget it. It returns false once the queue is shut down.
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+	err := c.sync(ctx, key)
+	switch {
+	case err == nil:
+		c.queue.Forget(key)
+	case errors.Is(err, errCachesNotSynced):
+		// Not a failure: look again shortly, without backing off.
+		c.log.Debug(fmt.Sprintf("resourcequota %s: %v; will look again", key, err))
+		c.queue.AddAfter(key, cachePoll)
+	case client.IsConflict(err):
+		// Our cached quota is older than the stored one; the informer
+		// will catch up.
+		c.log.Debug(fmt.Sprintf("resourcequota %s: status changed meanwhile, will retry", key), "err", err)
+		c.queue.AddRateLimited(key)
+	default:
+		c.log.Warn(fmt.Sprintf("resourcequota %s: sync failed, will retry", key), "err", err,
+			"retries", c.queue.NumRequeues(key))
+		c.queue.AddRateLimited(key)
+	}
+	return true
+}
+
+// sync measures one quota's usage and writes its status if it changed.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	namespace, name, err := informer.SplitMetaNamespaceKey(key)
+	if err != nil {
+		c.log.Error("bad key", "key", key, "err", err)
+		return nil // a malformed key never gets better
+	}
+	q, err := c.quotaLister.Get(namespace, name)
+	if apierrors.IsNotFound(err) {
+		c.mu.Lock()
+		delete(c.written, key)
+		c.mu.Unlock()
+		return nil // the quota is gone; nothing to keep true
+	}
+	if err != nil {
+		return err
+	}
+
+	// The kinds this quota counts, each with a filled cache.
+	hardNames := quota.ResourceNames(q.Spec.Hard)
+	sources, err := c.sourcesFor(ctx, hardNames)
+	if err != nil {
+		return err
+	}
+	for _, s := range sources {
+		if !s.synced() {
+			return fmt.Errorf("%s: %w", s.res.GroupResource(), errCachesNotSynced)
+		}
+	}
+
+	measured, err := measure(q, sources, c.clock.Now())
+	if err != nil {
+		c.log.Error(fmt.Sprintf("resourcequota %s: cannot measure usage", key), "err", err)
+		c.recorder.Eventf(q, corev1.EventTypeWarning, "InvalidScopeSelector", "Cannot measure usage: %v", err)
+		return nil // only a change to the quota's scopes can fix this; that enqueues it
+	}
+	if uncovered := without(hardNames, quota.ResourceNames(measured)); len(uncovered) > 0 {
+		c.log.Debug(fmt.Sprintf("resourcequota %s: nothing served is charged under %v; their usage is left as is", key, uncovered))
+	}
+
+	status := corev1.ResourceQuotaStatus{
+		Hard: q.Spec.Hard.DeepCopy(),
+		// Keep what we cannot measure, replace what we can, and drop
+		// what is no longer limited.
+		Used: quota.Mask(overlay(q.Status.Used, measured), hardNames),
+	}
+	if quota.Equals(status.Hard, q.Status.Hard) && quota.Equals(status.Used, q.Status.Used) {
+		c.log.Debug(fmt.Sprintf("resourcequota %s: usage unchanged", key))
+		return nil
+	}
+	// Admission adds to status.used before it writes an object, so a cache
+	// older than the quota may not hold objects already charged. Lowering
+	// usage from such a cache would let admission hand out a slot twice:
+	// wait until every cache has seen the quota's revision (resourceVersions
+	// are etcd revisions, so they compare).
+	if lowers(q.Status.Used, status.Used) {
+		qrv, _ := strconv.ParseInt(q.ResourceVersion, 10, 64)
+		for _, s := range sources {
+			if rv := s.revision(); s.revision != nil && rv < qrv {
+				c.log.Debug(fmt.Sprintf("resourcequota %s: %s cache at %d, quota at %d → wait before lowering usage", key, s.res.Plural, rv, qrv))
+				c.queue.AddAfter(key, time.Second)
+				return nil
+			}
+		}
+	}
+	updated := q.DeepCopy()
+	updated.Status = status
+	stored, err := c.quotas.UpdateStatus(ctx, updated)
+	if err != nil {
+		return fmt.Errorf("update status: %w", err)
+	}
+	c.mu.Lock()
+	c.written[key] = stored.ResourceVersion
+	c.mu.Unlock()
+	c.log.Info(fmt.Sprintf("resourcequota %s: %s", key, story(q.Status, status)),
+		"namespace", namespace, "quota", name)
+	return nil
+}
+
+// sourcesFor returns the sources of the kinds charged under any of names,
+// opening (and starting, on ctx) the informers of kinds needed for the
+// first time.
+func (c *Controller) sourcesFor(ctx context.Context, names []corev1.ResourceName) ([]*source, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*source
+	opened := false
+	for _, res := range api.Resources() {
+		if len(quota.MatchingResources(res, names)) == 0 {
+			continue
+		}
+		s, ok := c.sources[res]
+		if !ok {
+			var err error
+			if s, err = openSource(c.informers, res, c.objectHandler(res)); err != nil {
+				return nil, err
+			}
+			c.sources[res] = s
+			opened = true
+			c.log.Info(fmt.Sprintf("resourcequota: a quota counts %s → watch them", res.GroupResource()))
+		}
+		out = append(out, s)
+	}
+	if opened {
+		c.informers.Start(ctx)
+	}
+	return out, nil
+}
+
+// measure returns the usage, in namespace q.Namespace, of every resource in
+// q's spec.hard that the sources' kinds are charged under: zero when
+// nothing uses it.
+func measure(q *corev1.ResourceQuota, sources []*source, now time.Time) (corev1.ResourceList, error) {
+	hardNames := quota.ResourceNames(q.Spec.Hard)
+	used := corev1.ResourceList{}
+	for _, s := range sources {
+		names := quota.MatchingResources(s.res, hardNames)
+		for _, name := range names {
+			if _, ok := used[name]; !ok {
+				used[name] = resource.Quantity{Format: resource.DecimalSI}
+			}
+		}
+		for _, obj := range s.list(q.Namespace) {
+			in, err := quota.MatchesScopes(q, s.res, obj)
+			if err != nil {
+				return nil, err
+			}
+			if in {
+				used = quota.Add(used, quota.Mask(quota.ObjectUsageAt(s.res, obj, now), names))
+			}
+		}
+	}
+	return used, nil
+}
+
+// --- event handlers: they only enqueue ---
+
+func (c *Controller) enqueue(obj any) {
+	key, err := informer.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		c.log.Error("cannot key object", "err", err)
+		return
+	}
+	c.queue.Add(key)
+}
+
+// updateQuota enqueues a quota whose spec changed, and one whose status
+// write by this controller has just reached the cache: a sync that ran
+// before it compared against an older status, and may have skipped a write
+// it needed. Other status changes (by hand) wait for the resync.
+func (c *Controller) updateQuota(oldObj, curObj any) {
+	old, ok1 := oldObj.(*corev1.ResourceQuota)
+	cur, ok2 := curObj.(*corev1.ResourceQuota)
+	if !ok1 || !ok2 || !apiequality.Semantic.DeepEqual(old.Spec, cur.Spec) {
+		c.enqueue(curObj)
+		return
+	}
+	key, err := informer.MetaNamespaceKeyFunc(cur)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	ours := c.written[key] == cur.ResourceVersion
+	if ours {
+		delete(c.written, key)
+	}
+	c.mu.Unlock()
+	if ours {
+		c.queue.Add(key)
+	}
+}
+
+// objectHandler is the handler on the informer of res's objects.
+func (c *Controller) objectHandler(res *api.Resource) informer.ResourceEventHandler {
+	return informer.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any, isInInitialList bool) {
+			if isInInitialList {
+				return // the quota that opened this source measures it once synced
+			}
+			c.objectChanged(res, obj)
+		},
+		UpdateFunc: func(oldObj, curObj any) {
+			old, ok1 := oldObj.(api.Object)
+			cur, ok2 := curObj.(api.Object)
+			if !ok1 || !ok2 {
+				return
+			}
+			now := c.clock.Now()
+			if quota.Equals(quota.ObjectUsageAt(res, old, now), quota.ObjectUsageAt(res, cur, now)) {
+				return // charged for the same as before
+			}
+			c.objectChanged(res, cur)
+		},
+		DeleteFunc: func(obj any) { c.objectChanged(res, obj) },
+	}
+}
+
+// objectChanged enqueues the quotas of obj's namespace that count res.
+func (c *Controller) objectChanged(res *api.Resource, obj any) {
+	o, ok := controller.ObjectFromDelete[api.Object](obj)
+	if !ok {
+		return
+	}
+	for _, q := range c.quotaLister.ByNamespace(o.GetNamespace()).List(nil) {
+		if len(quota.MatchingResources(res, quota.ResourceNames(q.Spec.Hard))) > 0 {
+			c.enqueue(q)
+		}
+	}
+}
+
+// --- small pure helpers ---
+
+// overlay returns base with every entry of top put over it.
+func overlay(base, top corev1.ResourceList) corev1.ResourceList {
+	out := base.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	for name, q := range top {
+		out[name] = q.DeepCopy()
+	}
+	return out
+}
+
+// without returns the names of a not in b.
+func without(a, b []corev1.ResourceName) []corev1.ResourceName {
+	return slices.DeleteFunc(slices.Clone(a), func(n corev1.ResourceName) bool { return slices.Contains(b, n) })
+}
+
+// story tells what a status write changes, sorted by name:
+// "hard pods 5→10; used pods 2→3 (hard 10), requests.cpu 200m→300m (hard 2)".
+func story(old, cur corev1.ResourceQuotaStatus) string {
+	var parts []string
+	if changes := changed(old.Hard, cur.Hard, nil); len(changes) > 0 {
+		parts = append(parts, "hard "+strings.Join(changes, ", "))
+	}
+	if changes := changed(old.Used, cur.Used, cur.Hard); len(changes) > 0 {
+		parts = append(parts, "used "+strings.Join(changes, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// changed lists "name old→new" for each name whose value differs between
+// before and after ("none" where it is missing), with " (hard h)" when
+// hard has it.
+func changed(before, after, hard corev1.ResourceList) []string {
+	var out []string
+	for _, name := range quota.ResourceNames(overlay(before, after)) {
+		b, inBefore := before[name]
+		a, inAfter := after[name]
+		if inBefore && inAfter && b.Cmp(a) == 0 {
+			continue
+		}
+		line := string(name) + " " + quantityOrNone(b, inBefore) + "→" + quantityOrNone(a, inAfter)
+		if h, ok := hard[name]; ok {
+			line += " (hard " + h.String() + ")"
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func quantityOrNone(q resource.Quantity, ok bool) string {
+	if !ok {
+		return "none"
+	}
+	return q.String()
+}
+
+type nopRecorder struct{}
+
+func (nopRecorder) Event(api.Object, string, string, string)          {}
+func (nopRecorder) Eventf(api.Object, string, string, string, ...any) {}
+
+// lowers reports whether next gives any resource less usage than cur.
+func lowers(cur, next corev1.ResourceList) bool {
+	for name, q := range cur {
+		if n, ok := next[name]; ok && n.Cmp(q) < 0 {
+			return true
+		}
+	}
+	return false
+}

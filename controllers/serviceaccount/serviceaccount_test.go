@@ -1,0 +1,182 @@
+package serviceaccount
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/informer"
+	"github.com/minictl/minictl/internal/testenv"
+)
+
+// fixture is a real API server with the controller running against it.
+type fixture struct {
+	rc       *client.RESTClient
+	c        *Controller
+	recorder *fakeRecorder
+}
+
+func start(t *testing.T) *fixture {
+	t.Helper()
+	env := testenv.Start(t)
+	rc, err := client.New(&client.Config{Server: env.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})
+	rec := &fakeRecorder{}
+	c, err := New(Options{Client: rc, Informers: factory, Recorder: rec, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	factory.Start(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Run(ctx, 2)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		factory.Shutdown()
+	})
+	return &fixture{rc: rc, c: c, recorder: rec}
+}
+
+func TestNewNamespaceGetsDefaultServiceAccount(t *testing.T) {
+	f := start(t)
+	ctx := t.Context()
+	sas := client.For[*corev1.ServiceAccount](f.rc)
+
+	// The namespaces that exist from the start get one too.
+	waitFor(t, "default/default ServiceAccount", func() bool {
+		_, err := sas.Get(ctx, "default", DefaultServiceAccount)
+		return err == nil
+	})
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}
+	if _, err := client.For[*corev1.Namespace](f.rc).Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "team-a/default ServiceAccount", func() bool {
+		_, err := sas.Get(ctx, "team-a", DefaultServiceAccount)
+		return err == nil
+	})
+	waitFor(t, "a Created event", func() bool {
+		for _, e := range f.recorder.events() {
+			if strings.Contains(e, "Created ServiceAccount default in namespace team-a") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func TestDeletedDefaultServiceAccountIsRecreated(t *testing.T) {
+	f := start(t)
+	ctx := t.Context()
+	sas := client.For[*corev1.ServiceAccount](f.rc)
+
+	var first *corev1.ServiceAccount
+	waitFor(t, "default/default ServiceAccount", func() bool {
+		sa, err := sas.Get(ctx, "default", DefaultServiceAccount)
+		first = sa
+		return err == nil
+	})
+	if err := sas.Delete(ctx, "default", DefaultServiceAccount, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a new default/default ServiceAccount", func() bool {
+		sa, err := sas.Get(ctx, "default", DefaultServiceAccount)
+		return err == nil && sa.UID != first.UID
+	})
+}
+
+func TestTerminatingNamespaceIsSkipped(t *testing.T) {
+	f := start(t)
+	ctx := t.Context()
+	sas := client.For[*corev1.ServiceAccount](f.rc)
+	namespaces := client.For[*corev1.Namespace](f.rc)
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "leaving"}}
+	if _, err := namespaces.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "leaving/default ServiceAccount", func() bool {
+		_, err := sas.Get(ctx, "leaving", DefaultServiceAccount)
+		return err == nil
+	})
+	// No namespace controller runs here, so the namespace stays
+	// Terminating with its content until we remove it by hand.
+	if err := namespaces.Delete(ctx, "", "leaving", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sas.Delete(ctx, "leaving", DefaultServiceAccount, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the cache to see the namespace terminating and its ServiceAccount gone", func() bool {
+		got, err := f.c.nsLister.Get("", "leaving")
+		if err != nil || got.Status.Phase != corev1.NamespaceTerminating {
+			return false
+		}
+		_, err = f.c.saLister.Get("leaving", DefaultServiceAccount)
+		return err != nil
+	})
+	if err := f.c.sync(ctx, "leaving"); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	if _, err := sas.Get(ctx, "leaving", DefaultServiceAccount); !client.IsNotFound(err) {
+		t.Fatalf("get ServiceAccount in a terminating namespace: err = %v, want NotFound", err)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type fakeRecorder struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (r *fakeRecorder) Eventf(_ api.Object, eventType, reason, messageFmt string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.list = append(r.list, eventType+" "+reason+" "+fmt.Sprintf(messageFmt, args...))
+}
+
+func (r *fakeRecorder) events() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.list...)
+}
+
+// testLogger writes the controller's story to the test log (shown with -v
+// or on failure). The fixture stops the controller before the test ends.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, nil))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
