@@ -1,0 +1,80 @@
+# lib.sh: what every lesson script shares. Source it from a lesson:
+#   . "$(dirname "$0")/../lib.sh"
+# It talks to the cluster at $API (default: the local `minictl up`) with
+# curl and jq, prints each step as it goes, and stops the lesson with a
+# clear message the moment something the README promises does not happen.
+set -euo pipefail
+
+API=${API:-http://127.0.0.1:8080}
+MINICTL=${MINICTL:-minictl}
+WAIT=${WAIT:-60} # seconds any wait_for may take
+
+for tool in curl jq; do
+  command -v "$tool" >/dev/null || { echo "this lesson needs $tool" >&2; exit 1; }
+done
+
+# step "text": a heading for what comes next.
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+# show "command...": print a command, then run it (so the learner sees the curl).
+show() { printf '$ %s\n' "$*"; "$@"; }
+
+# get PATH: GET and print the JSON answer.
+get() { curl -sS "$API$1"; }
+
+# post PATH BODY [CONTENT-TYPE], put PATH BODY, patch PATH BODY [TYPE], delete PATH [QUERY]
+post() { curl -sS -X POST -H "Content-Type: ${3:-application/json}" "$API$1" --data-binary "$2"; }
+put() { curl -sS -X PUT -H "Content-Type: application/json" "$API$1" --data-binary "$2"; }
+patch() { curl -sS -X PATCH -H "Content-Type: ${3:-application/merge-patch+json}" "$API$1" --data-binary "$2"; }
+delete() { curl -sS -X DELETE "$API$1${2:+?$2}"; }
+
+# code METHOD PATH [BODY] [CONTENT-TYPE]: only the HTTP status code.
+code() {
+  curl -sS -o /dev/null -w '%{http_code}' -X "$1" -H "Content-Type: ${4:-application/json}" "$API$2" ${3:+--data-binary "$3"}
+}
+
+# expect WHAT ACTUAL EXPECTED: the lesson's claims, checked.
+expect() {
+  if [ "$2" == "$3" ]; then
+    printf '  \033[32m✔\033[0m %s: %s\n' "$1" "$2"
+  else
+    printf '  \033[31m✘\033[0m %s: got %q, expected %q\n' "$1" "$2" "$3" >&2
+    exit 1
+  fi
+}
+
+# expect_match WHAT ACTUAL REGEX
+expect_match() {
+  if [[ "$2" =~ $3 ]]; then
+    printf '  \033[32m✔\033[0m %s: %s\n' "$1" "$2"
+  else
+    printf '  \033[31m✘\033[0m %s: got %q, expected to match %q\n' "$1" "$2" "$3" >&2
+    exit 1
+  fi
+}
+
+# wait_for WHAT COMMAND...: run COMMAND every half second until it succeeds
+# (exit 0), for at most $WAIT seconds.
+wait_for() {
+  local what=$1; shift
+  local deadline=$((SECONDS + WAIT))
+  printf '  … waiting for %s\n' "$what"
+  until "$@" >/dev/null 2>&1; do
+    if [ $SECONDS -ge $deadline ]; then
+      printf '  \033[31m✘\033[0m gave up waiting for %s after %ss\n' "$what" "$WAIT" >&2
+      exit 1
+    fi
+    sleep 0.5
+  done
+  printf '  \033[32m✔\033[0m %s\n' "$what"
+}
+
+# jqtest PATH FILTER: true when FILTER (a jq boolean) holds for GET PATH.
+jqtest() { get "$1" | jq -e "$2" >/dev/null; }
+
+# running APP: how many pods labelled app=APP are Running, Ready and not being deleted.
+running() {
+  get "/api/v1/namespaces/${2:-default}/pods?labelSelector=app%3D$1" | jq '[.items[]
+    | select(.metadata.deletionTimestamp == null and .status.phase == "Running")
+    | select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length'
+}
