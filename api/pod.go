@@ -248,17 +248,24 @@ func defaultHostNetworkPorts(containers []corev1.Container) {
 // stops reporting. A pod that already tolerates a taint (by its key or by an
 // empty key, with effect NoExecute or any effect) keeps its own toleration.
 func AddDefaultTolerations(pod *corev1.Pod, seconds int64) {
-	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
-		if toleratesNoExecute(pod.Spec.Tolerations, key) {
-			continue
-		}
-		pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{
-			Key:               key,
-			Operator:          corev1.TolerationOpExists,
-			Effect:            corev1.TaintEffectNoExecute,
-			TolerationSeconds: ptrTo(seconds),
-		})
+	AddDefaultToleration(pod, corev1.TaintNodeNotReady, seconds)
+	AddDefaultToleration(pod, corev1.TaintNodeUnreachable, seconds)
+}
+
+// AddDefaultToleration adds a NoExecute toleration of the taint key for
+// seconds, unless the pod already tolerates it: the API server's
+// --default-not-ready-toleration-seconds and
+// --default-unreachable-toleration-seconds.
+func AddDefaultToleration(pod *corev1.Pod, key string, seconds int64) {
+	if toleratesNoExecute(pod.Spec.Tolerations, key) {
+		return
 	}
+	pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{
+		Key:               key,
+		Operator:          corev1.TolerationOpExists,
+		Effect:            corev1.TaintEffectNoExecute,
+		TolerationSeconds: ptrTo(seconds),
+	})
 }
 
 func toleratesNoExecute(tolerations []corev1.Toleration, key string) bool {

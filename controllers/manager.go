@@ -53,6 +53,16 @@ type Timings struct {
 	PodGCPeriod              time.Duration // how often podgc looks
 	PodGCQuarantine          time.Duration // how long a node must stay gone before its pods are force-deleted
 	ResourceQuotaSyncPeriod  time.Duration // --resource-quota-sync-period: full recalculation of every quota
+
+	NodeMonitorPeriod         time.Duration // --node-monitor-period: how often node health is checked
+	NodeMonitorGracePeriod    time.Duration // --node-monitor-grace-period: silence before a node is Unknown
+	NodeStartupGracePeriod    time.Duration // --node-startup-grace-period: the same, for a node never yet Ready
+	NodeEvictionRate          float64       // --node-eviction-rate: nodes per second whose pods may be evicted
+	SecondaryNodeEvictionRate float64       // --secondary-node-eviction-rate: the same when a zone is unhealthy
+	UnhealthyZoneThreshold    float64       // --unhealthy-zone-threshold
+	LargeClusterSizeThreshold int           // --large-cluster-size-threshold
+	ClusterCIDR               string        // --cluster-cidr: where node podCIDRs come from
+	NodeCIDRMaskSize          int           // --node-cidr-mask-size
 }
 
 // DefaultConfig is kube-controller-manager's defaults.
@@ -66,10 +76,19 @@ func DefaultConfig() Config {
 		LeaseNamespace: "kube-system",
 		LeaseName:      "kube-controller-manager",
 		Timings: Timings{
-			TerminatedPodGCThreshold: 12500,
-			PodGCPeriod:              20 * time.Second,
-			PodGCQuarantine:          40 * time.Second,
-			ResourceQuotaSyncPeriod:  5 * time.Minute,
+			TerminatedPodGCThreshold:  12500,
+			PodGCPeriod:               20 * time.Second,
+			PodGCQuarantine:           40 * time.Second,
+			ResourceQuotaSyncPeriod:   5 * time.Minute,
+			NodeMonitorPeriod:         5 * time.Second,
+			NodeMonitorGracePeriod:    40 * time.Second,
+			NodeStartupGracePeriod:    60 * time.Second,
+			NodeEvictionRate:          0.1,
+			SecondaryNodeEvictionRate: 0.01,
+			UnhealthyZoneThreshold:    0.55,
+			LargeClusterSizeThreshold: 50,
+			ClusterCIDR:               "10.244.0.0/16",
+			NodeCIDRMaskSize:          24,
 		},
 		Workers: map[string]int{},
 	}
@@ -87,6 +106,16 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RenewDeadline, "leader-elect-renew-deadline", c.RenewDeadline, "how long the leader tries to renew before it stops leading")
 	fs.DurationVar(&c.RetryPeriod, "leader-elect-retry-period", c.RetryPeriod, "the wait between attempts to acquire or renew the lease")
 	fs.DurationVar(&c.Timings.ResourceQuotaSyncPeriod, "resource-quota-sync-period", c.Timings.ResourceQuotaSyncPeriod, "how often every quota's usage is recalculated in full")
+	t := &c.Timings
+	fs.DurationVar(&t.NodeMonitorPeriod, "node-monitor-period", t.NodeMonitorPeriod, "how often the node lifecycle controller checks node health")
+	fs.DurationVar(&t.NodeMonitorGracePeriod, "node-monitor-grace-period", t.NodeMonitorGracePeriod, "how long a node may be silent before it is marked Unknown")
+	fs.DurationVar(&t.NodeStartupGracePeriod, "node-startup-grace-period", t.NodeStartupGracePeriod, "the same, for a node that has never been Ready")
+	fs.Float64Var(&t.NodeEvictionRate, "node-eviction-rate", t.NodeEvictionRate, "nodes per second whose pods may be evicted when a zone is healthy")
+	fs.Float64Var(&t.SecondaryNodeEvictionRate, "secondary-node-eviction-rate", t.SecondaryNodeEvictionRate, "nodes per second when a zone is unhealthy")
+	fs.Float64Var(&t.UnhealthyZoneThreshold, "unhealthy-zone-threshold", t.UnhealthyZoneThreshold, "fraction of not-ready nodes that makes a zone unhealthy")
+	fs.IntVar(&t.LargeClusterSizeThreshold, "large-cluster-size-threshold", t.LargeClusterSizeThreshold, "zones up to this size stop evicting when unhealthy")
+	fs.StringVar(&t.ClusterCIDR, "cluster-cidr", t.ClusterCIDR, "the range node podCIDRs are allocated from")
+	fs.IntVar(&t.NodeCIDRMaskSize, "node-cidr-mask-size", t.NodeCIDRMaskSize, "the prefix length of each node's podCIDR")
 	fs.IntVar(&c.Timings.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", c.Timings.TerminatedPodGCThreshold, "terminated pods kept before podgc deletes the oldest")
 	for _, d := range knownControllers {
 		if d.workersFlag == "" {

@@ -5,6 +5,8 @@ import (
 	"github.com/minictl/minictl/controllers/endpoints"
 	"github.com/minictl/minictl/controllers/garbagecollector"
 	"github.com/minictl/minictl/controllers/namespace"
+	"github.com/minictl/minictl/controllers/nodeipam"
+	"github.com/minictl/minictl/controllers/nodelifecycle"
 	"github.com/minictl/minictl/controllers/podgc"
 	"github.com/minictl/minictl/controllers/replicaset"
 	"github.com/minictl/minictl/controllers/resourcequota"
@@ -86,6 +88,30 @@ var knownControllers = []descriptor{
 			return resourcequota.New(resourcequota.Options{
 				Client: cc.Client, Informers: cc.Informers, Recorder: cc.Recorder,
 				Logger: cc.Logger, Metrics: cc.Metrics, ResyncPeriod: cc.Timings.ResourceQuotaSyncPeriod,
+			})
+		},
+	},
+	{
+		name: "nodelifecycle", defaultOn: true, workers: 1,
+		build: func(cc *controllerContext) (runner, error) {
+			t := cc.Timings
+			return nodelifecycle.New(nodelifecycle.Options{
+				Client: cc.Client, Informers: cc.Informers, Recorder: cc.Recorder,
+				Logger: cc.Logger, Metrics: cc.Metrics,
+				NodeMonitorPeriod: t.NodeMonitorPeriod, NodeMonitorGracePeriod: t.NodeMonitorGracePeriod,
+				NodeStartupGracePeriod: t.NodeStartupGracePeriod,
+				EvictionRate:           float32(t.NodeEvictionRate), SecondaryEvictionRate: float32(t.SecondaryNodeEvictionRate),
+				UnhealthyZoneThreshold: float32(t.UnhealthyZoneThreshold), LargeClusterSizeThreshold: t.LargeClusterSizeThreshold,
+			})
+		},
+	},
+	{
+		name: "nodeipam", defaultOn: true, workers: 1,
+		build: func(cc *controllerContext) (runner, error) {
+			return nodeipam.New(nodeipam.Options{
+				Client: cc.Client, Informers: cc.Informers, Recorder: cc.Recorder,
+				Logger: cc.Logger, Metrics: cc.Metrics,
+				ClusterCIDR: cc.Timings.ClusterCIDR, NodeCIDRMaskSize: cc.Timings.NodeCIDRMaskSize,
 			})
 		},
 	},

@@ -44,24 +44,28 @@ func (e *Entry) Namespace() string {
 	return ""
 }
 
-var decision = regexp.MustCompile(`^([a-z][a-z0-9-]*) ([^ :]+): (.*)$`)
+// The shapes a decision's message takes: "<component> <object>: <text>",
+// "<component> <object> on <where>: <text>", "<component> <object> → <text>"
+// and "<component>: <text>".
+var (
+	decision      = regexp.MustCompile(`^([a-z][a-z0-9-]*) ([^ :]+)(?: (on [^:]+))?: (.*)$`)
+	arrowDecision = regexp.MustCompile(`^([a-z][a-z0-9-]*) ([^ :]+) (→ .*)$`)
+	bareComponent = regexp.MustCompile(`^([a-z][a-z0-9-]*): (.*)$`)
+)
 
-// FromRecord reads a record's message as "<component> <object>: <text>";
-// a message of another shape keeps its text whole, and the component comes
-// from the record's "component" or "controller" attribute.
+// FromRecord reads a record's message as one of the decision shapes; a
+// message of another shape keeps its text whole. The component is the
+// message's first word, or else the record's "controller" or "component"
+// attribute.
 func FromRecord(r slog.Record, attrs []slog.Attr) Entry {
 	e := Entry{Time: r.Time, Level: r.Level.String(), Message: r.Message}
-	if m := decision.FindStringSubmatch(r.Message); m != nil {
-		e.Component, e.Object, e.Message = m[1], m[2], m[3]
-	} else if i := strings.Index(r.Message, ": "); i > 0 && !strings.Contains(r.Message[:i], " ") {
-		e.Component, e.Message = r.Message[:i], r.Message[i+2:]
-	}
+	var controller, component string
 	visit := func(a slog.Attr) {
 		switch a.Key {
-		case "controller", "component":
-			if e.Component == "" {
-				e.Component = a.Value.String()
-			}
+		case "controller":
+			controller = a.Value.String()
+		case "component":
+			component = a.Value.String()
 		case "stage":
 			e.Stage = a.Value.String()
 		}
@@ -70,7 +74,23 @@ func FromRecord(r slog.Record, attrs []slog.Attr) Entry {
 		visit(a)
 	}
 	r.Attrs(func(a slog.Attr) bool { visit(a); return true })
-	if e.Component == "" {
+	if m := decision.FindStringSubmatch(r.Message); m != nil {
+		e.Component, e.Object, e.Message = m[1], m[2], m[4]
+		if m[3] != "" {
+			e.Message = "(" + m[3] + ") " + m[4]
+		}
+	} else if m := arrowDecision.FindStringSubmatch(r.Message); m != nil {
+		e.Component, e.Object, e.Message = m[1], m[2], m[3]
+	} else if m := bareComponent.FindStringSubmatch(r.Message); m != nil {
+		e.Component, e.Message = m[1], m[2]
+	}
+	switch {
+	case e.Component != "":
+	case controller != "":
+		e.Component = controller
+	case component != "":
+		e.Component = component
+	default:
 		e.Component = "minictl"
 	}
 	return e

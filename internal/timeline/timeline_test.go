@@ -80,3 +80,19 @@ func TestHandlerWritesAndPublishes(t *testing.T) {
 		t.Errorf("line %q", lines[0])
 	}
 }
+
+func TestFromRecordShapes(t *testing.T) {
+	for _, tc := range []struct {
+		msg, comp, obj, text string
+	}{
+		{"nodelifecycle default/web-x on node-2: tolerates unreachable for 5s → evict", "nodelifecycle", "default/web-x", "(on node-2) tolerates unreachable for 5s → evict"},
+		{"nodeipam node-1 → podCIDR 10.244.0.0/24", "nodeipam", "node-1", "→ podCIDR 10.244.0.0/24"},
+		{"namespace kube-public has no ServiceAccount default → create it", "serviceaccount", "", "namespace kube-public has no ServiceAccount default → create it"},
+	} {
+		r := slog.NewRecord(time.Time{}, slog.LevelInfo, tc.msg, 0)
+		got := FromRecord(r, []slog.Attr{slog.String("component", "controller-manager"), slog.String("controller", "serviceaccount")})
+		if got.Component != tc.comp || got.Object != tc.obj || got.Message != tc.text {
+			t.Errorf("%q: got %q %q %q", tc.msg, got.Component, got.Object, got.Message)
+		}
+	}
+}

@@ -1,0 +1,402 @@
+// Package nodeipam gives every node a pod CIDR, as kube-controller-manager's
+// node IPAM controller does with --allocate-node-cidrs and its range
+// allocator: spec.podCIDR (and spec.podCIDRs) is cut from ClusterCIDR, one
+// subnet of NodeCIDRMaskSize bits per node.
+//
+// Design, one line per part:
+//
+//   - nodeipam.go: Options, New, Run, the node handler and sync.
+//   - cidrset.go: cidrSet, the bitmap of the cluster CIDR's subnets.
+//   - metrics.go: the controller's Prometheus metrics.
+//
+// Properties:
+//
+//   - No two nodes are given overlapping ranges: a range is taken from the
+//     bitmap before it is written to a node, and returned to it only once
+//     the node is gone from the cache.
+//   - A node that has a pod CIDR keeps it (the API server lets it be set
+//     only once); the controller only marks it in use.
+//   - On start, before allocating anything, the controller marks the
+//     ranges of every node that has one: a restarted controller never
+//     hands out a range in use.
+//   - A write that fails keeps the range reserved for its node, so that a
+//     write that did happen after all cannot lead to a second node getting
+//     the same range.
+//   - When the cluster CIDR is exhausted the node gets a CIDRNotAvailable
+//     Event and is tried again, with backoff and as soon as a range is
+//     released.
+//
+// The controller owns the bitmap; it is only right while it is the only
+// allocator of the cluster CIDR (leader election sees to that).
+package nodeipam
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/netip"
+	"slices"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/informer"
+	"github.com/minictl/minictl/informer/workqueue"
+)
+
+// Kubernetes' defaults: flannel's and kubeadm's --cluster-cidr, and
+// kube-controller-manager's --node-cidr-mask-size.
+const (
+	DefaultClusterCIDR      = "10.244.0.0/16"
+	DefaultNodeCIDRMaskSize = 24
+)
+
+// Options is what the controller needs. Client and Informers are required;
+// a zero knob means its default.
+type Options struct {
+	// Client is what the controller writes nodes through.
+	Client *client.RESTClient
+	// Informers is the shared factory it reads nodes from. Start it after
+	// New.
+	Informers *informer.SharedInformerFactory
+	// Recorder records Events (CIDRNotAvailable, CIDRAssignmentFailed);
+	// nil records none.
+	Recorder record.EventRecorder
+	// Logger tells the controller's story; nil discards it.
+	Logger *slog.Logger
+	// Metrics, if set, receives the controller's metrics and its
+	// workqueue's.
+	Metrics prometheus.Registerer
+
+	// ClusterCIDR is the range pod CIDRs are cut from (--cluster-cidr).
+	ClusterCIDR string
+	// NodeCIDRMaskSize is the prefix length of each node's pod CIDR
+	// (--node-cidr-mask-size).
+	NodeCIDRMaskSize int
+}
+
+// Controller is the node IPAM controller. Create it with New, then Run it.
+type Controller struct {
+	nodes      *client.Client[*corev1.Node]
+	nodeLister informer.Lister[*corev1.Node]
+	hasSynced  []func() bool
+	queue      *workqueue.Queue[string]
+	recorder   record.EventRecorder
+	log        *slog.Logger
+	metrics    *metrics
+
+	// mu guards the fields below.
+	mu    sync.Mutex
+	cidrs *cidrSet
+	// byNode holds the range each node has, or is being given. Invariant:
+	// a range of the cluster CIDR is marked in cidrs iff some node here
+	// holds a range overlapping it.
+	byNode map[string]netip.Prefix
+	// waiting holds the nodes that found no free range; a release queues
+	// them again.
+	waiting map[string]bool
+}
+
+// New returns a controller reading nodes from opts.Informers. Nothing runs
+// until Run.
+func New(opts Options) (*Controller, error) {
+	if opts.Client == nil || opts.Informers == nil {
+		return nil, errors.New("nodeipam: Options.Client and Options.Informers are required")
+	}
+	clusterCIDR := cmpOr(opts.ClusterCIDR, DefaultClusterCIDR)
+	cluster, err := netip.ParsePrefix(clusterCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("nodeipam: cluster CIDR: %w", err)
+	}
+	cidrs, err := newCIDRSet(cluster, cmpOr(opts.NodeCIDRMaskSize, DefaultNodeCIDRMaskSize))
+	if err != nil {
+		return nil, fmt.Errorf("nodeipam: %w", err)
+	}
+	m, err := newMetrics(opts.Metrics, cidrs.cluster.String())
+	if err != nil {
+		return nil, fmt.Errorf("nodeipam: %w", err)
+	}
+	c := &Controller{
+		nodes:    client.For[*corev1.Node](opts.Client),
+		recorder: opts.Recorder,
+		log:      opts.Logger,
+		metrics:  m,
+		cidrs:    cidrs,
+		byNode:   map[string]netip.Prefix{},
+		waiting:  map[string]bool{},
+		queue:    workqueue.New[string]("nodeipam", workqueue.Options{MetricsRegisterer: opts.Metrics}),
+	}
+	if c.recorder == nil {
+		c.recorder = nopRecorder{}
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	c.log = c.log.With("controller", "nodeipam")
+
+	nodeInformer := informer.For[*corev1.Node](opts.Informers)
+	c.nodeLister = nodeInformer.Lister()
+	reg, err := nodeInformer.AddEventHandler(informer.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any, _ bool) { c.enqueue(obj) },
+		UpdateFunc: func(old, cur any) {
+			o, _ := old.(*corev1.Node)
+			n, ok := cur.(*corev1.Node)
+			if ok && o != nil && podCIDROf(n) != "" && podCIDROf(o) == podCIDROf(n) {
+				return // has its range, as before: nothing to do
+			}
+			c.enqueue(cur)
+		},
+		DeleteFunc: c.enqueue,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("nodeipam: %w", err)
+	}
+	c.hasSynced = []func() bool{reg.HasSynced}
+	return c, nil
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+func (c *Controller) enqueue(obj any) {
+	key, err := informer.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		c.log.Error("nodeipam: node key", "err", err)
+		return
+	}
+	c.queue.Add(key)
+}
+
+// Run waits for the node cache, marks the ranges of the nodes that have
+// one, then runs workers workers until ctx is done; then it shuts the
+// queue down and waits for them.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer c.queue.ShutDown()
+	c.log.Info(fmt.Sprintf("nodeipam: starting; pod CIDRs of /%d from %s", c.cidrs.subnetBits, c.cidrs.cluster),
+		"workers", workers)
+	if !informer.WaitForCacheSync(ctx, c.hasSynced...) {
+		c.log.Info("nodeipam: stopped before the cache synced")
+		return
+	}
+	c.occupyExisting()
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Go(func() {
+			for c.processNextWorkItem(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	c.log.Info("nodeipam: stopped")
+}
+
+// occupyExisting marks the range of every node in the cache that has one.
+// It runs before any allocation.
+func (c *Controller) occupyExisting() {
+	nodes := c.nodeLister.List(nil)
+	n := 0
+	for _, node := range nodes {
+		if podCIDROf(node) == "" {
+			continue
+		}
+		if p, ok := c.parsePodCIDR(node); ok {
+			c.occupy(node.Name, p)
+			n++
+		}
+	}
+	c.mu.Lock()
+	inUse := c.cidrs.count - c.cidrs.free()
+	c.mu.Unlock()
+	c.log.Info(fmt.Sprintf("nodeipam: %d of %d nodes already have a podCIDR → %d of %d ranges in use",
+		n, len(nodes), inUse, c.cidrs.count))
+}
+
+// processNextWorkItem syncs one node, and is the only place that decides
+// to retry it (with backoff) or forget it. It returns false once the
+// queue is shut down.
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+	if err := c.sync(ctx, key); err != nil {
+		c.log.Warn(fmt.Sprintf("nodeipam %s: will retry", key), "err", err, "retries", c.queue.NumRequeues(key))
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
+
+// sync gives node name a range if it has none, notes the range it has,
+// or releases the range of a node that is gone.
+func (c *Controller) sync(ctx context.Context, name string) error {
+	node, err := c.nodeLister.Get("", name)
+	if apierrors.IsNotFound(err) {
+		c.release(name)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if podCIDROf(node) != "" {
+		if p, ok := c.parsePodCIDR(node); ok {
+			c.occupy(name, p)
+		}
+		return nil // it keeps what it has
+	}
+
+	p, err := c.reserve(name)
+	if err != nil {
+		c.log.Warn(fmt.Sprintf("nodeipam %s: %v → CIDRNotAvailable; retry when a range is released", name, err), "node", name)
+		c.recorder.Eventf(node, corev1.EventTypeNormal, "CIDRNotAvailable", "Node %s status is now: CIDRNotAvailable", name)
+		return err
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{
+		"podCIDR": p.String(), "podCIDRs": []string{p.String()},
+	}})
+	if err != nil {
+		return err
+	}
+	_, err = c.nodes.Patch(ctx, "", name, types.MergePatchType, patch)
+	switch {
+	case client.IsNotFound(err):
+		c.release(name)
+		return nil // deleted meanwhile
+	case err != nil:
+		// The range stays reserved for the node: the write may have
+		// happened after all, and the retry writes the same range.
+		c.recorder.Eventf(node, corev1.EventTypeWarning, "CIDRAssignmentFailed", "Failed to assign podCIDR %s: %v", p, err)
+		return fmt.Errorf("set podCIDR %s: %w", p, err)
+	}
+	c.log.Info(fmt.Sprintf("nodeipam %s → podCIDR %s", name, p), "node", name, "podCIDR", p.String())
+	return nil
+}
+
+// reserve returns the range reserved for node, taking a free one if it has
+// none.
+func (c *Controller) reserve(node string) (netip.Prefix, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p, ok := c.byNode[node]; ok {
+		return p, nil
+	}
+	p, err := c.cidrs.allocateNext()
+	if err != nil {
+		c.waiting[node] = true
+		return netip.Prefix{}, err
+	}
+	delete(c.waiting, node)
+	c.byNode[node] = p
+	c.metrics.allocated(c.cidrs)
+	return p, nil
+}
+
+// occupy notes that node has range p.
+func (c *Controller) occupy(node string, p netip.Prefix) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur, ok := c.byNode[node]; ok {
+		if cur == p {
+			return
+		}
+		c.releaseLocked(node) // not the node we reserved for: it was recreated with a range
+	}
+	delete(c.waiting, node)
+	for other, q := range c.byNode {
+		if q.Overlaps(p) {
+			c.log.Warn(fmt.Sprintf("nodeipam %s: podCIDR %s overlaps %s of node %s; someone else set them", node, p, q, other),
+				"node", node)
+		}
+	}
+	c.byNode[node] = p
+	if !c.cidrs.contains(p) {
+		c.log.Info(fmt.Sprintf("nodeipam %s: podCIDR %s is outside %s → not ours to track", node, p, c.cidrs.cluster), "node", node)
+		return
+	}
+	_ = c.cidrs.occupy(p) // contained, so it cannot fail
+	c.metrics.allocated(c.cidrs)
+}
+
+// release frees the range of node, which is gone.
+func (c *Controller) release(node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p, ok := c.byNode[node]; ok {
+		c.log.Info(fmt.Sprintf("nodeipam %s: node deleted → release %s", node, p), "node", node)
+	}
+	c.releaseLocked(node)
+	delete(c.waiting, node)
+}
+
+// releaseLocked forgets node's range and frees it in the bitmap unless
+// another node overlaps it; a freed range wakes the waiting nodes.
+func (c *Controller) releaseLocked(node string) {
+	p, ok := c.byNode[node]
+	if !ok {
+		return
+	}
+	delete(c.byNode, node)
+	for _, q := range c.byNode {
+		if q.Overlaps(p) {
+			return // still in use
+		}
+	}
+	if !c.cidrs.contains(p) {
+		return
+	}
+	_ = c.cidrs.release(p)
+	c.metrics.released(c.cidrs)
+	for _, name := range slices.Sorted(maps.Keys(c.waiting)) {
+		c.queue.Add(name)
+	}
+	clear(c.waiting)
+}
+
+// podCIDROf returns the pod CIDR a node has, "" if none.
+func podCIDROf(node *corev1.Node) string {
+	if len(node.Spec.PodCIDRs) > 0 {
+		return node.Spec.PodCIDRs[0]
+	}
+	return node.Spec.PodCIDR
+}
+
+func (c *Controller) parsePodCIDR(node *corev1.Node) (netip.Prefix, bool) {
+	p, err := netip.ParsePrefix(podCIDROf(node))
+	if err != nil {
+		c.log.Warn(fmt.Sprintf("nodeipam %s: cannot parse podCIDR %q; ignored", node.Name, podCIDROf(node)), "err", err)
+		return netip.Prefix{}, false
+	}
+	return p.Masked(), true
+}
+
+// podCIDRs returns a copy of the ranges the controller holds, by node
+// (tests).
+func (c *Controller) podCIDRs() map[string]netip.Prefix {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.byNode)
+}
+
+type nopRecorder struct{}
+
+func (nopRecorder) Event(api.Object, string, string, string)          {}
+func (nopRecorder) Eventf(api.Object, string, string, string, ...any) {}
