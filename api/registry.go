@@ -11,7 +11,7 @@ import (
 // functions each entry names live in the file of its kind group: pod.go,
 // service.go, core.go (namespaces, nodes, endpoints, events), config.go
 // (configmaps, secrets), quota.go (resourcequotas, limitranges),
-// coordination.go and apps.go.
+// coordination.go and apps.go; their Table columns live in table.go.
 var (
 	Namespaces = &Resource{
 		Version: "v1", Kind: "Namespace", Plural: "namespaces", Singular: "namespace",
@@ -21,6 +21,7 @@ var (
 		Default:      defaulter(defaultNamespace), Validate: validator(validateNamespace),
 		PrepareForCreate: defaulter(prepareNamespaceForCreate), PrepareForUpdate: updatePreparer(prepareNamespaceForUpdate),
 		SelectableFields: selectable(namespaceFields), FieldLabels: namespaceFieldLabels,
+		Table: namespaceTable,
 	}
 	Pods = &Resource{
 		Version: "v1", Kind: "Pod", Plural: "pods", Singular: "pod", Namespaced: true,
@@ -30,6 +31,7 @@ var (
 		Default:      defaulter(defaultPod), Validate: validator(validatePod), ValidateUpdate: updateValidator(validatePodUpdate),
 		PrepareForCreate: defaulter(preparePodForCreate), PrepareForUpdate: updatePreparer(preparePodForUpdate),
 		SelectableFields: selectable(podFields), FieldLabels: podFieldLabels,
+		Table: podTable,
 	}
 	Nodes = &Resource{
 		Version: "v1", Kind: "Node", Plural: "nodes", Singular: "node",
@@ -38,6 +40,7 @@ var (
 		Default: defaulter(defaultNode), Validate: validator(validateNode), ValidateUpdate: updateValidator(validateNodeUpdate),
 		PrepareForUpdate: updatePreparer(prepareNodeForUpdate),
 		SelectableFields: selectable(nodeFields), FieldLabels: nodeFieldLabels,
+		Table: nodeTable,
 	}
 	Services = &Resource{
 		Version: "v1", Kind: "Service", Plural: "services", Singular: "service", Namespaced: true,
@@ -47,29 +50,34 @@ var (
 		Default:      defaulter(defaultService), Validate: validator(validateService), ValidateUpdate: updateValidator(validateServiceUpdate),
 		PrepareForCreate: defaulter(prepareServiceForCreate), PrepareForUpdate: updatePreparer(prepareServiceForUpdate),
 		SelectableFields: selectable(serviceFields), FieldLabels: serviceFieldLabels,
+		Table: serviceTable,
 	}
 	Endpoints = &Resource{
 		Version: "v1", Kind: "Endpoints", Plural: "endpoints", Singular: "endpoints", Namespaced: true,
 		ShortNames: []string{"ep"},
 		New:        func() Object { return &corev1.Endpoints{} },
 		Default:    defaulter(defaultEndpoints), Validate: validator(validateEndpoints),
+		Table: endpointsTable,
 	}
 	ConfigMaps = &Resource{
 		Version: "v1", Kind: "ConfigMap", Plural: "configmaps", Singular: "configmap", Namespaced: true,
 		ShortNames: []string{"cm"},
 		New:        func() Object { return &corev1.ConfigMap{} },
 		Validate:   validator(validateConfigMap), ValidateUpdate: updateValidator(validateConfigMapUpdate),
+		Table: configMapTable,
 	}
 	Secrets = &Resource{
 		Version: "v1", Kind: "Secret", Plural: "secrets", Singular: "secret", Namespaced: true,
 		New:     func() Object { return &corev1.Secret{} },
 		Default: defaulter(defaultSecret), Validate: validator(validateSecret), ValidateUpdate: updateValidator(validateSecretUpdate),
 		SelectableFields: selectable(secretFields), FieldLabels: secretFieldLabels,
+		Table: secretTable,
 	}
 	ServiceAccounts = &Resource{
 		Version: "v1", Kind: "ServiceAccount", Plural: "serviceaccounts", Singular: "serviceaccount", Namespaced: true,
 		ShortNames: []string{"sa"},
 		New:        func() Object { return &corev1.ServiceAccount{} },
+		Table:      serviceAccountTable,
 	}
 	Events = &Resource{
 		Version: "v1", Kind: "Event", Plural: "events", Singular: "event", Namespaced: true,
@@ -77,6 +85,7 @@ var (
 		New:              func() Object { return &corev1.Event{} },
 		Validate:         validator(validateEvent),
 		SelectableFields: selectable(eventFields), FieldLabels: eventFieldLabels,
+		Table: eventTable,
 	}
 	ResourceQuotas = &Resource{
 		Version: "v1", Kind: "ResourceQuota", Plural: "resourcequotas", Singular: "resourcequota", Namespaced: true,
@@ -84,6 +93,7 @@ var (
 		New:              func() Object { return &corev1.ResourceQuota{} },
 		Validate:         validator(validateResourceQuota),
 		PrepareForCreate: defaulter(prepareResourceQuotaForCreate), PrepareForUpdate: updatePreparer(prepareResourceQuotaForUpdate),
+		Table: resourceQuotaTable,
 	}
 	LimitRanges = &Resource{
 		Version: "v1", Kind: "LimitRange", Plural: "limitranges", Singular: "limitrange", Namespaced: true,
@@ -95,6 +105,7 @@ var (
 		Group: "coordination.k8s.io", Version: "v1", Kind: "Lease", Plural: "leases", Singular: "lease", Namespaced: true,
 		New:      func() Object { return &coordinationv1.Lease{} },
 		Validate: validator(validateLease),
+		Table:    leaseTable,
 	}
 	ReplicaSets = &Resource{
 		Group: "apps", Version: "v1", Kind: "ReplicaSet", Plural: "replicasets", Singular: "replicaset", Namespaced: true,
@@ -103,6 +114,7 @@ var (
 		Default: defaulter(defaultReplicaSet), Validate: validator(validateReplicaSet), ValidateUpdate: updateValidator(validateReplicaSetUpdate),
 		PrepareForCreate: defaulter(prepareReplicaSetForCreate), PrepareForUpdate: updatePreparer(prepareReplicaSetForUpdate),
 		SelectableFields: selectable(replicaSetFields), FieldLabels: replicaSetFieldLabels,
+		Table: replicaSetTable,
 	}
 	Deployments = &Resource{
 		Group: "apps", Version: "v1", Kind: "Deployment", Plural: "deployments", Singular: "deployment", Namespaced: true,
@@ -110,6 +122,7 @@ var (
 		New:     func() Object { return &appsv1.Deployment{} },
 		Default: defaulter(defaultDeployment), Validate: validator(validateDeployment), ValidateUpdate: updateValidator(validateDeploymentUpdate),
 		PrepareForCreate: defaulter(prepareDeploymentForCreate), PrepareForUpdate: updatePreparer(prepareDeploymentForUpdate),
+		Table: deploymentTable,
 	}
 )
 

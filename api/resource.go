@@ -1,7 +1,8 @@
 // Package api is minictl's resource catalogue: for every kind the API server
 // serves, one Resource entry says where it lives on the wire (group, version,
 // plural, scope), which subresources it has, and how its objects are
-// defaulted, validated and selected. The wire types themselves are
+// defaulted, validated, selected and printed (table.go: the columns of
+// `kubectl get`). The wire types themselves are
 // k8s.io/api's; this package adds only what kube-apiserver's registry adds.
 //
 // Adding a resource to minictl is adding one entry to the table in
@@ -69,6 +70,10 @@ type Resource struct {
 	// metadata.generateName (prefix true). nil means a DNS-1123 subdomain,
 	// which is what most kinds require.
 	ValidateName apivalidation.ValidateNameFunc
+
+	// Table is how the kind prints in `kubectl get` (see table.go); nil
+	// means NAME and CREATED AT, kube-apiserver's default.
+	Table *Table
 }
 
 // GroupVersion returns the resource's group and version.

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,7 +21,7 @@ import (
 // kube-apiserver (3 MiB); larger bodies get 413 and change nothing.
 const DefaultMaxRequestBodyBytes = 3 << 20
 
-var objectMediaTypes = []string{"application/json", "application/yaml"}
+var objectMediaTypes = []string{"application/json", "application/yaml", mimeProtobuf}
 
 // readBody reads at most limit bytes of the request body; a longer body is a
 // 413 RequestEntityTooLarge.
@@ -49,11 +50,13 @@ func mediaType(r *http.Request) string {
 	return mt
 }
 
-// toJSON turns a JSON or YAML body into JSON.
+// toJSON turns a JSON, YAML or protobuf body into JSON.
 func toJSON(mt string, body []byte) ([]byte, error) {
 	switch mt {
 	case "application/json":
 		return body, nil
+	case mimeProtobuf:
+		return protobufToJSON(body)
 	case "application/yaml", "application/x-yaml", "text/yaml":
 		j, err := yaml.YAMLToJSON(body)
 		if err != nil {
@@ -66,8 +69,12 @@ func toJSON(mt string, body []byte) ([]byte, error) {
 
 // decodeObject reads an object of res from the request body (JSON or YAML).
 // The body's kind and apiVersion, when given, must be res's; unknown fields
-// are an error only with fieldValidation=Strict, as in Kubernetes.
+// are treated as ?fieldValidation= says (fieldvalidation.go).
 func (s *Server) decodeObject(r *http.Request, res *api.Resource) (api.Object, error) {
+	fv, err := writeOptions(r)
+	if err != nil {
+		return nil, err
+	}
 	body, err := readBody(r, s.maxBody)
 	if err != nil {
 		return nil, err
@@ -76,23 +83,28 @@ func (s *Server) decodeObject(r *http.Request, res *api.Resource) (api.Object, e
 	if err != nil {
 		return nil, err
 	}
-	return decodeInto(res, data, r.URL.Query().Get("fieldValidation") == "Strict")
+	return decodeInto(r.Context(), res, data, fv)
 }
 
-func decodeInto(res *api.Resource, data []byte, strict bool) (api.Object, error) {
+func decodeInto(ctx context.Context, res *api.Resource, data []byte, fv fieldValidation) (api.Object, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, apierrors.NewBadRequest("the request body is empty; send a " + res.Kind + " object")
 	}
 	obj := res.New()
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if strict {
-		dec.DisallowUnknownFields()
+	ok, err := decodeStrictly(ctx, res, data, obj, fv)
+	if err != nil {
+		return nil, err
 	}
-	if err := dec.Decode(obj); err != nil {
-		return nil, apierrors.NewBadRequest(describeJSONError(res, err))
-	}
-	if dec.More() {
-		return nil, apierrors.NewBadRequest("the request body holds more than one JSON value")
+	if !ok {
+		// Describe what is wrong the way encoding/json sees it.
+		obj = res.New()
+		dec := json.NewDecoder(bytes.NewReader(data))
+		if err := dec.Decode(obj); err != nil {
+			return nil, apierrors.NewBadRequest(describeJSONError(res, err))
+		}
+		if dec.More() {
+			return nil, apierrors.NewBadRequest("the request body holds more than one JSON value")
+		}
 	}
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	if gvk.Kind != "" && gvk.Kind != res.Kind {

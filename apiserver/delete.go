@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -112,6 +114,7 @@ func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, namespace,
 	for {
 		var removeNow bool
 		obj, err := rs.update(ctx, namespace, name, dry, func(cur api.Object) (api.Object, error) {
+			removeNow = false // the update may call this again, on a newer state
 			if err := checkPreconditions(rs.res, cur, opts.Preconditions); err != nil {
 				return nil, err
 			}
@@ -257,8 +260,15 @@ func markDeleted(obj api.Object, grace int64) {
 	}
 }
 
+// deleteCollectionWorkers is how many objects a deletecollection deletes
+// at once, like kube-apiserver's --delete-collection-workers: etcd commits
+// the concurrent writes together.
+const deleteCollectionWorkers = 16
+
 // serveDeleteCollection deletes every object the selectors match, each as a
-// single delete would, and answers with the list of what it deleted.
+// single delete would, and answers with the list of what it deleted. It
+// stops at the first failure (objects being deleted by other workers at
+// that moment may still go) and returns it.
 func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
 	opts, err := s.parseDeleteOptions(r)
 	if err != nil {
@@ -273,20 +283,82 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, r
 		return err
 	}
 	rs := s.stores[ri.res]
-	raws := make([][]byte, 0, len(items))
-	for _, it := range items {
-		obj, _, err := s.deleteObject(r.Context(), rs, it.obj.GetNamespace(), it.obj.GetName(), opts)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
+	raws := make([][]byte, len(items))
+	errs := make([]error, len(items))
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range min(deleteCollectionWorkers, len(items)) {
+		wg.Go(func() {
+			for !failed.Load() {
+				i := int(next.Add(1)) - 1
+				if i >= len(items) {
+					return
+				}
+				if raws[i], errs[i] = s.deleteListed(r.Context(), rs, items[i], opts); errs[i] != nil {
+					failed.Store(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return err
 		}
-		raw, err := json.Marshal(obj)
-		if err != nil {
-			return apierrors.NewInternalError(err)
-		}
-		raws = append(raws, raw)
 	}
-	return writeList(w, ri.res, metav1.ListMeta{ResourceVersion: strconv.FormatInt(s.caches[ri.res].currentRV(), 10)}, raws)
+	deleted := slices.DeleteFunc(raws, func(raw []byte) bool { return raw == nil })
+	return writeList(w, ri.res, metav1.ListMeta{ResourceVersion: strconv.FormatInt(s.caches[ri.res].currentRV(), 10)}, deleted)
+}
+
+// deleteListed deletes one object a deletecollection listed, and returns
+// its last state as JSON, or nil if it was gone already. An object that
+// would be removed at once (no finalizers, no grace period, none to add)
+// is removed on the strength of the list: the delete is conditional on
+// the listed revision, and only if the object changed since is it decided
+// again from its current state, as a single delete decides.
+func (s *Server) deleteListed(ctx context.Context, rs *resourceStore, it *cachedObject, opts *metav1.DeleteOptions) ([]byte, error) {
+	if removableAsListed(rs.res, it.obj, opts) {
+		_, err := rs.remove(ctx, it.obj)
+		switch {
+		case err == nil:
+			return it.raw, nil
+		case apierrors.IsNotFound(err):
+			return nil, nil
+		case !apierrors.IsConflict(err):
+			return nil, err
+		}
+	}
+	obj, _, err := s.deleteObject(ctx, rs, it.obj.GetNamespace(), it.obj.GetName(), opts)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return raw, nil
+}
+
+// removableAsListed reports whether deleteObject would remove obj at once
+// without changing it first: no preconditions to check, no dry run, not a
+// namespace, no finalizers now and none the propagation policy adds, and
+// no grace period.
+func removableAsListed(res *api.Resource, obj api.Object, opts *metav1.DeleteOptions) bool {
+	if opts.Preconditions != nil || len(opts.DryRun) > 0 || res == api.Namespaces {
+		return false
+	}
+	if len(obj.GetFinalizers()) > 0 || hasNamespaceFinalizers(obj) || gracePeriod(obj, opts) != 0 {
+		return false
+	}
+	switch {
+	case opts.PropagationPolicy != nil:
+		return *opts.PropagationPolicy == metav1.DeletePropagationBackground
+	case opts.OrphanDependents != nil: //nolint:staticcheck
+		return !*opts.OrphanDependents //nolint:staticcheck
+	}
+	return true
 }

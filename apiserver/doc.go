@@ -15,6 +15,15 @@
 //   - subresources.go serves status, scale, binding and finalize.
 //   - discovery.go serves /api, /apis and the resource lists, generated from
 //     the api package's registry.
+//   - table.go answers reads in the form the Accept header asks for: the
+//     objects, a meta.k8s.io Table of the kind's columns (what `kubectl
+//     get` prints) or PartialObjectMetadata.
+//   - openapi.go and openapi_schema.go serve /openapi/v2 (JSON or protobuf)
+//     and /openapi/v3, built by reflection over the k8s.io/api types; kubectl
+//     validates, applies, edits and explains with them.
+//   - fieldvalidation.go is ?fieldValidation= (Strict, Warn, Ignore) and
+//     ?fieldManager= of writes, and the Warning headers of a response;
+//     protobuf.go reads the protobuf bodies client-go's typed clients send.
 //
 // Guarantees: every error is a Kubernetes Status with the right code and
 // reason, and a request that fails changes nothing; a panic in a handler

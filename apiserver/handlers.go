@@ -27,7 +27,8 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, group, ve
 		return
 	}
 	ri.verb = verb
-	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+	r, warnings := withWarnings(r)
+	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK, warnings: warnings}
 	start := time.Now()
 	defer func() {
 		s.metrics.requests.WithLabelValues(verb, ri.res.Plural, ri.subresource, strconv.Itoa(rec.code)).Inc()
@@ -73,14 +74,17 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, ri *requestInf
 }
 
 // statusRecorder remembers the code a handler answered with, for metrics,
-// and passes Flush through for watches.
+// writes the request's warnings as the response starts, and passes Flush
+// through for watches.
 type statusRecorder struct {
 	http.ResponseWriter
-	code int
+	code     int
+	warnings *warningSink
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
 	s.code = code
+	s.warnings.writeHeaders(s.Header())
 	s.ResponseWriter.WriteHeader(code)
 }
 

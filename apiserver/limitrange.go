@@ -15,7 +15,8 @@ import (
 // admitLimitRanges is Kubernetes' LimitRanger admission for pods: every
 // LimitRange of type Container in the pod's namespace fills the limits
 // (default) and requests (defaultRequest) its containers leave unset, and
-// then every container must sit within min and max and within
+// says so in the pod's kubernetes.io/limit-ranger annotation; then every
+// container must sit within min and max and within
 // maxLimitRequestRatio; type Pod bounds the sums over the containers. A pod
 // outside a range is 403 Forbidden, with one message per violation.
 func (s *Server) admitLimitRanges(pod *corev1.Pod) error {
@@ -23,18 +24,29 @@ func (s *Server) admitLimitRanges(pod *corev1.Pod) error {
 	if len(ranges) == 0 {
 		return nil
 	}
+	var set []string // what the defaults filled in, for the annotation
 	for _, lr := range ranges {
 		for _, item := range lr.Spec.Limits {
 			if item.Type != corev1.LimitTypeContainer {
 				continue
 			}
-			for i := range pod.Spec.InitContainers {
-				applyContainerDefaults(&pod.Spec.InitContainers[i].Resources, item)
-			}
 			for i := range pod.Spec.Containers {
-				applyContainerDefaults(&pod.Spec.Containers[i].Resources, item)
+				c := &pod.Spec.Containers[i]
+				requests, limits := applyContainerDefaults(&c.Resources, item)
+				set = append(set, describeDefaults("container", c.Name, requests, limits)...)
+			}
+			for i := range pod.Spec.InitContainers {
+				c := &pod.Spec.InitContainers[i]
+				requests, limits := applyContainerDefaults(&c.Resources, item)
+				set = append(set, describeDefaults("init container", c.Name, requests, limits)...)
 			}
 		}
+	}
+	if len(set) > 0 {
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[limitRangerAnnotation] = "LimitRanger plugin set: " + strings.Join(set, "; ")
 	}
 	var problems []string
 	for _, lr := range ranges {
@@ -69,15 +81,23 @@ func (s *Server) namespaceLimitRanges(namespace string) []*corev1.LimitRange {
 	return out
 }
 
+// limitRangerAnnotation records on a pod what LimitRanger filled in, as
+// kube-apiserver's LimitRanger does: "LimitRanger plugin set: cpu, memory
+// request for container app; cpu, memory limit for container app".
+const limitRangerAnnotation = "kubernetes.io/limit-ranger"
+
 // applyContainerDefaults fills what a container leaves unset: limits from
-// default, requests from defaultRequest, or else from its own limit.
-func applyContainerDefaults(r *corev1.ResourceRequirements, item corev1.LimitRangeItem) {
+// default, requests from defaultRequest, or else from its own limit (as a
+// LimitRange's defaultRequest defaults to its default). It returns the
+// names it set.
+func applyContainerDefaults(r *corev1.ResourceRequirements, item corev1.LimitRangeItem) (requests, limits []corev1.ResourceName) {
 	for name, q := range item.Default {
 		if _, ok := r.Limits[name]; !ok {
 			if r.Limits == nil {
 				r.Limits = corev1.ResourceList{}
 			}
 			r.Limits[name] = q.DeepCopy()
+			limits = append(limits, name)
 		}
 	}
 	for name, q := range item.DefaultRequest {
@@ -86,6 +106,7 @@ func applyContainerDefaults(r *corev1.ResourceRequirements, item corev1.LimitRan
 				r.Requests = corev1.ResourceList{}
 			}
 			r.Requests[name] = q.DeepCopy()
+			requests = append(requests, name)
 		}
 	}
 	for name, q := range r.Limits {
@@ -94,8 +115,31 @@ func applyContainerDefaults(r *corev1.ResourceRequirements, item corev1.LimitRan
 				r.Requests = corev1.ResourceList{}
 			}
 			r.Requests[name] = q.DeepCopy()
+			requests = append(requests, name)
 		}
 	}
+	return requests, limits
+}
+
+// describeDefaults words what applyContainerDefaults set in one container
+// as the annotation does: "cpu, memory request for container app".
+func describeDefaults(kind, name string, requests, limits []corev1.ResourceName) []string {
+	var out []string
+	for _, set := range []struct {
+		names []corev1.ResourceName
+		what  string
+	}{{requests, "request"}, {limits, "limit"}} {
+		if len(set.names) == 0 {
+			continue
+		}
+		names := make([]string, len(set.names))
+		for i, n := range set.names {
+			names[i] = string(n)
+		}
+		slices.Sort(names)
+		out = append(out, fmt.Sprintf("%s %s for %s %s", strings.Join(names, ", "), set.what, kind, name))
+	}
+	return out
 }
 
 // checkLimits words each violation as kube-apiserver's LimitRanger does.

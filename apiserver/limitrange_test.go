@@ -51,6 +51,13 @@ func TestLimitRangeAdmission(t *testing.T) {
 		}
 	}
 
+	// As kube-apiserver's LimitRanger, it says what it filled in.
+	if got, want := got.Annotations["kubernetes.io/limit-ranger"],
+		"LimitRanger plugin set: cpu, memory request for container "+got.Spec.Containers[0].Name+
+			"; cpu, memory limit for container "+got.Spec.Containers[0].Name; got != want {
+		t.Errorf("limit-ranger annotation = %q, want %q", got, want)
+	}
+
 	before := revision(t, env)
 	big := pod("too-big", "", nil)
 	big.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}

@@ -116,11 +116,14 @@ func parseFieldSelector(res *api.Resource, s string) (fields.Selector, error) {
 }
 
 func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
+	out, err := negotiateOutput(r, "get")
+	if err != nil {
+		return err
+	}
 	rs := s.stores[ri.res]
 	if r.URL.Query().Get("resourceVersion") == "0" {
 		if o, _ := s.caches[ri.res].get(rs.key(ri.namespace, ri.name)); o != nil {
-			writeRaw(w, http.StatusOK, o.raw)
-			return nil
+			return out.writeObjectAs(w, ri.res, o.obj, o.raw)
 		}
 		return apierrors.NewNotFound(ri.res.GroupResource(), ri.name)
 	}
@@ -128,7 +131,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, ri *requestInf
 	if err != nil {
 		return err
 	}
-	return writeObject(w, http.StatusOK, obj)
+	return out.writeObjectAs(w, ri.res, obj, nil)
 }
 
 // continueToken is what a paginated list hands back: the revision the first
@@ -165,6 +168,10 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, ri *requestIn
 	if err != nil {
 		return err
 	}
+	out, err := negotiateOutput(r, "list")
+	if err != nil {
+		return err
+	}
 	cache := s.caches[ri.res]
 	fromCache := o.continueToken == "" && (o.resourceVersion == "0" ||
 		(o.resourceVersion != "" && o.rvMatch != metav1.ResourceVersionMatchExact && o.limit == 0))
@@ -176,19 +183,19 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, ri *requestIn
 			}
 		}
 		items, rv := cache.list(&o.filter)
-		raws := make([][]byte, len(items))
+		objs, raws := make([]api.Object, len(items)), make([][]byte, len(items))
 		for i, it := range items {
-			raws[i] = it.raw
+			objs[i], raws[i] = it.obj, it.raw
 		}
-		return writeList(w, ri.res, metav1.ListMeta{ResourceVersion: strconv.FormatInt(rv, 10)}, raws)
+		return out.writeListAs(w, ri.res, metav1.ListMeta{ResourceVersion: strconv.FormatInt(rv, 10)}, objs, raws)
 	}
-	return s.listFromStore(w, r.Context(), ri, o)
+	return s.listFromStore(w, r.Context(), ri, o, out)
 }
 
 // listFromStore reads one page from etcd. With selectors it keeps reading
 // until the page is full or the keys run out, as Kubernetes does, so a
 // page never comes back short while more matches exist.
-func (s *Server) listFromStore(w http.ResponseWriter, ctx context.Context, ri *requestInfo, o *listOptions) error {
+func (s *Server) listFromStore(w http.ResponseWriter, ctx context.Context, ri *requestInfo, o *listOptions, out *output) error {
 	rs := s.stores[ri.res]
 	prefix := rs.listPrefix(ri.namespace)
 	opts := store.ListOptions{Limit: o.limit}
@@ -204,6 +211,7 @@ func (s *Server) listFromStore(w http.ResponseWriter, ctx context.Context, ri *r
 	} else if o.resourceVersion != "" && o.resourceVersion != "0" && o.rvMatch == metav1.ResourceVersionMatchExact {
 		opts.Revision, _ = strconv.ParseInt(o.resourceVersion, 10, 64)
 	}
+	var objs []api.Object
 	var raws [][]byte
 	var meta metav1.ListMeta
 	filtered := !o.filter.label.Empty() || !o.filter.field.Empty()
@@ -228,7 +236,7 @@ func (s *Server) listFromStore(w http.ResponseWriter, ctx context.Context, ri *r
 			if err != nil {
 				return apierrors.NewInternalError(err)
 			}
-			raws = append(raws, raw)
+			objs, raws = append(objs, obj), append(raws, raw)
 		}
 		meta = metav1.ListMeta{ResourceVersion: strconv.FormatInt(page.Revision, 10)}
 		if !page.More || len(page.Items) == 0 {
@@ -248,7 +256,7 @@ func (s *Server) listFromStore(w http.ResponseWriter, ctx context.Context, ri *r
 			opts.Limit = o.limit - int64(len(raws))
 		}
 	}
-	return writeList(w, ri.res, meta, raws)
+	return out.writeListAs(w, ri.res, meta, objs, raws)
 }
 
 // writeList writes a <Kind>List around items that are already JSON.
@@ -282,6 +290,10 @@ func writeList(w http.ResponseWriter, res *api.Resource, meta metav1.ListMeta, i
 // behind, or the server stops.
 func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
 	o, err := s.parseListOptions(r, ri)
+	if err != nil {
+		return err
+	}
+	out, err := negotiateOutput(r, "watch")
 	if err != nil {
 		return err
 	}
@@ -321,7 +333,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)
-	enc := &eventEncoder{res: ri.res}
+	enc := &eventEncoder{res: ri.res, out: out}
 	if err != nil {
 		// Like kube-apiserver, a watch that cannot start still answers 200
 		// and says why in one ERROR event; clients relist on 410.
@@ -372,20 +384,31 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 }
 
 // eventEncoder writes watch events as kube-apiserver does: one
-// {"type":..,"object":..} JSON document per line.
+// {"type":..,"object":..} JSON document per line, the object in the form
+// the client negotiated (see table.go).
 type eventEncoder struct {
-	res *api.Resource
+	res  *api.Resource
+	out  *output
+	sent bool // an event has been written: later tables carry no columns
 }
 
 func (e *eventEncoder) line(it watchItem) []byte {
 	if it.typ == watch.Bookmark {
 		return e.bookmark(it.rv, nil)
 	}
-	b := make([]byte, 0, len(it.obj.raw)+32)
+	raw := it.obj.raw
+	if e.out != nil && e.out.kind != asObject {
+		var err error
+		if raw, err = e.out.eventObject(e.res, it, !e.sent, nil); err != nil {
+			return e.errorLine(apierrors.NewInternalError(err))
+		}
+	}
+	e.sent = true
+	b := make([]byte, 0, len(raw)+32)
 	b = append(b, `{"type":"`...)
 	b = append(b, it.typ...)
 	b = append(b, `","object":`...)
-	b = append(b, it.obj.raw...)
+	b = append(b, raw...)
 	b = append(b, "}\n"...)
 	return b
 }
@@ -394,7 +417,13 @@ func (e *eventEncoder) bookmark(rv int64, annotations map[string]string) []byte 
 	obj := e.res.NewObject()
 	obj.SetResourceVersion(strconv.FormatInt(rv, 10))
 	obj.SetAnnotations(annotations)
-	raw, _ := json.Marshal(obj)
+	var raw []byte
+	if e.out != nil && e.out.kind != asObject {
+		raw, _ = e.out.eventObject(e.res, watchItem{}, !e.sent, obj)
+	} else {
+		raw, _ = json.Marshal(obj)
+	}
+	e.sent = true
 	return append(append([]byte(`{"type":"BOOKMARK","object":`), raw...), "}\n"...)
 }
 

@@ -40,6 +40,11 @@ type Config struct {
 	BookmarkInterval time.Duration
 	// Timeline, if set, is served at /debug/timeline for `minictl trace`.
 	Timeline *timeline.Bus
+	// DefaultNotReadyTolerationSeconds and
+	// DefaultUnreachableTolerationSeconds are how long a new pod tolerates
+	// its node being not-ready or unreachable before it is evicted, unless
+	// it says otherwise (kube-apiserver's flags of the same names; 0: 300).
+	DefaultNotReadyTolerationSeconds, DefaultUnreachableTolerationSeconds int64
 }
 
 // Server is minictl's API server: kube-apiserver's REST API over one etcd.
@@ -51,9 +56,13 @@ type Server struct {
 	maxBody  int64
 	bookmark time.Duration
 	timeline *timeline.Bus
+	// tolerations are the default NoExecute toleration seconds, by taint.
+	tolerations map[string]int64
 
-	stores map[*api.Resource]*resourceStore
-	caches map[*api.Resource]*watchCache
+	stores     map[*api.Resource]*resourceStore
+	quotaLocks quotaLocks
+	caches     map[*api.Resource]*watchCache
+	openapi    openAPIDocs // built on first request
 
 	handler http.Handler
 	ready   chan struct{} // closed when caches are filled and the namespaces exist
@@ -73,10 +82,14 @@ func New(cfg Config) (*Server, error) {
 		maxBody:  cfg.MaxRequestBodyBytes,
 		bookmark: cfg.BookmarkInterval,
 		timeline: cfg.Timeline,
-		stores:   map[*api.Resource]*resourceStore{},
-		caches:   map[*api.Resource]*watchCache{},
-		ready:    make(chan struct{}),
-		done:     make(chan struct{}),
+		tolerations: map[string]int64{
+			corev1.TaintNodeNotReady:    orDefault(cfg.DefaultNotReadyTolerationSeconds, 300),
+			corev1.TaintNodeUnreachable: orDefault(cfg.DefaultUnreachableTolerationSeconds, 300),
+		},
+		stores: map[*api.Resource]*resourceStore{},
+		caches: map[*api.Resource]*watchCache{},
+		ready:  make(chan struct{}),
+		done:   make(chan struct{}),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -215,6 +228,9 @@ func (s *Server) routes() http.Handler {
 	r.Get("/version", s.version)
 	r.Get("/debug/timeline", s.serveTimeline)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+	r.Get("/openapi/v2", s.openAPIV2)
+	r.Get("/openapi/v3", s.openAPIV3Discovery)
+	r.Get("/openapi/v3/*", s.openAPIV3)
 	r.Get("/api", s.apiVersions)
 	r.Get("/apis", s.apiGroups)
 	r.Get("/api/v1", s.resourceList("", "v1"))
@@ -266,4 +282,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = w.Write([]byte("not ready: watch caches are filling"))
 	}
+}
+
+func orDefault(v, def int64) int64 {
+	if v == 0 {
+		return def
+	}
+	return v
 }

@@ -22,6 +22,10 @@ type resourceStore struct {
 	store   *store.Store
 	prefix  string // "/registry/<group>/<plural>/"; the core group is "core"
 	metrics *metrics
+	// cached, if set, returns the watch cache's object under key (nil if
+	// it has none): where an update starts, before it reads etcd. The
+	// watch cache sets it.
+	cached func(key string) *cachedObject
 }
 
 func newResourceStore(res *api.Resource, st *store.Store, m *metrics) *resourceStore {
@@ -114,40 +118,77 @@ type updateFunc func(cur api.Object) (api.Object, error)
 // which then fails with a Conflict instead of being retried. An update that
 // changes nothing writes nothing and returns the current object, as in
 // Kubernetes. A dry run computes the result and writes nothing.
+//
+// Like kube-apiserver's GuaranteedUpdate with the watch cache's object, the
+// first attempt starts from the cached state, saving a read from etcd; the
+// compare-and-swap makes that safe. Because the cache may be a little
+// behind, the cached state is only a guess: if fn fails on it, or finds
+// nothing to change, or the write conflicts, the object is read from etcd
+// and fn runs again on that, so every outcome is one a fresh read gives.
 func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry bool, fn updateFunc) (api.Object, error) {
 	defer rs.observe("update", time.Now())
 	key := rs.key(namespace, name)
+	var cached *cachedObject
+	if !dry && rs.cached != nil {
+		cached = rs.cached(key)
+	}
 	for {
-		kv, err := rs.store.Get(ctx, key)
-		if err != nil {
-			return nil, rs.storageError(err, name)
-		}
-		cur, err := decodeFromStorage(rs.res, kv.Value, kv.Revision)
-		if err != nil {
-			return nil, apierrors.NewInternalError(err)
+		var cur api.Object
+		var rev int64
+		var stored []byte // the current value as read from etcd; nil when cur is the cached guess
+		if cached != nil {
+			cur, rev = cached.obj.DeepCopyObject().(api.Object), cached.rv
+		} else {
+			kv, err := rs.store.Get(ctx, key)
+			if err != nil {
+				return nil, rs.storageError(err, name)
+			}
+			if cur, err = decodeFromStorage(rs.res, kv.Value, kv.Revision); err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			rev, stored = kv.Revision, kv.Value
 		}
 		next, err := fn(cur)
 		if err != nil {
+			if cached != nil {
+				cached = nil // perhaps only because the guess was stale
+				continue
+			}
 			return nil, err
 		}
 		data, err := encodeForStorage(next)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		if dry || bytes.Equal(data, kv.Value) {
-			next.SetResourceVersion(strconv.FormatInt(kv.Revision, 10))
+		if cached != nil && unchanged(data, rev, cached.raw) {
+			cached = nil // nothing to change in the guess: is that so in etcd?
+			continue
+		}
+		if dry || (stored != nil && bytes.Equal(data, stored)) {
+			next.SetResourceVersion(strconv.FormatInt(rev, 10))
 			return next, nil
 		}
-		rev, err := rs.store.Update(ctx, key, data, kv.Revision)
+		newRev, err := rs.store.Update(ctx, key, data, rev)
+		if cached != nil && err != nil {
+			cached = nil // stale, or gone: decide again on what etcd holds
+			continue
+		}
 		if errors.Is(err, store.ErrConflict) {
 			continue // someone else wrote first: recompute from their state
 		}
 		if err != nil {
 			return nil, rs.storageError(err, name)
 		}
-		next.SetResourceVersion(strconv.FormatInt(rev, 10))
+		next.SetResourceVersion(strconv.FormatInt(newRev, 10))
 		return next, nil
 	}
+}
+
+// unchanged reports whether data, an object as encodeForStorage wrote it,
+// is the object whose JSON at revision rev the watch cache holds as raw.
+func unchanged(data []byte, rev int64, raw []byte) bool {
+	withRV, ok := withResourceVersion(data, rev)
+	return ok && bytes.Equal(withRV, raw)
 }
 
 // remove deletes the object if it is still at revision rv.

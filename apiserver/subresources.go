@@ -38,12 +38,16 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, ri *request
 			return cur, nil
 		}
 	case http.MethodPatch:
+		fv, err := writeOptions(r)
+		if err != nil {
+			return err
+		}
 		apply, err := s.readPatch(r, ri.res.New())
 		if err != nil {
 			return err
 		}
 		next = func(cur api.Object) (api.Object, error) {
-			patched, err := patchObject(ri.res, cur, apply, false)
+			patched, err := patchObject(r.Context(), ri.res, cur, apply, fv)
 			if err != nil {
 				return nil, err
 			}

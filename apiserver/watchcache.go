@@ -116,7 +116,7 @@ type cacheWatcher struct {
 }
 
 func newWatchCache(rs *resourceStore, log *slog.Logger, m *metrics, capacity, buffer int) *watchCache {
-	return &watchCache{
+	c := &watchCache{
 		res: rs.res, rs: rs, log: log.With("resource", rs.res.Plural), metrics: m,
 		capacity: capacity, buffer: buffer,
 		objects:  map[string]*cachedObject{},
@@ -124,6 +124,19 @@ func newWatchCache(rs *resourceStore, log *slog.Logger, m *metrics, capacity, bu
 		changed:  make(chan struct{}),
 		watchers: map[*cacheWatcher]struct{}{},
 	}
+	rs.cached = c.current
+	return c
+}
+
+// current returns the cached object under key, or nil when the cache has
+// none or is not filled yet.
+func (c *watchCache) current(key string) *cachedObject {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if !c.ready {
+		return nil
+	}
+	return c.objects[key]
 }
 
 // run lists the resource from etcd, then follows one etcd watch from the

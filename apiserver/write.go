@@ -73,6 +73,13 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Ob
 	if generated {
 		obj.SetName(generateName(obj.GetGenerateName()))
 	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		// The DefaultTolerationSeconds admission, before defaults, so that
+		// the server's configured seconds win over the built-in 300.
+		for _, taint := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
+			api.AddDefaultToleration(pod, taint, s.tolerations[taint])
+		}
+	}
 	if res.Default != nil {
 		res.Default(obj)
 	}
@@ -88,10 +95,18 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Ob
 	if dry {
 		return obj, nil
 	}
+	charges, err := s.admitQuota(ctx, res, obj, nil)
+	if err != nil {
+		return nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		created, err := rs.create(ctx, obj)
-		if err == nil || !generated || !isAlreadyExists(err) || attempt == 8 {
-			return created, err
+		if err == nil {
+			return created, nil
+		}
+		if !generated || !isAlreadyExists(err) || attempt == 8 {
+			s.refundQuota(ctx, obj.GetNamespace(), charges)
+			return nil, err
 		}
 		obj.SetName(generateName(obj.GetGenerateName()))
 	}
@@ -280,7 +295,19 @@ func (s *Server) readPatch(r *http.Request, dataStruct any) (func(orig []byte) (
 			return out, patchFailed(err)
 		}, nil
 	}
+	if types.PatchType(mt) == types.ApplyYAMLPatchType || types.PatchType(mt) == types.ApplyCBORPatchType {
+		return nil, errServerSideApply(mt)
+	}
 	return nil, newUnsupportedMediaType(mt, patchMediaTypes)
+}
+
+// errServerSideApply answers a server-side apply, which minictl does not
+// do: it would need managedFields and the structured merge of every kind.
+func errServerSideApply(mt string) *apierrors.StatusError {
+	se := newUnsupportedMediaType(mt, patchMediaTypes)
+	se.ErrStatus.Message = fmt.Sprintf("server-side apply (%s) is not supported by minictl; use client-side apply "+
+		"(kubectl apply without --server-side) or a merge, JSON or strategic merge patch; accepted media types are %v", mt, patchMediaTypes)
+	return se
 }
 
 func patchFailed(err error) error {
@@ -290,8 +317,9 @@ func patchFailed(err error) error {
 	return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "patch", schemaGroupResource(), "", err.Error(), 0, false)
 }
 
-// patchObject applies a patch to the current object and decodes the result.
-func patchObject(res *api.Resource, cur api.Object, apply func([]byte) ([]byte, error), strict bool) (api.Object, error) {
+// patchObject applies a patch to the current object and decodes the result;
+// fields the kind does not have are treated as fv says.
+func patchObject(ctx context.Context, res *api.Resource, cur api.Object, apply func([]byte) ([]byte, error), fv fieldValidation) (api.Object, error) {
 	orig, err := json.Marshal(cur)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -300,7 +328,7 @@ func patchObject(res *api.Resource, cur api.Object, apply func([]byte) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
-	obj, err := decodeInto(res, patched, strict)
+	obj, err := decodeInto(ctx, res, patched, fv)
 	if err != nil {
 		return nil, err
 	}
@@ -311,13 +339,16 @@ func patchObject(res *api.Resource, cur api.Object, apply func([]byte) ([]byte, 
 }
 
 func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
+	fv, err := writeOptions(r)
+	if err != nil {
+		return err
+	}
 	apply, err := s.readPatch(r, ri.res.New())
 	if err != nil {
 		return err
 	}
-	strict := r.URL.Query().Get("fieldValidation") == "Strict"
 	out, err := s.updateObject(r.Context(), s.stores[ri.res], ri.namespace, ri.name, modeMain, dryRun(r), func(cur api.Object) (api.Object, error) {
-		return patchObject(ri.res, cur, apply, strict)
+		return patchObject(r.Context(), ri.res, cur, apply, fv)
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,100 @@
+package apiserver_test
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minictl/minictl/internal/testenv"
+)
+
+// quotaReady creates a ResourceQuota and, playing the resource quota
+// controller, fills its status so admission enforces it.
+func quotaReady(t *testing.T, env *testenv.Env, ns string, hard corev1.ResourceList) {
+	t.Helper()
+	q := &corev1.ResourceQuota{
+		TypeMeta:   metav1.TypeMeta{Kind: "ResourceQuota", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: "q"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
+	}
+	created := create[corev1.ResourceQuota](t, env, "/api/v1/namespaces/"+ns+"/resourcequotas", q)
+	used := corev1.ResourceList{}
+	for name := range hard {
+		used[name] = resource.MustParse("0")
+	}
+	created.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: used}
+	update[corev1.ResourceQuota](t, env, "/api/v1/namespaces/"+ns+"/resourcequotas/q/status", created)
+	eventually(t, "the quota's status in the cache", func() (bool, string) {
+		l := get[corev1.ResourceQuotaList](t, env, "/api/v1/namespaces/"+ns+"/resourcequotas?resourceVersion=0")
+		return len(l.Items) == 1 && len(l.Items[0].Status.Hard) > 0, "status not cached yet"
+	})
+}
+
+// TestQuotaAdmission: with pods: 2, the third pod is refused with
+// Kubernetes' message and nothing is stored; status.used moves with each
+// admitted pod.
+func TestQuotaAdmission(t *testing.T) {
+	env := testenv.Start(t)
+	createNamespace(t, env, "quota")
+	quotaReady(t, env, "quota", corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")})
+	for _, name := range []string{"a", "b"} {
+		create[corev1.Pod](t, env, "/api/v1/namespaces/quota/pods", pod(name, "", nil))
+	}
+	before := revision(t, env)
+	st := do(t, env, "POST", "/api/v1/namespaces/quota/pods", jsonType, pod("c", "", nil)).
+		wantStatus(t, http.StatusForbidden, metav1.StatusReasonForbidden)
+	want := `pods "c" is forbidden: exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2`
+	if st.Message != want {
+		t.Errorf("message %q, want %q", st.Message, want)
+	}
+	if after := revision(t, env); after != before {
+		t.Errorf("a refused pod moved the revision from %d to %d", before, after)
+	}
+	q := get[corev1.ResourceQuota](t, env, "/api/v1/namespaces/quota/resourcequotas/q")
+	if used := q.Status.Used[corev1.ResourcePods]; used.String() != "2" {
+		t.Errorf("status.used pods = %s, want 2", used.String())
+	}
+}
+
+// TestQuotaConcurrentCreates: twenty creates racing for five free slots
+// create exactly five pods.
+func TestQuotaConcurrentCreates(t *testing.T) {
+	env := testenv.Start(t)
+	createNamespace(t, env, "race")
+	quotaReady(t, env, "race", corev1.ResourceList{corev1.ResourcePods: resource.MustParse("5")})
+	var wg sync.WaitGroup
+	codes := make([]int, 20)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = do(t, env, "POST", "/api/v1/namespaces/race/pods", jsonType, pod(fmt.Sprintf("p%d", i), "", nil)).code
+		}()
+	}
+	wg.Wait()
+	created, refused := 0, 0
+	for _, c := range codes {
+		switch c {
+		case http.StatusCreated:
+			created++
+		case http.StatusForbidden:
+			refused++
+		}
+	}
+	if created != 5 || refused != 15 {
+		t.Errorf("created %d, refused %d (codes %v); want 5 and 15", created, refused, codes)
+	}
+	l := get[corev1.PodList](t, env, "/api/v1/namespaces/race/pods")
+	if len(l.Items) != 5 {
+		t.Errorf("%d pods stored, want 5", len(l.Items))
+	}
+	q := get[corev1.ResourceQuota](t, env, "/api/v1/namespaces/race/resourcequotas/q")
+	if used := q.Status.Used[corev1.ResourcePods]; used.String() != "5" {
+		t.Errorf("status.used pods = %s, want 5", used.String())
+	}
+}

@@ -1,0 +1,232 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/minictl/minictl/api"
+)
+
+// A read answers in the form the client's Accept header asks for, as
+// kube-apiserver does:
+//
+//   - application/json: the objects themselves;
+//   - application/json;as=Table;v=v1;g=meta.k8s.io (or v1beta1): a
+//     meta.k8s.io Table, one row per object, with the columns of the kind's
+//     api.Table. This is what `kubectl get` asks for and prints. Each row
+//     carries the object as ?includeObject= says: its metadata as a
+//     PartialObjectMetadata (Metadata, the default), the whole object
+//     (Object) or nothing (None);
+//   - application/json;as=PartialObjectMetadata[List];v=v1;g=meta.k8s.io:
+//     the objects' metadata only, as client-go's metadata informers ask.
+//
+// Accept lists alternatives in order of preference; the first one served
+// wins, and with none served the answer is plain JSON.
+
+// outputKind is what a read answers with.
+type outputKind int
+
+const (
+	asObject   outputKind = iota // the objects themselves
+	asTable                      // a meta.k8s.io Table
+	asMetadata                   // PartialObjectMetadata, or its List
+)
+
+// output is the negotiated form of a read's answer.
+type output struct {
+	kind    outputKind
+	version string                     // meta.k8s.io version for asTable and asMetadata
+	include metav1.IncludeObjectPolicy // what each table row carries
+	now     func() time.Time           // AGE columns are measured from now(), row by row: a watch lasts
+}
+
+// negotiateOutput reads the Accept header (and includeObject) of a get,
+// list or watch.
+func negotiateOutput(r *http.Request, verb string) (*output, error) {
+	out := &output{kind: asObject, now: time.Now}
+	for _, accept := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(accept))
+		if err != nil {
+			continue
+		}
+		switch mt {
+		case "application/json", "application/*", "*/*":
+		default:
+			continue // protobuf, CBOR, YAML: not served; try the next
+		}
+		as := params["as"]
+		if as == "" {
+			return out, nil
+		}
+		if params["g"] != metav1.GroupName || (params["v"] != "v1" && params["v"] != "v1beta1") {
+			continue
+		}
+		out.version = params["v"]
+		switch {
+		case as == "Table":
+			out.kind = asTable
+		case as == "PartialObjectMetadata" && verb != "list",
+			as == "PartialObjectMetadataList" && verb == "list":
+			out.kind = asMetadata
+		default:
+			continue
+		}
+		break
+	}
+	if out.kind == asTable {
+		switch p := metav1.IncludeObjectPolicy(r.URL.Query().Get("includeObject")); p {
+		case "":
+			out.include = metav1.IncludeMetadata
+		case metav1.IncludeNone, metav1.IncludeMetadata, metav1.IncludeObject:
+			out.include = p
+		default:
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("Unable to convert to Table as requested: includeObject: Unsupported value: %q: supported values: \"Metadata\", \"None\", \"Object\"", p))
+		}
+	}
+	return out, nil
+}
+
+func (o *output) apiVersion() string { return metav1.GroupName + "/" + o.version }
+
+// partial is obj's metadata as a PartialObjectMetadata.
+func (o *output) partial(obj api.Object) *metav1.PartialObjectMetadata {
+	p := meta.AsPartialObjectMetadata(obj)
+	p.APIVersion, p.Kind = o.apiVersion(), "PartialObjectMetadata"
+	return p
+}
+
+// row is obj's table row, carrying the object as includeObject says. raw
+// is obj's JSON, when the caller has it.
+func (o *output) row(res *api.Resource, obj api.Object, raw []byte) (metav1.TableRow, error) {
+	row := res.TableRow(obj, o.now())
+	switch o.include {
+	case metav1.IncludeObject:
+		if raw == nil {
+			var err error
+			if raw, err = json.Marshal(obj); err != nil {
+				return row, err
+			}
+		}
+		row.Object = runtime.RawExtension{Raw: raw}
+	case metav1.IncludeMetadata:
+		row.Object = runtime.RawExtension{Object: o.partial(obj)}
+	}
+	return row, nil
+}
+
+// table builds a Table of objs; columns are left out when headers is
+// false (every watch event after the first).
+func (o *output) table(res *api.Resource, lm metav1.ListMeta, objs []api.Object, raws [][]byte, headers bool) (*metav1.Table, error) {
+	t := &metav1.Table{
+		TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: o.apiVersion()},
+		ListMeta: lm,
+		Rows:     make([]metav1.TableRow, 0, len(objs)),
+	}
+	if headers {
+		t.ColumnDefinitions = res.TableColumns()
+	}
+	for i, obj := range objs {
+		var raw []byte
+		if raws != nil {
+			raw = raws[i]
+		}
+		row, err := o.row(res, obj, raw)
+		if err != nil {
+			return nil, err
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t, nil
+}
+
+// writeObjectAs answers a get with obj (whose JSON is raw, if not nil) in
+// the negotiated form.
+func (o *output) writeObjectAs(w http.ResponseWriter, res *api.Resource, obj api.Object, raw []byte) error {
+	switch o.kind {
+	case asTable:
+		t, err := o.table(res, metav1.ListMeta{ResourceVersion: obj.GetResourceVersion()}, []api.Object{obj}, [][]byte{raw}, true)
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		writeJSON(w, http.StatusOK, t)
+	case asMetadata:
+		writeJSON(w, http.StatusOK, o.partial(obj))
+	default:
+		if raw == nil {
+			return writeObject(w, http.StatusOK, obj)
+		}
+		writeRaw(w, http.StatusOK, raw)
+	}
+	return nil
+}
+
+// writeListAs answers a list in the negotiated form. raws are the objects'
+// JSON, in the same order as objs.
+func (o *output) writeListAs(w http.ResponseWriter, res *api.Resource, lm metav1.ListMeta, objs []api.Object, raws [][]byte) error {
+	switch o.kind {
+	case asTable:
+		t, err := o.table(res, lm, objs, raws, true)
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		writeJSON(w, http.StatusOK, t)
+	case asMetadata:
+		list := &metav1.PartialObjectMetadataList{
+			TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: o.apiVersion()},
+			ListMeta: lm,
+			Items:    make([]metav1.PartialObjectMetadata, len(objs)),
+		}
+		for i, obj := range objs {
+			list.Items[i] = *o.partial(obj)
+		}
+		writeJSON(w, http.StatusOK, list)
+	default:
+		return writeList(w, res, lm, raws)
+	}
+	return nil
+}
+
+// eventObject is a watch event's object in the negotiated form: a Table of
+// one row (with the columns only in the stream's first event, as
+// kube-apiserver sends them) or a PartialObjectMetadata. A bookmark is a
+// Table without rows, or a PartialObjectMetadata with only the
+// resourceVersion and annotations.
+func (o *output) eventObject(res *api.Resource, it watchItem, first bool, bookmark api.Object) ([]byte, error) {
+	if bookmark != nil {
+		if o.kind == asTable {
+			return json.Marshal(&metav1.Table{
+				TypeMeta:          metav1.TypeMeta{Kind: "Table", APIVersion: o.apiVersion()},
+				ListMeta:          metav1.ListMeta{ResourceVersion: bookmark.GetResourceVersion()},
+				ColumnDefinitions: columnsIf(res, first),
+				Rows:              []metav1.TableRow{},
+			})
+		}
+		return json.Marshal(o.partial(bookmark))
+	}
+	if o.kind == asTable {
+		t, err := o.table(res, metav1.ListMeta{ResourceVersion: strconv.FormatInt(it.obj.rv, 10)},
+			[]api.Object{it.obj.obj}, [][]byte{it.obj.raw}, first)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(t)
+	}
+	return json.Marshal(o.partial(it.obj.obj))
+}
+
+func columnsIf(res *api.Resource, headers bool) []metav1.TableColumnDefinition {
+	if headers {
+		return res.TableColumns()
+	}
+	return nil
+}

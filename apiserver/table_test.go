@@ -1,0 +1,231 @@
+package apiserver_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minictl/minictl/internal/testenv"
+)
+
+// kubectlAccept is the Accept header `kubectl get` sends.
+const kubectlAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+
+// getAccept sends a GET with an Accept header.
+func getAccept(t testing.TB, env *testenv.Env, path, accept string) *reply {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, env.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", accept)
+	resp, err := env.Client().Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &reply{code: resp.StatusCode, header: resp.Header, body: body}
+}
+
+func columnNames(tb *metav1.Table) []string {
+	var out []string
+	for _, c := range tb.ColumnDefinitions {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// rowMeta decodes the object a row carries.
+func rowMeta(t testing.TB, row metav1.TableRow) metav1.PartialObjectMetadata {
+	t.Helper()
+	var m metav1.PartialObjectMetadata
+	if err := json.Unmarshal(row.Object.Raw, &m); err != nil {
+		t.Fatalf("decode row object %s: %v", row.Object.Raw, err)
+	}
+	return m
+}
+
+func TestTableList(t *testing.T) {
+	env := testenv.Start(t)
+	createNamespace(t, env, "tb")
+	for _, name := range []string{"a", "b", "c"} {
+		create[corev1.Pod](t, env, podPath("tb", ""), pod(name, "", map[string]string{"app": "web"}))
+	}
+
+	var tb metav1.Table
+	getAccept(t, env, podPath("tb", ""), kubectlAccept).want(t, http.StatusOK).into(t, &tb)
+	if tb.Kind != "Table" || tb.APIVersion != "meta.k8s.io/v1" {
+		t.Fatalf("got %s %s, want meta.k8s.io/v1 Table", tb.APIVersion, tb.Kind)
+	}
+	if got, want := strings.Join(columnNames(&tb), ","), "Name,Ready,Status,Restarts,Age,IP,Node,Nominated Node,Readiness Gates"; got != want {
+		t.Errorf("columns %s, want %s", got, want)
+	}
+	if tb.ColumnDefinitions[5].Priority != 1 || tb.ColumnDefinitions[0].Format != "name" {
+		t.Errorf("column definitions %+v: IP is priority 1, Name has format name", tb.ColumnDefinitions)
+	}
+	if tb.ResourceVersion == "" {
+		t.Error("a table of a list keeps the list's resourceVersion")
+	}
+	if len(tb.Rows) != 3 {
+		t.Fatalf("%d rows, want 3", len(tb.Rows))
+	}
+	for i, name := range []string{"a", "b", "c"} {
+		row := tb.Rows[i]
+		if row.Cells[0] != name || row.Cells[1] != "0/1" || row.Cells[2] != "Pending" || row.Cells[3] != "0" || row.Cells[6] != "<none>" {
+			t.Errorf("row %d: %v", i, row.Cells)
+		}
+		m := rowMeta(t, row)
+		if m.Kind != "PartialObjectMetadata" || m.APIVersion != "meta.k8s.io/v1" || m.Name != name || m.Namespace != "tb" ||
+			m.Labels["app"] != "web" || m.ResourceVersion == "" || m.UID == "" {
+			t.Errorf("row %d object: %+v", i, m)
+		}
+	}
+
+	// Pages keep their continue token; includeObject=None leaves rows bare.
+	var page metav1.Table
+	getAccept(t, env, podPath("tb", "")+"?limit=2&includeObject=None", kubectlAccept).want(t, http.StatusOK).into(t, &page)
+	if len(page.Rows) != 2 || page.Continue == "" || page.Rows[0].Object.Raw != nil {
+		t.Errorf("page: %d rows, continue %q, object %s", len(page.Rows), page.Continue, page.Rows[0].Object.Raw)
+	}
+	var rest metav1.Table
+	getAccept(t, env, podPath("tb", "")+"?limit=2&continue="+page.Continue, kubectlAccept).want(t, http.StatusOK).into(t, &rest)
+	if len(rest.Rows) != 1 || rest.Rows[0].Cells[0] != "c" || rest.Continue != "" {
+		t.Errorf("second page: %v, continue %q", rest.Rows, rest.Continue)
+	}
+
+	// Served from the watch cache (a resourceVersion without Exact), across
+	// namespaces.
+	var all metav1.Table
+	getAccept(t, env, "/api/v1/pods?includeObject=Object&resourceVersion="+tb.ResourceVersion, kubectlAccept).want(t, http.StatusOK).into(t, &all)
+	if len(all.Rows) != 3 {
+		t.Fatalf("%d rows, want 3", len(all.Rows))
+	}
+	var p corev1.Pod
+	if err := json.Unmarshal(all.Rows[0].Object.Raw, &p); err != nil || p.Kind != "Pod" || p.Spec.Containers[0].Image != "nginx:1.27" {
+		t.Errorf("includeObject=Object: %v %s", err, all.Rows[0].Object.Raw)
+	}
+}
+
+func TestTableGetAndVersions(t *testing.T) {
+	env := testenv.Start(t)
+	created := create[corev1.ConfigMap](t, env, cmPath("default", ""), configMap("cfg", nil, map[string]string{"a": "1", "b": "2"}))
+
+	var tb metav1.Table
+	getAccept(t, env, cmPath("default", "cfg"), "application/json;as=Table;v=v1beta1;g=meta.k8s.io, application/json").
+		want(t, http.StatusOK).into(t, &tb)
+	if tb.APIVersion != "meta.k8s.io/v1beta1" || tb.ResourceVersion != created.ResourceVersion {
+		t.Errorf("got %s rv %q, want meta.k8s.io/v1beta1 rv %s", tb.APIVersion, tb.ResourceVersion, created.ResourceVersion)
+	}
+	if len(tb.Rows) != 1 || tb.Rows[0].Cells[0] != "cfg" || tb.Rows[0].Cells[1] != float64(2) {
+		t.Errorf("rows %v, want cfg with DATA 2", tb.Rows)
+	}
+	if got := strings.Join(columnNames(&tb), ","); got != "Name,Data,Age" {
+		t.Errorf("columns %s", got)
+	}
+
+	// Plain JSON still comes back when asked for, or when the Accept
+	// header names nothing minictl serves.
+	for _, accept := range []string{"application/json", "", "application/vnd.kubernetes.protobuf, */*"} {
+		var cm corev1.ConfigMap
+		getAccept(t, env, cmPath("default", "cfg"), accept).want(t, http.StatusOK).into(t, &cm)
+		if cm.Kind != "ConfigMap" || cm.Data["a"] != "1" {
+			t.Errorf("Accept %q: got %s", accept, cm.Kind)
+		}
+	}
+
+	getAccept(t, env, cmPath("default", "")+"?includeObject=Everything", kubectlAccept).
+		wantStatus(t, http.StatusBadRequest, metav1.StatusReasonBadRequest)
+}
+
+func TestPartialObjectMetadata(t *testing.T) {
+	env := testenv.Start(t)
+	create[corev1.ConfigMap](t, env, cmPath("default", ""), configMap("cfg", map[string]string{"k": "v"}, map[string]string{"secret": "data"}))
+
+	var list metav1.PartialObjectMetadataList
+	r := getAccept(t, env, cmPath("default", ""), "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json").want(t, http.StatusOK)
+	r.into(t, &list)
+	if list.Kind != "PartialObjectMetadataList" || len(list.Items) != 1 || list.Items[0].Labels["k"] != "v" || list.ResourceVersion == "" {
+		t.Fatalf("got %s", r.body)
+	}
+	if strings.Contains(string(r.body), "secret") {
+		t.Errorf("metadata-only answer carries data: %s", r.body)
+	}
+	var one metav1.PartialObjectMetadata
+	getAccept(t, env, cmPath("default", "cfg"), "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io").want(t, http.StatusOK).into(t, &one)
+	if one.Kind != "PartialObjectMetadata" || one.Name != "cfg" {
+		t.Errorf("got %+v", one)
+	}
+}
+
+// tableEvent is one event of a watch that asked for tables.
+type tableEvent struct {
+	Type   string       `json:"type"`
+	Object metav1.Table `json:"object"`
+}
+
+func TestTableWatch(t *testing.T) {
+	env := testenv.Start(t)
+	createNamespace(t, env, "tw")
+	from := listRV(t, env, "tw")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, env.URL+cmPath("tw", "")+"?watch=true&resourceVersion="+from, nil)
+	req.Header.Set("Accept", kubectlAccept)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := make(chan tableEvent)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			var ev tableEvent
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+				t.Errorf("decode %s: %v", sc.Bytes(), err)
+				return
+			}
+			select {
+			case events <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	create[corev1.ConfigMap](t, env, cmPath("tw", ""), configMap("a", nil, nil))
+	patch[corev1.ConfigMap](t, env, cmPath("tw", "a"), mergePatch, `{"data":{"x":"1"}}`)
+	deleteCM(t, env, "tw", "a")
+
+	for i, want := range []string{"ADDED", "MODIFIED", "DELETED"} {
+		ev, ok := <-events
+		if !ok {
+			t.Fatalf("stream ended before event %d", i)
+		}
+		if ev.Type != want || ev.Object.Kind != "Table" || len(ev.Object.Rows) != 1 || ev.Object.Rows[0].Cells[0] != "a" {
+			t.Fatalf("event %d: %s %+v, want %s with one row for a", i, ev.Type, ev.Object, want)
+		}
+		if (i == 0) != (len(ev.Object.ColumnDefinitions) > 0) {
+			t.Errorf("event %d has %d column definitions; only the first event carries them", i, len(ev.Object.ColumnDefinitions))
+		}
+		if i == 1 && ev.Object.Rows[0].Cells[1] != float64(1) {
+			t.Errorf("MODIFIED row %v, want DATA 1", ev.Object.Rows[0].Cells)
+		}
+		if m := rowMeta(t, ev.Object.Rows[0]); m.Name != "a" || m.ResourceVersion != ev.Object.ResourceVersion {
+			t.Errorf("event %d row object %+v, table rv %s", i, m, ev.Object.ResourceVersion)
+		}
+	}
+}

@@ -1,0 +1,21 @@
+// Package compat proves that the real tools work against minictl: an
+// unmodified kubectl, built from k8s.io/kubectl at the release minictl's
+// wire types come from (cmd/kubectl), and client-go's typed clientset and
+// shared informers.
+//
+// It is a module of its own so that minictl itself never imports
+// client-go, kubectl or their dependencies. Its tests build the minictl
+// binary and kubectl, start `minictl up` on a free loopback port with a
+// temporary data dir, and drive it the way a user does:
+//
+//   - kubectl_test.go: version, api-resources, get (tables, -o wide, -A,
+//     all, -w), create and apply of a multi-document file, re-apply after
+//     an edit (a strategic merge patch computed from minictl's OpenAPI),
+//     edit, scale, delete, describe, events, explain, validation;
+//   - clientgo_test.go: create, get, update with conflict retry, patch,
+//     delete through kubernetes.Clientset, and shared informers that sync,
+//     follow churn and end equal to a fresh list.
+//
+// Assertions about pods becoming Running need the simulated nodes of
+// `minictl up`; without nodes they skip and say so.
+package compat

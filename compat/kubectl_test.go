@@ -1,0 +1,469 @@
+package compat
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestKubectlVersion(t *testing.T) {
+	out := kubectl(t, "version")
+	if !strings.Contains(out, "Client Version: "+kubectlVersion) {
+		t.Errorf("no client version in:\n%s", out)
+	}
+	if !regexp.MustCompile(`(?m)^Server Version: v1\.36\.\d+`).MatchString(out) {
+		t.Errorf("no v1.36 server version in:\n%s", out)
+	}
+	r := kubectlRun(t, "", nil, "version")
+	if strings.Contains(r.stderr, "WARNING") {
+		t.Errorf("version skew warning: %s", r.stderr)
+	}
+}
+
+func TestKubectlAPIResources(t *testing.T) {
+	tb := parseTable(t, kubectl(t, "api-resources"))
+	wantHeader(t, tb, "NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND")
+	for _, want := range [][]string{
+		{"pods", "po", "v1", "true", "Pod"},
+		{"namespaces", "ns", "v1", "false", "Namespace"},
+		{"nodes", "no", "v1", "false", "Node"},
+		{"services", "svc", "v1", "true", "Service"},
+		{"deployments", "deploy", "apps/v1", "true", "Deployment"},
+		{"replicasets", "rs", "apps/v1", "true", "ReplicaSet"},
+		{"leases", "", "coordination.k8s.io/v1", "true", "Lease"},
+	} {
+		got := tb.find(t, "NAME", want[0])
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("api-resources row %q, want %q", got, want)
+		}
+	}
+	// Short names and categories resolve through discovery.
+	if out := kubectl(t, "get", "deploy,po,svc,rs", "-n", "kube-system"); out != "" {
+		t.Errorf("kube-system is not empty:\n%s", out)
+	}
+}
+
+func TestKubectlGetNamespaces(t *testing.T) {
+	tb := parseTable(t, kubectl(t, "get", "namespaces"))
+	wantHeader(t, tb, "NAME", "STATUS", "AGE")
+	for _, ns := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
+		if row := tb.find(t, "NAME", ns); tb.col(t, row, "STATUS") != "Active" {
+			t.Errorf("namespace %s: %v", ns, row)
+		}
+	}
+	out := kubectl(t, "get", "ns", "default", "--show-labels")
+	if !strings.Contains(out, "kubernetes.io/metadata.name=default") {
+		t.Errorf("labels come from the rows' objects:\n%s", out)
+	}
+}
+
+func TestKubectlGetNodes(t *testing.T) {
+	out := kubectl(t, "get", "nodes")
+	if strings.TrimSpace(out) == "" {
+		t.Skip("`kubectl get nodes` shows none: this minictl up runs no simulated nodes")
+	}
+	tb := parseTable(t, out)
+	wantHeader(t, tb, "NAME", "STATUS", "ROLES", "AGE", "VERSION")
+	for _, row := range tb.rows {
+		if tb.col(t, row, "STATUS") != "Ready" || !strings.HasPrefix(tb.col(t, row, "VERSION"), "v1.") {
+			t.Errorf("node %v is not Ready with a version", row)
+		}
+	}
+	wide := parseTable(t, kubectl(t, "get", "nodes", "-o", "wide"))
+	wantHeader(t, wide, "NAME", "STATUS", "ROLES", "AGE", "VERSION", "INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME")
+	for _, row := range wide.rows {
+		if ip := wide.col(t, row, "INTERNAL-IP"); ip == "" || ip == "<none>" {
+			t.Errorf("node %v has no internal IP", row)
+		}
+	}
+}
+
+// app is a Namespace, a Deployment and a Service in one file, as people
+// keep them.
+func app(ns, image string) string {
+	return strings.NewReplacer("NS", ns, "IMAGE", image).Replace(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: NS
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: NS
+  labels: {app: web}
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: IMAGE
+        ports:
+        - containerPort: 80
+        resources:
+          requests: {cpu: 100m, memory: 64Mi}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  namespace: NS
+spec:
+  selector: {app: web}
+  ports:
+  - port: 80
+    targetPort: 80
+`)
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func deploymentImages(t *testing.T, ns string) string {
+	t.Helper()
+	return kubectl(t, "get", "deployment", "web", "-n", ns, "-o", `jsonpath={range .spec.template.spec.containers[*]}{.name}={.image} {end}`)
+}
+
+func TestKubectlCreateAndGet(t *testing.T) {
+	const ns = "compat-create"
+	out := kubectl(t, "create", "-f", writeFile(t, "app.yaml", app(ns, "nginx:1.27")))
+	for _, want := range []string{"namespace/" + ns + " created", "deployment.apps/web created", "service/web created"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("create output lacks %q:\n%s", want, out)
+		}
+	}
+	t.Cleanup(func() { kubectlRun(t, "", nil, "delete", "namespace", ns, "--wait=false") })
+
+	deploys := parseTable(t, kubectl(t, "get", "deployments", "-n", ns))
+	wantHeader(t, deploys, "NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE")
+	if row := deploys.find(t, "NAME", "web"); !regexp.MustCompile(`^\d/2$`).MatchString(deploys.col(t, row, "READY")) {
+		t.Errorf("deployment row %v", row)
+	}
+	wide := parseTable(t, kubectl(t, "get", "deploy", "-n", ns, "-o", "wide"))
+	wantHeader(t, wide, "NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE", "CONTAINERS", "IMAGES", "SELECTOR")
+	if row := wide.find(t, "NAME", "web"); wide.col(t, row, "IMAGES") != "nginx:1.27" || wide.col(t, row, "SELECTOR") != "app=web" {
+		t.Errorf("wide row %v", row)
+	}
+	svcs := parseTable(t, kubectl(t, "get", "svc", "-n", ns))
+	wantHeader(t, svcs, "NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE")
+	if row := svcs.find(t, "NAME", "web"); svcs.col(t, row, "TYPE") != "ClusterIP" || svcs.col(t, row, "PORT(S)") != "80/TCP" {
+		t.Errorf("service row %v", row)
+	}
+
+	// A second create says the objects exist, as Kubernetes does.
+	r := kubectlRun(t, "", nil, "create", "-f", writeFile(t, "again.yaml", app(ns, "nginx:1.27")))
+	if r.err == nil || !strings.Contains(r.stderr, `deployments.apps "web" already exists`) {
+		t.Errorf("second create: %v\n%s", r.err, r.stderr)
+	}
+
+	// `get all` finds every kind in the "all" category.
+	all := kubectl(t, "get", "all", "-n", ns)
+	for _, want := range []string{"deployment.apps/web", "service/web"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("get all lacks %s:\n%s", want, all)
+		}
+	}
+	if haveNodes(t) {
+		eventually(t, 30*time.Second, "get all shows the replica set and pods", func() (bool, string) {
+			all := kubectl(t, "get", "all", "-n", ns)
+			return strings.Contains(all, "replicaset.apps/web-") && strings.Contains(all, "pod/web-"), all
+		})
+	}
+
+	// -o yaml and -o name go through the same API without tables.
+	if out := kubectl(t, "get", "deploy", "web", "-n", ns, "-o", "name"); strings.TrimSpace(out) != "deployment.apps/web" {
+		t.Errorf("-o name: %q", out)
+	}
+	if out := kubectl(t, "get", "deploy", "web", "-n", ns, "-o", "yaml"); !strings.Contains(out, "image: nginx:1.27") || !strings.Contains(out, "kind: Deployment") {
+		t.Errorf("-o yaml:\n%s", out)
+	}
+}
+
+func TestKubectlApply(t *testing.T) {
+	const ns = "compat-apply"
+	out := kubectl(t, "apply", "-f", writeFile(t, "app.yaml", app(ns, "nginx:1.27")))
+	for _, want := range []string{"namespace/" + ns + " created", "deployment.apps/web created", "service/web created"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("apply output lacks %q:\n%s", want, out)
+		}
+	}
+	t.Cleanup(func() { kubectlRun(t, "", nil, "delete", "namespace", ns, "--wait=false") })
+	if out := kubectl(t, "apply", "-f", writeFile(t, "same.yaml", app(ns, "nginx:1.27"))); !strings.Contains(out, "deployment.apps/web unchanged") {
+		t.Errorf("re-apply of the same file:\n%s", out)
+	}
+
+	// Someone else adds a sidecar; the user then applies a new image. The
+	// strategic merge patch kubectl computes from minictl's OpenAPI merges
+	// containers by name: the image changes and the sidecar stays.
+	kubectl(t, "patch", "deployment", "web", "-n", ns, "-p", `{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","image":"busybox:1.36"}]}}}}`)
+	if got := deploymentImages(t, ns); got != "sidecar=busybox:1.36 web=nginx:1.27 " {
+		t.Fatalf("after the strategic merge patch: %q", got)
+	}
+	r := kubectlRun(t, "", nil, "apply", "-f", writeFile(t, "new.yaml", app(ns, "nginx:1.28")))
+	if r.err != nil || !strings.Contains(r.stdout, "deployment.apps/web configured") {
+		t.Fatalf("apply of a new image: %v\n%s\n%s", r.err, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stderr, "warning") {
+		t.Errorf("apply fell back from the OpenAPI patch: %s", r.stderr)
+	}
+	if got := deploymentImages(t, ns); got != "sidecar=busybox:1.36 web=nginx:1.28 " {
+		t.Errorf("after apply: %q, want the new image and the sidecar kept", got)
+	}
+
+	// kubectl edit runs the editor on the object and sends a patch.
+	r = kubectlRun(t, "", []string{"KUBE_EDITOR=sed -i -e s/nginx:1.28/nginx:1.29/"}, "edit", "deployment", "web", "-n", ns)
+	if r.err != nil || !strings.Contains(r.stdout, "deployment.apps/web edited") {
+		t.Errorf("edit: %v\n%s\n%s", r.err, r.stdout, r.stderr)
+	}
+	if got := deploymentImages(t, ns); got != "sidecar=busybox:1.36 web=nginx:1.29 " {
+		t.Errorf("after edit: %q", got)
+	}
+
+	// Server-side apply is not served; the error says what to do instead.
+	r = kubectlRun(t, "", nil, "apply", "--server-side", "-f", writeFile(t, "ssa.yaml", app(ns, "nginx:1.30")))
+	if r.err == nil || !strings.Contains(r.stderr, "client-side apply") {
+		t.Errorf("apply --server-side: %v\n%s", r.err, r.stderr)
+	}
+
+	out = kubectl(t, "scale", "deployment", "web", "-n", ns, "--replicas=3")
+	if !strings.Contains(out, "deployment.apps/web scaled") {
+		t.Errorf("scale: %s", out)
+	}
+	if got := kubectl(t, "get", "deploy", "web", "-n", ns, "-o", "jsonpath={.spec.replicas}"); got != "3" {
+		t.Errorf("replicas %s after scale, want 3", got)
+	}
+	if haveNodes(t) {
+		eventually(t, 60*time.Second, "deployment READY 3/3", func() (bool, string) {
+			tb := parseTable(t, kubectl(t, "get", "deploy", "web", "-n", ns))
+			return tb.col(t, tb.rows[0], "READY") == "3/3", strings.Join(tb.rows[0], " ")
+		})
+	}
+}
+
+func TestKubectlValidation(t *testing.T) {
+	bad := `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: NAME
+  namespace: default
+data: {a: b}
+bogus: 1
+`
+	r := kubectlRun(t, strings.Replace(bad, "NAME", "cm-strict", 1), nil, "create", "-f", "-")
+	if r.err == nil || !strings.Contains(r.stderr, `strict decoding error: unknown field "bogus"`) {
+		t.Errorf("create with an unknown field: %v\n%s", r.err, r.stderr)
+	}
+	r = kubectlRun(t, strings.Replace(bad, "NAME", "cm-warn", 1), nil, "create", "--validate=warn", "-f", "-")
+	if r.err != nil || !strings.Contains(r.stderr, `Warning: unknown field "bogus"`) {
+		t.Errorf("--validate=warn: %v\n%s", r.err, r.stderr)
+	}
+	kubectlIn(t, strings.Replace(bad, "NAME", "cm-off", 1), "create", "--validate=false", "-f", "-")
+	kubectl(t, "delete", "configmap", "cm-warn", "cm-off")
+}
+
+func TestKubectlExplain(t *testing.T) {
+	out := kubectl(t, "explain", "pods")
+	for _, want := range []string{"KIND:       Pod", "VERSION:    v1", "FIELDS:", "spec\t<PodSpec>", "collection of containers"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain pods lacks %q:\n%s", want, out)
+		}
+	}
+	out = kubectl(t, "explain", "deployment.spec.replicas")
+	if !strings.Contains(out, "FIELD: replicas <integer>") || !strings.Contains(out, "GROUP:      apps") {
+		t.Errorf("explain deployment.spec.replicas:\n%s", out)
+	}
+}
+
+func TestKubectlPodsAndEvents(t *testing.T) {
+	const ns = "compat-pods"
+	kubectl(t, "create", "namespace", ns)
+	t.Cleanup(func() { kubectlRun(t, "", nil, "delete", "namespace", ns, "--wait=false") })
+
+	// A pod no node can take stays Pending and unscheduled; deleting it
+	// is immediate.
+	kubectlIn(t, `apiVersion: v1
+kind: Pod
+metadata: {name: stuck, namespace: `+ns+`}
+spec:
+  nodeSelector: {compat.minictl.io/nowhere: "true"}
+  containers: [{name: c, image: busybox}]
+`, "create", "-f", "-")
+	pods := parseTable(t, kubectl(t, "get", "pods", "-n", ns))
+	wantHeader(t, pods, "NAME", "READY", "STATUS", "RESTARTS", "AGE")
+	if row := pods.find(t, "NAME", "stuck"); strings.Join(row[1:4], " ") != "0/1 Pending 0" {
+		t.Errorf("stuck pod row %v", row)
+	}
+	wide := parseTable(t, kubectl(t, "get", "pods", "-n", ns, "-o", "wide"))
+	wantHeader(t, wide, "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED NODE", "READINESS GATES")
+	if row := wide.find(t, "NAME", "stuck"); wide.col(t, row, "NODE") != "<none>" || wide.col(t, row, "IP") != "<none>" {
+		t.Errorf("stuck pod wide row %v", row)
+	}
+	everywhere := parseTable(t, kubectl(t, "get", "pods", "-A"))
+	wantHeader(t, everywhere, "NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE")
+	if row := everywhere.find(t, "NAME", "stuck"); everywhere.col(t, row, "NAMESPACE") != ns {
+		t.Errorf("get pods -A row %v", row)
+	}
+	start := time.Now()
+	if out := kubectl(t, "delete", "pod", "stuck", "-n", ns); !strings.Contains(out, `pod "stuck" deleted`) {
+		t.Errorf("delete: %s", out)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("deleting an unscheduled pod took %v", d)
+	}
+
+	out := kubectl(t, "describe", "pod", "-n", ns)
+	if strings.TrimSpace(out) != "" && !strings.Contains(out, "No resources found") {
+		t.Errorf("pods left after delete:\n%s", out)
+	}
+
+	if !haveNodes(t) {
+		t.Skip("`kubectl get nodes` shows none: running pods, their deletion and their events need simulated nodes")
+	}
+	kubectl(t, "run", "solo", "-n", ns, "--image=nginx:1.27")
+	eventually(t, 30*time.Second, "pod solo Running", func() (bool, string) {
+		tb := parseTable(t, kubectl(t, "get", "pod", "solo", "-n", ns, "-o", "wide"))
+		row := tb.rows[0]
+		return tb.col(t, row, "STATUS") == "Running" && tb.col(t, row, "READY") == "1/1" && tb.col(t, row, "NODE") != "<none>", strings.Join(row, " ")
+	})
+	out = kubectl(t, "describe", "pod", "solo", "-n", ns)
+	for _, want := range []string{"Name:", "solo", "Status:", "Running", "Containers:", "Events:", "Scheduled"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("describe pod lacks %q:\n%s", want, out)
+		}
+	}
+	events := parseTable(t, kubectl(t, "get", "events", "-n", ns))
+	wantHeader(t, events, "LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE")
+	if row := events.find(t, "REASON", "Scheduled"); events.col(t, row, "OBJECT") != "pod/solo" {
+		t.Errorf("Scheduled event row %v", row)
+	}
+
+	start = time.Now()
+	if out := kubectl(t, "delete", "pod", "solo", "-n", ns); !strings.Contains(out, `pod "solo" deleted`) {
+		t.Errorf("delete: %s", out)
+	}
+	if d := time.Since(start); d > 35*time.Second {
+		t.Errorf("deleting a running pod took %v", d)
+	}
+}
+
+func TestKubectlDescribeDeployment(t *testing.T) {
+	const ns = "compat-describe"
+	kubectl(t, "apply", "-f", writeFile(t, "app.yaml", app(ns, "nginx:1.27")))
+	t.Cleanup(func() { kubectlRun(t, "", nil, "delete", "namespace", ns, "--wait=false") })
+	out := kubectl(t, "describe", "deployment", "web", "-n", ns)
+	for _, want := range []string{"Name:", "web", "Namespace:", ns, "Selector:", "app=web", "Replicas:", "Pod Template:", "nginx:1.27", "Events:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("describe deployment lacks %q:\n%s", want, out)
+		}
+	}
+	if !haveNodes(t) {
+		return
+	}
+	eventually(t, 30*time.Second, "describe deployment shows the controller's events", func() (bool, string) {
+		out := kubectl(t, "describe", "deployment", "web", "-n", ns)
+		return strings.Contains(out, "ScalingReplicaSet") && strings.Contains(out, "NewReplicaSet:"), out
+	})
+}
+
+// TestKubectlWatch runs `kubectl get pods -w` and reads a pod's
+// transitions as they come.
+func TestKubectlWatch(t *testing.T) {
+	const ns = "compat-watch"
+	kubectl(t, "create", "namespace", ns)
+	t.Cleanup(func() { kubectlRun(t, "", nil, "delete", "namespace", ns, "--wait=false") })
+	nodes := haveNodes(t)
+
+	before := podWatchers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := kubectlCmd(ctx, "get", "pods", "-n", ns, "-w", "--output-watch-events")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = cmd.Wait() }()
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	var seen []string
+	// await reads lines until one matches re.
+	await := func(what string, re *regexp.Regexp) {
+		t.Helper()
+		timeout := time.After(30 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("kubectl get -w ended before %s; saw:\n%s\nstderr: %s", what, strings.Join(seen, "\n"), stderr.String())
+				}
+				seen = append(seen, l)
+				if re.MatchString(l) {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("no %s within 30s; saw:\n%s\nstderr: %s", what, strings.Join(seen, "\n"), stderr.String())
+			}
+		}
+	}
+	// An empty namespace prints nothing until the first event, so wait
+	// until the server counts kubectl's watch before creating the pod.
+	eventually(t, 20*time.Second, "kubectl's watch is open", func() (bool, string) {
+		n := podWatchers(t)
+		return n > before, fmt.Sprintf("%d pod watchers, %d before kubectl", n, before)
+	})
+	kubectl(t, "run", "w1", "-n", ns, "--image=nginx:1.27", "--restart=Never")
+	await("the header", regexp.MustCompile(`^EVENT\s+NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE$`))
+	await("ADDED w1 Pending", regexp.MustCompile(`^ADDED\s+w1\s+0/1\s+Pending\s+0\s+\d+s$`))
+	if nodes {
+		await("w1 Running", regexp.MustCompile(`^MODIFIED\s+w1\s+1/1\s+Running\s+0\s+\d+s$`))
+	}
+	kubectl(t, "delete", "pod", "w1", "-n", ns, "--wait=false")
+	if nodes {
+		await("w1 Terminating", regexp.MustCompile(`^MODIFIED\s+w1\s+\d/1\s+Terminating\s+`))
+	}
+	await("DELETED w1", regexp.MustCompile(`^DELETED\s+w1\s+`))
+	t.Logf("kubectl get pods -w --output-watch-events printed:\n%s", strings.Join(seen, "\n"))
+}
+
+// podWatchers reads apiserver_registered_watchers for pods from /metrics.
+func podWatchers(t *testing.T) int {
+	t.Helper()
+	for _, l := range strings.Split(kubectl(t, "get", "--raw", "/metrics"), "\n") {
+		if v, ok := strings.CutPrefix(l, `apiserver_registered_watchers{resource="pods"} `); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("metric line %q", l)
+			}
+			return n
+		}
+	}
+	return 0
+}
