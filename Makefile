@@ -2,7 +2,7 @@
 # the test command CI runs.
 GO ?= go
 
-.PHONY: up build test vet fmt bench
+.PHONY: up build test test-compat vet fmt bench bench-quick
 
 up:
 	$(GO) run ./cmd/minictl up
@@ -10,11 +10,28 @@ up:
 build:
 	$(GO) build -o bin/minictl ./cmd/minictl
 
+# test runs every test of the main module with the race detector, then the
+# compat module's tests, which build real kubectl and client-go programs and
+# drive them against minictl up (the first build of kubectl takes minutes).
 test:
 	$(GO) test -race -count=1 -timeout 20m ./...
+	cd compat && $(GO) test -count=1 -timeout 20m ./...
+
+test-compat:
+	cd compat && $(GO) test -count=1 -timeout 20m ./...
 
 vet:
 	$(GO) vet ./...
 
 fmt:
 	gofmt -l -w .
+
+# bench measures minictl against the physical limit of this machine: every
+# scenario starts bin/minictl and talks to it over loopback HTTP (see
+# bench/doc.go). It prints a table and writes bench/results.json; it takes a
+# few minutes. bench-quick is a fast look: smaller counts, one repetition.
+bench: build
+	$(GO) run ./bench -bin bin/minictl -json bench/results.json
+
+bench-quick: build
+	$(GO) run ./bench -bin bin/minictl -quick

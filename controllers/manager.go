@@ -44,6 +44,9 @@ type Config struct {
 	Timings Timings
 	// Workers per controller (--concurrent-<name>-syncs).
 	Workers map[string]int
+	// Trace, if set, is given to the shared informers, so that each stage
+	// of the informer pipeline can be followed (minictl trace --stages).
+	Trace informer.TraceFunc
 }
 
 // Timings are the knobs that decide how fast the cluster reacts, under
@@ -337,19 +340,21 @@ func (m *Manager) Run(ctx context.Context) error {
 // runTerm builds every enabled controller on a fresh informer factory and
 // runs them until ctx ends; then it waits for all of them to stop.
 func (m *Manager) runTerm(ctx context.Context) error {
-	factory := informer.NewSharedInformerFactory(m.rc, informer.FactoryOptions{Logger: m.log})
-	recorder := record.NewRecorder(m.rc, record.Options{Component: "controller-manager", Logger: m.log})
+	factory := informer.NewSharedInformerFactory(m.rc, informer.FactoryOptions{Logger: m.log, Trace: m.cfg.Trace})
 	var wg sync.WaitGroup
 	defer func() {
 		wg.Wait()
 		factory.Shutdown()
 	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		recorder.Run(ctx)
-	}()
 	for _, d := range m.selected {
+		// Each controller reports Events as itself, as kube-controller-manager's
+		// do: source.component "replicaset-controller", ...
+		recorder := record.NewRecorder(m.rc, record.Options{Component: d.name + "-controller", Logger: m.log})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			recorder.Run(ctx)
+		}()
 		cc := &controllerContext{
 			Client: m.rc, Informers: factory, Recorder: recorder,
 			Logger:  m.log.With("controller", d.name),

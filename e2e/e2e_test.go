@@ -246,19 +246,24 @@ func TestReadmeWalkthrough(t *testing.T) {
 		t.Fatalf("delete: %d", code)
 	}
 
-	want := []string{"MODIFIED", "DELETED"}
-	for _, w := range want {
+	// The scheduler and the kubelet change the pods too (binding, status):
+	// web's own story ends with our patch (and theirs) and the deletion.
+	var got []string
+	for len(got) == 0 || got[len(got)-1] != "DELETED" {
 		select {
 		case ev, ok := <-events:
 			if !ok {
-				t.Fatalf("watch ended early, waiting for %s", w)
+				t.Fatalf("watch ended early; web's events so far: %v", got)
 			}
-			if ev["type"] != w || field(ev, "object", "metadata", "name") != "web" {
-				t.Fatalf("watch event: got %v %v, want %s web", ev["type"], field(ev, "object", "metadata", "name"), w)
+			if field(ev, "object", "metadata", "name") == "web" {
+				got = append(got, fmt.Sprint(ev["type"]))
 			}
 		case <-ctx.Done():
-			t.Fatalf("no %s event on the watch", w)
+			t.Fatalf("no DELETED event for web on the watch; saw %v", got)
 		}
+	}
+	if len(got) < 2 || got[0] != "MODIFIED" {
+		t.Errorf("web's events: %v, want MODIFIED ... DELETED", got)
 	}
 	cancel()
 

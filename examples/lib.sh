@@ -69,8 +69,12 @@ wait_for() {
   printf '  \033[32m✔\033[0m %s\n' "$what"
 }
 
-# jqtest PATH FILTER: true when FILTER (a jq boolean) holds for GET PATH.
-jqtest() { get "$1" | jq -e "$2" >/dev/null; }
+# jqtest PATH FILTER: true when FILTER (a jq boolean) holds for GET PATH
+# (an empty answer is false: jq -e alone would call it true).
+jqtest() {
+  local body
+  body=$(get "$1") && [ -n "$body" ] && jq -e "$2" >/dev/null <<<"$body"
+}
 
 # running APP: how many pods labelled app=APP are Running, Ready and not being deleted.
 running() {

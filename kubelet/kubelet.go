@@ -390,7 +390,7 @@ func (k *Kubelet) stopPod(ctx context.Context, key string, pod *corev1.Pod) erro
 	if err != nil {
 		return fmt.Errorf("delete pod %s: %w", key, err)
 	}
-	k.log.Info(fmt.Sprintf("kubelet %s: %s deleted → containers stopped, pod removed", k.name, key), "pod", key)
+	k.log.Info(fmt.Sprintf("kubelet %s on %s: deleted → containers stopped, pod removed", key, k.name), "pod", key)
 	return nil
 }
 
@@ -414,7 +414,7 @@ func (k *Kubelet) writeStatus(ctx context.Context, key string, pod *corev1.Pod, 
 		case err == nil:
 			k.exitApplied(key, pod.UID, exitValue)
 			if story != "" {
-				k.log.Info(fmt.Sprintf("kubelet %s: %s %s", k.name, key, story), "pod", key)
+				k.log.Info(fmt.Sprintf("kubelet %s on %s: %s", key, k.name, story), "pod", key)
 			}
 			for _, e := range events {
 				k.recorder.Eventf(pod, e.eventType, e.reason, "%s", e.message)
@@ -473,7 +473,7 @@ func (k *Kubelet) plan(key string, pod *corev1.Pod, stop bool) (simulation, *str
 	code, err := strconv.ParseInt(value, 10, 32)
 	switch {
 	case err != nil:
-		k.log.Warn(fmt.Sprintf("kubelet %s: %s: ignoring %s=%q: not an exit code", k.name, key, AnnotationExitCode, value), "pod", key)
+		k.log.Warn(fmt.Sprintf("kubelet %s on %s: ignoring %s=%q: not an exit code", key, k.name, AnnotationExitCode, value), "pod", key)
 		m.exitKnown, m.exitHandled = true, value
 	case !m.exitKnown && exitShown(pod, int32(code)):
 		m.exitKnown, m.exitHandled = true, value // applied before this kubelet (re)started

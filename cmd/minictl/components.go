@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/controllers"
 	"github.com/minictl/minictl/informer"
+	"github.com/minictl/minictl/internal/timeline"
 	"github.com/minictl/minictl/kubelet"
 	"github.com/minictl/minictl/scheduler"
 )
@@ -72,6 +74,10 @@ func fastControllerManager(cm *controllers.Config, set map[string]bool) {
 	fast("leader-elect-lease-duration", func() { cm.LeaseDuration = 3 * time.Second })
 	fast("leader-elect-renew-deadline", func() { cm.RenewDeadline = 2 * time.Second })
 	fast("leader-elect-retry-period", func() { cm.RetryPeriod = 500 * time.Millisecond })
+	fast("node-monitor-period", func() { cm.Timings.NodeMonitorPeriod = 500 * time.Millisecond })
+	fast("node-monitor-grace-period", func() { cm.Timings.NodeMonitorGracePeriod = 5 * time.Second })
+	fast("node-startup-grace-period", func() { cm.Timings.NodeStartupGracePeriod = 10 * time.Second })
+	fast("node-eviction-rate", func() { cm.Timings.NodeEvictionRate = 1 })
 	cm.Timings.PodGCPeriod = 2 * time.Second
 	cm.Timings.PodGCQuarantine = 2 * time.Second
 }
@@ -84,13 +90,14 @@ func setFlags(fs *flag.FlagSet) map[string]bool {
 
 // runCluster runs the controller manager, the scheduler and the simulated
 // kubelets against the API at server until ctx ends, and waits for them.
-func runCluster(ctx context.Context, server string, cf clusterFlags, cmListener net.Listener, log *slog.Logger) error {
+func runCluster(ctx context.Context, server string, cf clusterFlags, cmListener net.Listener, log *slog.Logger, bus *timeline.Bus) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	rc, err := client.New(&client.Config{Server: server, UserAgent: "minictl-up"})
 	if err != nil {
 		return err
 	}
+	cf.cm.Trace = stageTracer(bus, "controller-manager")
 	mgr, err := controllers.NewManager(rc, cf.cm, log)
 	if err != nil {
 		return err
@@ -113,7 +120,7 @@ func runCluster(ctx context.Context, server string, cf clusterFlags, cmListener 
 	} else {
 		ln.Close()
 	}
-	run("scheduler", func() error { return runScheduler(ctx, rc, log) })
+	run("scheduler", func() error { return runScheduler(ctx, rc, log, stageTracer(bus, "scheduler")) })
 	for i := 1; i <= cf.nodes; i++ {
 		name := fmt.Sprintf("node-%d", i)
 		run(name, func() error { return runKubelet(ctx, rc, name, cf, log) })
@@ -133,9 +140,9 @@ func runCluster(ctx context.Context, server string, cf clusterFlags, cmListener 
 	}
 }
 
-func runScheduler(ctx context.Context, rc *client.RESTClient, log *slog.Logger) error {
+func runScheduler(ctx context.Context, rc *client.RESTClient, log *slog.Logger, trace informer.TraceFunc) error {
 	log = log.With("component", "scheduler")
-	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{Logger: log})
+	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{Logger: log, Trace: trace})
 	defer factory.Shutdown()
 	rec := record.NewRecorder(rc, record.Options{Component: "default-scheduler", Logger: log})
 	s, err := scheduler.New(scheduler.Options{Client: rc, Informers: factory, Recorder: rec, Logger: log})
@@ -144,7 +151,7 @@ func runScheduler(ctx context.Context, rc *client.RESTClient, log *slog.Logger) 
 	}
 	go rec.Run(ctx)
 	factory.Start(ctx)
-	return s.Run(ctx, 1)
+	return s.Run(ctx, scheduler.DefaultWorkers)
 }
 
 func runKubelet(ctx context.Context, rc *client.RESTClient, name string, cf clusterFlags, log *slog.Logger) error {
@@ -228,7 +235,7 @@ func runSchedulerCmd(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	return runScheduler(ctx, rc, log)
+	return runScheduler(ctx, rc, log, nil)
 }
 
 func runKubeletCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -263,4 +270,37 @@ func enabledNames(selection []string) []string {
 		return selection
 	}
 	return names
+}
+
+// stageTracer publishes each informer pipeline stage on the timeline bus,
+// for `minictl trace --stages`; it costs one atomic load per stage while
+// nobody follows. Stages never go to the terminal: there are far too many.
+func stageTracer(bus *timeline.Bus, component string) informer.TraceFunc {
+	if bus == nil {
+		return nil
+	}
+	return func(stage informer.TraceStage, attrs ...slog.Attr) {
+		if !bus.Active() {
+			return
+		}
+		e := timeline.Entry{Time: time.Now(), Level: slog.LevelInfo.String(), Component: component, Stage: string(stage)}
+		var resource, typ, rv string
+		for _, a := range attrs {
+			switch a.Key {
+			case informer.TraceAttrKey:
+				e.Object = a.Value.String()
+			case informer.TraceAttrResource:
+				resource = a.Value.String()
+			case informer.TraceAttrType:
+				typ = a.Value.String()
+			case informer.TraceAttrResourceVersion:
+				rv = a.Value.String()
+			}
+		}
+		e.Message = strings.TrimSpace(fmt.Sprintf("%s %s", resource, typ))
+		if rv != "" {
+			e.Message += " rv=" + rv
+		}
+		bus.Publish(e)
+	}
 }

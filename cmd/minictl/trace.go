@@ -45,6 +45,7 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("attach to %s: %w", rc.Server(), err)
 	}
 	defer body.Close()
+	fmt.Fprintf(stderr, "minictl trace: following %s (Ctrl-C to stop)\n", rc.Server())
 	color := isTerminal(stdout)
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)

@@ -26,6 +26,9 @@ type serverFlags struct {
 	etcdEndpoints string
 	log           logFlags
 	compaction    time.Duration
+	// Seconds new pods tolerate a not-ready or unreachable node.
+	notReadyToleration, unreachableToleration int64
+	profiling                                 bool
 }
 
 func (f *serverFlags) bind(fs *flag.FlagSet) {
@@ -33,6 +36,9 @@ func (f *serverFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.etcdEndpoints, "etcd-endpoints", "", "comma-separated etcd client URLs; empty starts an embedded etcd")
 	f.log.bind(fs)
 	fs.DurationVar(&f.compaction, "etcd-compaction-interval", 5*time.Minute, "how often etcd history older than one interval is compacted")
+	fs.Int64Var(&f.notReadyToleration, "default-not-ready-toleration-seconds", 300, "how long new pods tolerate a not-ready node before eviction")
+	fs.Int64Var(&f.unreachableToleration, "default-unreachable-toleration-seconds", 300, "how long new pods tolerate an unreachable node before eviction")
+	fs.BoolVar(&f.profiling, "profiling", false, "serve Go's CPU, heap and allocation profiles at /debug/pprof/ on the API port (for go tool pprof)")
 }
 
 func defaultDataDir() string {
@@ -58,6 +64,15 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cf.applyFast(fs)
+	if cf.fast {
+		set := setFlags(fs)
+		if !set["default-not-ready-toleration-seconds"] {
+			sf.notReadyToleration = 5
+		}
+		if !set["default-unreachable-toleration-seconds"] {
+			sf.unreachableToleration = 5
+		}
+	}
 	bus := timeline.NewBus()
 	log, err := sf.log.logger(stderr, bus)
 	if err != nil {
@@ -110,9 +125,16 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv, err := apiserver.New(apiserver.Config{Store: st, Logger: log, Timeline: bus})
+	srv, err := apiserver.New(apiserver.Config{
+		Store: st, Logger: log, Timeline: bus,
+		DefaultNotReadyTolerationSeconds:    sf.notReadyToleration,
+		DefaultUnreachableTolerationSeconds: sf.unreachableToleration,
+	})
 	if err != nil {
 		return err
+	}
+	if sf.profiling {
+		srv.EnableProfiling()
 	}
 	serverCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServer()
@@ -142,7 +164,7 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		}
 		fmt.Fprintf(stdout, "Try: curl %s/api/v1/namespaces\n", url)
 		if cf != nil {
-			clusterErr = runCluster(ctx, url, *cf, cmListener, log)
+			clusterErr = runCluster(ctx, url, *cf, cmListener, log, bus)
 		} else {
 			<-ctx.Done()
 		}
