@@ -63,8 +63,8 @@ type cluster struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	URL    string
-	stdout *bytes.Buffer
-	stderr *bytes.Buffer
+	stdout *lockedWriter // what minictl up prints, read while it runs
+	stderr *lockedWriter
 	exited chan error
 }
 
@@ -73,8 +73,8 @@ func up(t *testing.T, addr, dataDir string, args ...string) *cluster {
 	t.Helper()
 	all := append([]string{"up", "--listen", addr, "--data-dir", dataDir, "--etcd-client-url", "http://127.0.0.1:0", "--controller-manager-address", "127.0.0.1:0"}, args...)
 	cmd := exec.Command(binary(t), all...)
-	c := &cluster{t: t, cmd: cmd, URL: "http://" + addr, stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, exited: make(chan error, 1)}
-	cmd.Stdout, cmd.Stderr = &lockedWriter{w: c.stdout}, &lockedWriter{w: c.stderr}
+	c := &cluster{t: t, cmd: cmd, URL: "http://" + addr, stdout: &lockedWriter{}, stderr: &lockedWriter{}, exited: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = c.stdout, c.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -118,15 +118,23 @@ func (c *cluster) stop() {
 	}
 }
 
+// lockedWriter collects a process's output; tests read it while the
+// process still writes.
 type lockedWriter struct {
 	mu sync.Mutex
-	w  io.Writer
+	b  bytes.Buffer
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	return l.b.Write(p)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // do sends one request and decodes the JSON answer into a map.
@@ -307,8 +315,8 @@ func TestAPIServerAlone(t *testing.T) {
 	}
 	addr := freePort(t)
 	cmd := exec.Command(binary(t), "apiserver", "--listen", addr, "--etcd-endpoints", etcdURL)
-	var stderr bytes.Buffer
-	cmd.Stderr = &lockedWriter{w: &stderr}
+	stderr := &lockedWriter{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -82,6 +82,7 @@ type Options struct {
 // holds service keys.
 type Controller struct {
 	endpoints *client.Client[*corev1.Endpoints]
+	services  *client.Client[*corev1.Service]
 	svcLister informer.Lister[*corev1.Service]
 	podLister informer.Lister[*corev1.Pod]
 	epLister  informer.Lister[*corev1.Endpoints]
@@ -101,6 +102,7 @@ func New(opts Options) (*Controller, error) {
 	}
 	c := &Controller{
 		endpoints:    client.For[*corev1.Endpoints](opts.Client),
+		services:     client.For[*corev1.Service](opts.Client),
 		triggerTimes: newTriggerTimes(),
 		recorder:     opts.Recorder,
 		log:          opts.Logger,
@@ -351,9 +353,15 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 }
 
 // deleteEndpoints deletes the Endpoints of a service that is gone. It asks
-// the server rather than the cache, which may not have seen an Endpoints
-// object written a moment ago.
+// the server rather than the cache, both whether the service is really
+// gone (the service informer may lag the Endpoints informer that woke us)
+// and to delete an Endpoints object the cache may not have seen yet.
 func (c *Controller) deleteEndpoints(ctx context.Context, key, namespace, name string) error {
+	if _, err := c.services.Get(ctx, namespace, name); err == nil {
+		return nil // the service exists; our cache is behind and its event will come
+	} else if !client.IsNotFound(err) {
+		return fmt.Errorf("check service: %w", err)
+	}
 	err := c.endpoints.Delete(ctx, namespace, name, metav1.DeleteOptions{})
 	if client.IsNotFound(err) {
 		return nil // nothing to clean up
