@@ -12,7 +12,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -137,12 +139,50 @@ func nodesReady(url string) bool {
 	return err == nil && bytes.Contains(out, []byte("true"))
 }
 
+var etcdLine = regexp.MustCompile(`(?m)^\s*etcd:\s+(\S+)`)
+
+// EtcdURL is the embedded etcd's client URL, as `minictl up` printed it
+// ("" if it has not yet). Lessons get it as $ETCD, to look at the keys.
+func (c *Cluster) EtcdURL() string {
+	if m := etcdLine.FindStringSubmatch(c.Stderr.String()); m != nil {
+		return strings.Split(m[1], ",")[0]
+	}
+	return ""
+}
+
+// LessonFlags reads the optional file "flags" next to a lesson's script:
+// extra `minictl up` flags that lesson needs (for example
+// --etcd-compaction-interval=5s), separated by white space; a line that
+// starts with # is a comment.
+func LessonFlags(t testing.TB, dir string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "flags"))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags []string
+	for line := range strings.Lines(string(b)) {
+		if strings.HasPrefix(strings.TrimSpace(line), "#") {
+			continue
+		}
+		flags = append(flags, strings.Fields(line)...)
+	}
+	return flags
+}
+
 // RunScript runs a lesson script against c and returns its output; the
 // test fails if the script does.
 func RunScript(t testing.TB, c *Cluster, script string, env ...string) string {
 	t.Helper()
 	cmd := exec.Command("bash", script)
-	cmd.Env = append(append(os.Environ(), "API="+c.URL, "MINICTL="+Binary(t), "NO_COLOR=1"), env...)
+	base := []string{"API=" + c.URL, "MINICTL=" + Binary(t), "NO_COLOR=1"}
+	if etcd := c.EtcdURL(); etcd != "" {
+		base = append(base, "ETCD="+etcd)
+	}
+	cmd.Env = append(append(os.Environ(), base...), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s failed: %v\n--- lesson output:\n%s\n--- minictl up:\n%s", script, err, out, c.Stderr)
@@ -150,7 +190,8 @@ func RunScript(t testing.TB, c *Cluster, script string, env ...string) string {
 	return string(out)
 }
 
-// TestLessons runs every examples/NN-*/lesson.sh against its own cluster.
+// TestLessons runs every examples/NN-*/lesson.sh against its own cluster,
+// started with the extra flags of the lesson's "flags" file, if any.
 func TestLessons(t *testing.T) {
 	scripts, err := filepath.Glob("[0-9][0-9]-*/lesson.sh")
 	if err != nil {
@@ -163,7 +204,7 @@ func TestLessons(t *testing.T) {
 	for _, script := range scripts {
 		t.Run(filepath.Dir(script), func(t *testing.T) {
 			t.Parallel()
-			c := Up(t)
+			c := Up(t, LessonFlags(t, filepath.Dir(script))...)
 			RunScript(t, c, script)
 		})
 	}

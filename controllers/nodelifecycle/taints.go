@@ -80,24 +80,29 @@ func ownedNoSchedule(t corev1.Taint) bool {
 	return t.Effect == corev1.TaintEffectNoSchedule && noScheduleKeys[t.Key]
 }
 
-// withNoSchedule returns node's taints with the owned NoSchedule ones
-// replaced by those its conditions ask for; a taint kept keeps its place.
-func withNoSchedule(node *corev1.Node) []corev1.Taint {
-	want := wantNoSchedule(node)
-	var out []corev1.Taint
-	for _, t := range node.Spec.Taints {
-		if ownedNoSchedule(t) {
-			if !want[t.Key] {
-				continue
+// withNoSchedule returns the taints function that replaces a node's owned
+// NoSchedule taints by those its conditions ask for: a taint kept keeps
+// its place (and its timeAdded), a new one is appended with timeAdded now,
+// as upstream's SwapNodeControllerTaint stamps every taint it adds.
+func withNoSchedule(now time.Time) func(*corev1.Node) []corev1.Taint {
+	return func(node *corev1.Node) []corev1.Taint {
+		want := wantNoSchedule(node)
+		var out []corev1.Taint
+		for _, t := range node.Spec.Taints {
+			if ownedNoSchedule(t) {
+				if !want[t.Key] {
+					continue
+				}
+				delete(want, t.Key)
 			}
-			delete(want, t.Key)
+			out = append(out, t)
 		}
-		out = append(out, t)
+		added := metav1.NewTime(now)
+		for _, key := range slices.Sorted(maps.Keys(want)) {
+			out = append(out, corev1.Taint{Key: key, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &added})
+		}
+		return out
 	}
-	for _, key := range slices.Sorted(maps.Keys(want)) {
-		out = append(out, corev1.Taint{Key: key, Effect: corev1.TaintEffectNoSchedule})
-	}
-	return out
 }
 
 // syncNoScheduleTaints makes a node's owned NoSchedule taints match its
@@ -110,7 +115,7 @@ func (c *Controller) syncNoScheduleTaints(ctx context.Context, name string) erro
 	if err != nil {
 		return err
 	}
-	base, written, err := c.updateTaints(ctx, node, withNoSchedule)
+	base, written, err := c.updateTaints(ctx, node, withNoSchedule(c.clock.Now()))
 	if err != nil || written == nil {
 		return err
 	}

@@ -1,10 +1,12 @@
 package nodelifecycle
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -87,10 +89,19 @@ func TestWithNoSchedule(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			node := &corev1.Node{Spec: corev1.NodeSpec{Unschedulable: tt.unschedulable, Taints: tt.taints},
 				Status: corev1.NodeStatus{Conditions: tt.conditions}}
-			got := withNoSchedule(node)
+			now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+			got := withNoSchedule(now)(node)
 			var keys []string
 			for _, taint := range got {
 				keys = append(keys, taint.Key)
+				// A taint added now carries timeAdded now; one kept is unchanged.
+				i := slices.IndexFunc(tt.taints, func(t corev1.Taint) bool { return sameTaint(t, taint) })
+				switch {
+				case i < 0 && (taint.TimeAdded == nil || !taint.TimeAdded.Time.Equal(now)):
+					t.Fatalf("new taint %v: timeAdded %v, want %v", taint, taint.TimeAdded, now)
+				case i >= 0 && !apiequality.Semantic.DeepEqual(taint, tt.taints[i]):
+					t.Fatalf("kept taint %v changed to %v", tt.taints[i], taint)
+				}
 			}
 			if len(keys) != len(tt.want) {
 				t.Fatalf("taints %v, want keys %v", got, tt.want)
