@@ -498,9 +498,15 @@ func (gc *Controller) orphanDependents(ctx context.Context, n nodeInfo, obj api.
 	if err != nil {
 		return fmt.Errorf("%s: remove finalizer %s: %w", n.ref, metav1.FinalizerOrphanDependents, err)
 	}
-	gc.log.Info("garbagecollector: "+describe(n.ref)+": orphaned "+count(orphaned, "dependent")+
+	// An earlier pass may have let the dependents go and then lost the
+	// race for the finalizer (a Conflict): say so rather than "orphaned 0".
+	story, event := "orphaned "+count(orphaned, "dependent"), fmt.Sprintf("Orphaned %d dependents", orphaned)
+	if orphaned == 0 {
+		story, event = "no dependent refers to it any more", "No dependent refers to it any more"
+	}
+	gc.log.Info("garbagecollector: "+describe(n.ref)+": "+story+
 		" → remove finalizer "+metav1.FinalizerOrphanDependents, slog.String("object", n.ref.String()))
-	gc.recorder.Eventf(obj, corev1.EventTypeNormal, "DependentsOrphaned", "Orphaned %d dependents", orphaned)
+	gc.recorder.Eventf(obj, corev1.EventTypeNormal, "DependentsOrphaned", "%s", event)
 	return nil
 }
 

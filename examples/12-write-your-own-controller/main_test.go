@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minictl/minictl/client"
+)
+
+// The lesson's claim, in Go: run() keeps ConfigMap default/pods-by-node
+// equal to the pods of a Deployment as it scales, and deletes it when the
+// last pod goes.
+func TestRunFollowsADeployment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a whole cluster")
+	}
+	url := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"--server", url}, &out) }()
+
+	rc, err := client.New(&client.Config{Server: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deployments := client.For[*appsv1.Deployment](rc)
+	pods := client.For[*corev1.Pod](rc)
+	configMaps := client.For[*corev1.ConfigMap](rc)
+
+	labels := map[string]string{"app": "web"}
+	replicas := int32(3)
+	if _, err := deployments.Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: "nginx:1.27"}}},
+			},
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	// follows waits until the ConfigMap lists exactly n running pods, as
+	// the API server has them.
+	follows := func(n int) {
+		t.Helper()
+		var last string
+		deadline := time.Now().Add(time.Minute)
+		for time.Now().Before(deadline) {
+			want := map[string][]string{}
+			list, err := pods.List(ctx, "default", metav1.ListOptions{LabelSelector: "app=web"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			running := 0
+			for _, p := range list.Items {
+				if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+					want[p.Spec.NodeName] = append(want[p.Spec.NodeName], p.Name)
+					running++
+				}
+			}
+			wantData := map[string]string{}
+			for node, names := range want {
+				slices.Sort(names)
+				wantData[node] = strings.Join(names, ",")
+			}
+			cm, err := configMaps.Get(ctx, "default", configMapName)
+			switch {
+			case client.IsNotFound(err) && n == 0 && running == 0:
+				return
+			case err == nil && running == n && len(list.Items) == n && maps.Equal(cm.Data, wantData):
+				return
+			case err == nil:
+				last = fmt.Sprintf("ConfigMap %v, pods %v", cm.Data, wantData)
+			default:
+				last = fmt.Sprintf("ConfigMap: %v, pods %v", err, wantData)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Fatalf("the ConfigMap did not follow %d pods; last: %s\ncontroller:\n%s", n, last, out.String())
+	}
+	scale := func(n int) {
+		t.Helper()
+		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)
+		if _, err := deployments.Patch(ctx, "default", "web", types.MergePatchType, []byte(patch)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	follows(3)
+	scale(5)
+	follows(5)
+	scale(1)
+	follows(1)
+	scale(0)
+	follows(0)
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if !strings.Contains(out.String(), "default: ConfigMap deleted") {
+		t.Errorf("no deletion in the controller's log:\n%s", out.String())
+	}
+}
+
+// startCluster builds cmd/minictl and runs `minictl up --fast` on a free
+// loopback port, as examples.Up does for the lessons, until the test ends;
+// it returns the API server's URL once the three nodes are Ready.
+func startCluster(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "minictl")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/minictl").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var log syncBuffer
+	cmd := exec.Command(bin, "up", "--fast", "--listen", addr, "--data-dir", filepath.Join(dir, "data"),
+		"--etcd-client-url", "http://127.0.0.1:0", "--controller-manager-address", "127.0.0.1:0")
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+
+	url := "http://" + addr
+	rc, err := client.New(&client.Config{Server: url, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := client.For[*corev1.Node](rc)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if list, err := nodes.List(context.Background(), "", metav1.ListOptions{}); err == nil && readyNodes(list.Items) >= 3 {
+			return url
+		}
+		select {
+		case <-exited:
+			t.Fatalf("minictl up exited:\n%s", log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no 3 Ready nodes after a minute:\n%s", log.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func readyNodes(nodes []*corev1.Node) int {
+	n := 0
+	for _, node := range nodes {
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers and a reader.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
