@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,25 +14,17 @@ import (
 	"github.com/minictl/minictl/api/quota"
 )
 
-// quotaLocks serialise quota charges per namespace inside this server;
+// quotaLocks serialise quota charges per namespace inside this server
+// (striped: a namespace always takes the same one of a fixed set of
+// locks, so nothing grows with the number of namespaces);
 // compare-and-swap on the quota's resourceVersion serialises them across
 // servers sharing an etcd.
-type quotaLocks struct {
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
-}
+type quotaLocks [64]sync.Mutex
 
 func (q *quotaLocks) lock(namespace string) func() {
-	q.mu.Lock()
-	if q.locks == nil {
-		q.locks = map[string]*sync.Mutex{}
-	}
-	l, ok := q.locks[namespace]
-	if !ok {
-		l = &sync.Mutex{}
-		q.locks[namespace] = l
-	}
-	q.mu.Unlock()
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(namespace))
+	l := &q[h.Sum32()%uint32(len(q))]
 	l.Lock()
 	return l.Unlock
 }

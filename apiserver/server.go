@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -83,8 +84,8 @@ func New(cfg Config) (*Server, error) {
 		bookmark: cfg.BookmarkInterval,
 		timeline: cfg.Timeline,
 		tolerations: map[string]int64{
-			corev1.TaintNodeNotReady:    orDefault(cfg.DefaultNotReadyTolerationSeconds, 300),
-			corev1.TaintNodeUnreachable: orDefault(cfg.DefaultUnreachableTolerationSeconds, 300),
+			corev1.TaintNodeNotReady:    cmp.Or(cfg.DefaultNotReadyTolerationSeconds, 300),
+			corev1.TaintNodeUnreachable: cmp.Or(cfg.DefaultUnreachableTolerationSeconds, 300),
 		},
 		stores: map[*api.Resource]*resourceStore{},
 		caches: map[*api.Resource]*watchCache{},
@@ -130,8 +131,10 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 // Run starts the watch caches and creates the built-in namespaces, then
 // blocks until ctx ends. When it returns, every watch has ended.
 func (s *Server) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() {
+		cancel() // on an early error too, so the caches stop
 		s.stop.Do(func() { close(s.done) })
 		wg.Wait()
 	}()
@@ -282,11 +285,4 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = w.Write([]byte("not ready: watch caches are filling"))
 	}
-}
-
-func orDefault(v, def int64) int64 {
-	if v == 0 {
-		return def
-	}
-	return v
 }

@@ -338,23 +338,24 @@ func (m *Manager) Run(ctx context.Context) error {
 }
 
 // runTerm builds every enabled controller on a fresh informer factory and
-// runs them until ctx ends; then it waits for all of them to stop.
+// runs them until ctx ends; then it waits for all of them to stop. If one
+// cannot be built, none runs: those already built are stopped at once (each
+// Run returns as soon as its context is done) and the error is returned.
 func (m *Manager) runTerm(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	factory := informer.NewSharedInformerFactory(m.rc, informer.FactoryOptions{Logger: m.log, Trace: m.cfg.Trace})
-	var wg sync.WaitGroup
-	defer func() {
-		wg.Wait()
-		factory.Shutdown()
-	}()
+	type built struct {
+		c        runner
+		workers  int
+		recorder *record.Recorder
+	}
+	var all []built
+	var buildErr error
 	for _, d := range m.selected {
 		// Each controller reports Events as itself, as kube-controller-manager's
 		// do: source.component "replicaset-controller", ...
 		recorder := record.NewRecorder(m.rc, record.Options{Component: d.name + "-controller", Logger: m.log})
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			recorder.Run(ctx)
-		}()
 		cc := &controllerContext{
 			Client: m.rc, Informers: factory, Recorder: recorder,
 			Logger:  m.log.With("controller", d.name),
@@ -363,21 +364,35 @@ func (m *Manager) runTerm(ctx context.Context) error {
 		}
 		c, err := d.build(cc)
 		if err != nil {
-			return fmt.Errorf("controller %s: %w", d.name, err)
+			buildErr = fmt.Errorf("controller %s: %w", d.name, err)
+			cancel()
+			break
 		}
 		workers := d.workers
 		if n := m.cfg.Workers[d.name]; n > 0 {
 			workers = n
 		}
-		wg.Add(1)
+		all = append(all, built{c: c, workers: workers, recorder: recorder})
+	}
+	var wg sync.WaitGroup
+	for _, b := range all {
+		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			c.Run(ctx, workers)
+			b.recorder.Run(ctx)
+		}()
+		go func() {
+			defer wg.Done()
+			b.c.Run(ctx, b.workers)
 		}()
 	}
-	factory.Start(ctx)
-	<-ctx.Done()
-	return nil
+	if buildErr == nil {
+		factory.Start(ctx)
+		<-ctx.Done()
+	}
+	wg.Wait()
+	factory.Shutdown()
+	return buildErr
 }
 
 // Enabled returns the names of the controllers a --controllers selection

@@ -1,9 +1,13 @@
 package controllers
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/minictl/minictl/client"
 )
 
 // TestEnabled follows kube-controller-manager's --controllers: "-name"
@@ -53,5 +57,33 @@ func TestUnknownControllerListsKnownOnes(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}
+	}
+}
+
+// TestBuildErrorStopsTheTerm: a controller that cannot be built (a bad
+// --cluster-cidr) makes Run return its error rather than hang with the
+// others half started.
+func TestBuildErrorStopsTheTerm(t *testing.T) {
+	rc, err := client.New(&client.Config{Server: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.LeaderElect = false
+	cfg.Controllers = []string{"replicaset", "nodeipam"}
+	cfg.Timings.ClusterCIDR = "not-a-cidr"
+	m, err := NewManager(rc, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Run(context.Background()) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "nodeipam") {
+			t.Errorf("Run returned %v, want the nodeipam build error", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after a controller failed to build")
 	}
 }
