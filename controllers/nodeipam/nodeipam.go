@@ -159,6 +159,7 @@ func New(opts Options) (*Controller, error) {
 		DeleteFunc: c.enqueue,
 	})
 	if err != nil {
+		c.queue.ShutDown() // its goroutine and metrics go with it
 		return nil, fmt.Errorf("nodeipam: %w", err)
 	}
 	c.hasSynced = []func() bool{reg.HasSynced}

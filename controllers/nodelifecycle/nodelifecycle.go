@@ -249,6 +249,7 @@ func New(opts Options) (*Controller, error) {
 		DeleteFunc: func(obj any) { c.nodeChanged(obj, nil) },
 	})
 	if err != nil {
+		c.shutDownQueues()
 		return nil, fmt.Errorf("nodelifecycle: %w", err)
 	}
 	podReg, err := podInformer.AddEventHandler(informer.ResourceEventHandlerFuncs{
@@ -257,6 +258,7 @@ func New(opts Options) (*Controller, error) {
 		DeleteFunc: func(obj any) { c.podChanged(obj, nil) },
 	})
 	if err != nil {
+		c.shutDownQueues()
 		return nil, fmt.Errorf("nodelifecycle: %w", err)
 	}
 	c.hasSynced = []func() bool{nodeReg.HasSynced, podReg.HasSynced, leaseInformer.HasSynced}
@@ -483,3 +485,9 @@ type nopRecorder struct{}
 
 func (nopRecorder) Event(api.Object, string, string, string)          {}
 func (nopRecorder) Eventf(api.Object, string, string, string, ...any) {}
+
+// shutDownQueues stops the queues of a controller that will never run.
+func (c *Controller) shutDownQueues() {
+	c.nodeQueue.ShutDown()
+	c.podQueue.ShutDown()
+}
