@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/controllers/internal/controllertest"
 )
 
 func TestCreatesOneReplicaSetNamedByTheTemplateHash(t *testing.T) {
@@ -20,7 +21,7 @@ func TestCreatesOneReplicaSetNamedByTheTemplateHash(t *testing.T) {
 	hash := computeHash(&d.Spec.Template, nil) // the template as stored, defaults and all
 
 	var rs *appsv1.ReplicaSet
-	waitFor(t, "the replica set", func() (bool, string) {
+	controllertest.Eventually(t, "the replica set", func() (bool, string) {
 		rss := c.replicaSetsOf(t, d)
 		rs = rss["web-"+hash]
 		return len(rss) == 1 && rs != nil, fmt.Sprintf("replica sets %v, want web-%s", slices.Collect(maps.Keys(rss)), hash)
@@ -43,11 +44,11 @@ func TestCreatesOneReplicaSetNamedByTheTemplateHash(t *testing.T) {
 	if a := rs.Annotations; a[RevisionAnnotation] != "1" || a[DesiredReplicasAnnotation] != "3" || a[MaxReplicasAnnotation] != "4" {
 		t.Errorf("annotations %v, want revision 1, desired 3, max 4", a)
 	}
-	waitFor(t, "3 pods with the hash", func() (bool, string) {
+	controllertest.Eventually(t, "3 pods with the hash", func() (bool, string) {
 		pods := c.podsOf(t, "app=web,pod-template-hash="+hash)
 		return len(pods) == 3, fmt.Sprintf("%d pods", len(pods))
 	})
-	waitFor(t, "the deployment's revision and status", func() (bool, string) {
+	controllertest.Eventually(t, "the deployment's revision and status", func() (bool, string) {
 		d := c.getDeployment(t, "web")
 		return d.Annotations[RevisionAnnotation] == "1" && d.Status.Replicas == 3 && d.Status.UpdatedReplicas == 3 &&
 				d.Status.ObservedGeneration == d.Generation,
@@ -67,7 +68,7 @@ func TestScalesThreeToTenToTwo(t *testing.T) {
 		if step.from != 0 {
 			c.updateDeployment(t, "web", func(d *appsv1.Deployment) { d.Spec.Replicas = &step.to })
 		}
-		waitFor(t, fmt.Sprintf("%d pods", step.to), func() (bool, string) {
+		controllertest.Eventually(t, fmt.Sprintf("%d pods", step.to), func() (bool, string) {
 			rs := c.replicaSetsOf(t, d)[name]
 			pods := c.podsOf(t, "app=web")
 			return rs != nil && *rs.Spec.Replicas == step.to && len(pods) == int(step.to) &&
@@ -96,7 +97,7 @@ func TestRollingUpdateKeepsWithinSurgeAndUnavailability(t *testing.T) {
 	c := runControllers(t)
 	const replicas, surge, unavailable = 3, 1, 0
 	d := c.createDeployment(t, rolling(newDeployment("web", replicas, "nginx:A"), surge, unavailable))
-	waitFor(t, "the first rollout", func() (bool, string) {
+	controllertest.Eventually(t, "the first rollout", func() (bool, string) {
 		c.markAllReady(t, "app=web")
 		d := c.getDeployment(t, "web")
 		return d.Status.AvailableReplicas == replicas && d.Status.UpdatedReplicas == replicas,
@@ -106,7 +107,7 @@ func TestRollingUpdateKeepsWithinSurgeAndUnavailability(t *testing.T) {
 
 	c.updateDeployment(t, "web", setImage("nginx:B"))
 	observations := 0
-	waitFor(t, "the rollout to B", func() (bool, string) {
+	controllertest.Eventually(t, "the rollout to B", func() (bool, string) {
 		pods := c.podsOf(t, "app=web")
 		ready, old := 0, 0
 		for _, p := range pods {
@@ -154,7 +155,7 @@ func TestRollingUpdateKeepsWithinSurgeAndUnavailability(t *testing.T) {
 		t.Errorf("revision of deployment %q and new rs %q, want 2", d.Annotations[RevisionAnnotation],
 			rss["web-"+newHash].Annotations[RevisionAnnotation])
 	}
-	waitFor(t, "Progressing NewReplicaSetAvailable", func() (bool, string) {
+	controllertest.Eventually(t, "Progressing NewReplicaSetAvailable", func() (bool, string) {
 		d := c.getDeployment(t, "web")
 		p := condition(d, appsv1.DeploymentProgressing)
 		return p != nil && p.Reason == NewRSAvailableReason && p.Status == corev1.ConditionTrue, fmt.Sprintf("%+v", p)
@@ -172,7 +173,7 @@ func TestRecreateStopsEveryOldPodBeforeStartingNewOnes(t *testing.T) {
 
 	c.updateDeployment(t, "web", setImage("nginx:B"))
 	sawNone := false
-	waitFor(t, "the new pods", func() (bool, string) {
+	controllertest.Eventually(t, "the new pods", func() (bool, string) {
 		pods := c.podsOf(t, "app=web")
 		old := 0
 		for _, p := range pods {
@@ -231,7 +232,7 @@ func TestRevisionsRollbackAndHistoryLimit(t *testing.T) {
 	c.waitForRollout(t, "web")
 	c.updateDeployment(t, "web", setImage("nginx:D"))
 	c.waitForRollout(t, "web")
-	waitFor(t, "the history cleaned up", func() (bool, string) {
+	controllertest.Eventually(t, "the history cleaned up", func() (bool, string) {
 		d := c.getDeployment(t, "web")
 		revs := map[string]string{}
 		for name, rs := range c.replicaSetsOf(t, d) {
@@ -253,7 +254,7 @@ func TestConditionsAvailableAndProgressing(t *testing.T) {
 
 	// No kubelet: nothing becomes ready, the deployment is unavailable and,
 	// a second later, past its progress deadline.
-	waitFor(t, "ProgressDeadlineExceeded", func() (bool, string) {
+	controllertest.Eventually(t, "ProgressDeadlineExceeded", func() (bool, string) {
 		d := c.getDeployment(t, "web")
 		a, p := condition(d, appsv1.DeploymentAvailable), condition(d, appsv1.DeploymentProgressing)
 		ok := a != nil && a.Status == corev1.ConditionFalse && a.Reason == MinimumReplicasUnavailable &&
@@ -263,7 +264,7 @@ func TestConditionsAvailableAndProgressing(t *testing.T) {
 
 	// The pods become ready: available, and the rollout completes.
 	c.runKubelet(t, "app=web")
-	waitFor(t, "Available and NewReplicaSetAvailable", func() (bool, string) {
+	controllertest.Eventually(t, "Available and NewReplicaSetAvailable", func() (bool, string) {
 		d := c.getDeployment(t, "web")
 		a, p := condition(d, appsv1.DeploymentAvailable), condition(d, appsv1.DeploymentProgressing)
 		ok := a != nil && a.Status == corev1.ConditionTrue && a.Reason == MinimumReplicasAvailable &&
@@ -285,7 +286,7 @@ func TestPausedDeploymentScalesButDoesNotRoll(t *testing.T) {
 		three := int32(3)
 		d.Spec.Replicas = &three
 	})
-	waitFor(t, "3 pods of A and the Paused condition", func() (bool, string) {
+	controllertest.Eventually(t, "3 pods of A and the Paused condition", func() (bool, string) {
 		d := c.getDeployment(t, "web")
 		p := condition(d, appsv1.DeploymentProgressing)
 		pods := c.podsOf(t, "app=web")
@@ -323,7 +324,7 @@ func TestAdoptsAMatchingOrphanReplicaSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := c.createDeployment(t, newDeployment("web", 1, "nginx:A"))
-	waitFor(t, "the orphan adopted", func() (bool, string) {
+	controllertest.Eventually(t, "the orphan adopted", func() (bool, string) {
 		rss := c.replicaSetsOf(t, d)
 		_, adopted := rss["web-manual"]
 		return adopted && len(rss) == 2, fmt.Sprintf("owned %v", slices.Collect(maps.Keys(rss)))

@@ -3,9 +3,7 @@ package deployment
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,9 +15,8 @@ import (
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/controllers/internal/controllertest"
 	"github.com/minictl/minictl/controllers/replicaset"
-	"github.com/minictl/minictl/informer"
-	"github.com/minictl/minictl/internal/testenv"
 )
 
 // These tests run the Deployment controller and the ReplicaSet controller
@@ -41,32 +38,19 @@ type cluster struct {
 // controllers on one shared informer factory; all stop when the test ends.
 func runControllers(t *testing.T) *cluster {
 	t.Helper()
-	env := testenv.Start(t)
-	rc, err := client.New(&client.Config{Server: env.URL, Timeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := testLogger(t)
-	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})
+	env := controllertest.Start(t)
+	rc := env.Client
+	log := controllertest.Logger(t)
 	rec := &record.FakeRecorder{}
-	rsc, err := replicaset.New(replicaset.Options{Client: rc, Informers: factory, Recorder: rec, Logger: log})
+	rsc, err := replicaset.New(replicaset.Options{Client: rc, Informers: env.Informers, Recorder: rec, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dc, err := New(Options{Client: rc, Informers: factory, Recorder: rec, Logger: log})
+	dc, err := New(Options{Client: rc, Informers: env.Informers, Recorder: rec, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	factory.Start(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { rsc.Run(ctx, 2) })
-	wg.Go(func() { dc.Run(ctx, 2) })
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		factory.Shutdown()
-	})
+	controllertest.Run(t, env.Informers, 2, rsc, dc)
 	return &cluster{
 		rc: rc, recorder: rec,
 		pods:    client.For[*corev1.Pod](rc),
@@ -79,51 +63,6 @@ func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// testLogger logs to t.Log (shown for failures and -v) until the test ends.
-func testLogger(t *testing.T) *slog.Logger {
-	w := &testWriter{t: t}
-	t.Cleanup(w.close)
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type testWriter struct {
-	mu     sync.Mutex
-	t      *testing.T
-	closed bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.closed {
-		w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-func (w *testWriter) close() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.closed = true
-}
-
-// waitFor polls cond until it holds, failing the test after 30s with the
-// last explanation cond gave.
-func waitFor(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %s", what, why)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func newDeployment(name string, replicas int32, image string) *appsv1.Deployment {
@@ -304,7 +243,7 @@ func (c *cluster) runKubelet(t *testing.T, sel string) {
 func (c *cluster) waitForRollout(t *testing.T, name string) *appsv1.Deployment {
 	t.Helper()
 	var d *appsv1.Deployment
-	waitFor(t, "rollout of "+name, func() (bool, string) {
+	controllertest.Eventually(t, "rollout of "+name, func() (bool, string) {
 		d = c.getDeployment(t, name)
 		s := d.Status
 		want := *d.Spec.Replicas

@@ -3,7 +3,6 @@ package deployment
 import (
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,8 +12,8 @@ import (
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/controllers/internal/controller"
+	"github.com/minictl/minictl/controllers/internal/controllertest"
 	"github.com/minictl/minictl/informer"
-	"github.com/minictl/minictl/internal/testenv"
 )
 
 // These tests call sync, or the pure helpers, directly: the caches are
@@ -28,11 +27,7 @@ type syncEnv struct {
 
 func newSyncEnv(t *testing.T) *syncEnv {
 	t.Helper()
-	env := testenv.Start(t)
-	rc, err := client.New(&client.Config{Server: env.URL, Timeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := controllertest.Start(t).Client
 	withIndexes := func() informer.Indexer {
 		return informer.NewIndexer(nil, informer.Indexers{
 			informer.NamespaceIndex:       informer.MetaNamespaceIndexFunc,
@@ -41,7 +36,7 @@ func newSyncEnv(t *testing.T) *syncEnv {
 	}
 	s := &syncEnv{dIndexer: withIndexes(), rsIndexer: withIndexes(), podIx: withIndexes()}
 	rec := &record.FakeRecorder{}
-	s.c = newController(Options{Client: rc, Recorder: rec, Logger: testLogger(t)}, s.dIndexer, s.rsIndexer, s.podIx)
+	s.c = newController(Options{Client: rc, Recorder: rec, Logger: controllertest.Logger(t)}, s.dIndexer, s.rsIndexer, s.podIx)
 	t.Cleanup(s.c.queue.ShutDown)
 	s.api = &cluster{
 		rc: rc, recorder: rec,

@@ -53,6 +53,7 @@ import (
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
 )
@@ -108,7 +109,7 @@ func New(opts Options) (*Controller, error) {
 		log:          opts.Logger,
 	}
 	if c.recorder == nil {
-		c.recorder = nopRecorder{}
+		c.recorder = controller.NopRecorder{}
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -388,8 +389,3 @@ func endpointsLabels(svc *corev1.Service) map[string]string {
 	}
 	return out
 }
-
-type nopRecorder struct{}
-
-func (nopRecorder) Event(api.Object, string, string, string)          {}
-func (nopRecorder) Eventf(api.Object, string, string, string, ...any) {}

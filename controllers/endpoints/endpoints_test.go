@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/minictl/minictl/controllers/internal/controllertest"
 )
 
 // A service's Endpoints follow its pods: scaling up and down, a pod that
@@ -118,7 +120,7 @@ func TestServiceWithoutSelectorIsLeftAlone(t *testing.T) {
 	}
 	// Wait until the controller's caches have the service and the
 	// Endpoints, then sync it.
-	waitFor(t, "the caches", func() (bool, string) {
+	controllertest.Eventually(t, "the caches", func() (bool, string) {
 		_, err1 := r.ctrl.svcLister.Get(ns, "db")
 		_, err2 := r.ctrl.epLister.Get(ns, "db")
 		return err1 == nil && err2 == nil, "not yet"
@@ -145,7 +147,7 @@ func TestEndpointsGoWithTheService(t *testing.T) {
 	if err := r.endpoints.Delete(testCtx(t), ns, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "endpoints web written again", func() (bool, string) {
+	controllertest.Eventually(t, "endpoints web written again", func() (bool, string) {
 		got := r.getEndpoints(t, "web")
 		if got == nil {
 			return false, "none"
@@ -156,7 +158,7 @@ func TestEndpointsGoWithTheService(t *testing.T) {
 	if err := r.services.Delete(testCtx(t), ns, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "endpoints web deleted", func() (bool, string) {
+	controllertest.Eventually(t, "endpoints web deleted", func() (bool, string) {
 		got := r.getEndpoints(t, "web")
 		if got == nil {
 			return true, ""
@@ -179,7 +181,7 @@ func TestLeftoverEndpointsAreDeletedAtStart(t *testing.T) {
 		}
 	}
 	startController(t, a)
-	waitFor(t, "endpoints orphan deleted", func() (bool, string) {
+	controllertest.Eventually(t, "endpoints orphan deleted", func() (bool, string) {
 		return a.getEndpoints(t, "orphan") == nil, "still there"
 	})
 	if a.getEndpoints(t, "leader") == nil {

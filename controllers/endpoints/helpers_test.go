@@ -3,9 +3,7 @@ package endpoints
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,8 +13,7 @@ import (
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
-	"github.com/minictl/minictl/informer"
-	"github.com/minictl/minictl/internal/testenv"
+	"github.com/minictl/minictl/controllers/internal/controllertest"
 )
 
 // These tests run the controller against a real API server on a real etcd
@@ -27,6 +24,7 @@ const ns = "default"
 
 // apiEnv is a running API server and typed clients of it.
 type apiEnv struct {
+	env       *controllertest.Env
 	rc        *client.RESTClient
 	pods      *client.Client[*corev1.Pod]
 	services  *client.Client[*corev1.Service]
@@ -35,12 +33,10 @@ type apiEnv struct {
 
 func startAPI(t *testing.T) *apiEnv {
 	t.Helper()
-	env := testenv.Start(t)
-	rc, err := client.New(&client.Config{Server: env.URL, Timeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := controllertest.Start(t)
+	rc := env.Client
 	return &apiEnv{
+		env:       env,
 		rc:        rc,
 		pods:      client.For[*corev1.Pod](rc),
 		services:  client.For[*corev1.Service](rc),
@@ -65,24 +61,12 @@ func runController(t *testing.T) *running {
 // when the test ends.
 func startController(t *testing.T, a *apiEnv) *running {
 	t.Helper()
-	factory := informer.NewSharedInformerFactory(a.rc, informer.FactoryOptions{})
 	rec := &record.FakeRecorder{}
-	c, err := New(Options{Client: a.rc, Informers: factory, Recorder: rec, Logger: testLogger(t)})
+	c, err := New(Options{Client: a.rc, Informers: a.env.Informers, Recorder: rec, Logger: controllertest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	factory.Start(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.Run(ctx, 2)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		factory.Shutdown()
-	})
+	controllertest.Run(t, a.env.Informers, 2, c)
 	return &running{apiEnv: a, ctrl: c, recorder: rec}
 }
 
@@ -91,51 +75,6 @@ func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// testLogger logs to t.Log (shown for failures and -v) until the test ends.
-func testLogger(t *testing.T) *slog.Logger {
-	w := &testWriter{t: t}
-	t.Cleanup(w.close)
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type testWriter struct {
-	mu     sync.Mutex
-	t      *testing.T
-	closed bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.closed {
-		w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-func (w *testWriter) close() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.closed = true
-}
-
-// waitFor polls cond until it holds, failing the test after 30s with the
-// last explanation cond gave.
-func waitFor(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %s", what, why)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func newService(name string, selector map[string]string, ports ...corev1.ServicePort) *corev1.Service {
@@ -262,7 +201,7 @@ func addrString(a corev1.EndpointAddress) string {
 func (a *apiEnv) waitForSubsets(t *testing.T, name, want string) *corev1.Endpoints {
 	t.Helper()
 	var ep *corev1.Endpoints
-	waitFor(t, "endpoints "+name+" = "+want, func() (bool, string) {
+	controllertest.Eventually(t, "endpoints "+name+" = "+want, func() (bool, string) {
 		ep = a.getEndpoints(t, name)
 		if ep == nil {
 			return false, "no endpoints"

@@ -51,6 +51,7 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
 )
@@ -133,7 +134,7 @@ func New(opts Options) (*Controller, error) {
 		log:      opts.Logger,
 	}
 	if gc.recorder == nil {
-		gc.recorder = nopRecorder{}
+		gc.recorder = controller.NopRecorder{}
 	}
 	if gc.log == nil {
 		gc.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -573,7 +574,3 @@ func count(n int, noun string) string {
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
 }
-
-type nopRecorder struct{}
-
-func (nopRecorder) Eventf(api.Object, string, string, string, ...any) {}

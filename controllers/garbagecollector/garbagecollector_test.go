@@ -3,7 +3,6 @@ package garbagecollector
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -17,8 +16,8 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/controllers/internal/controllertest"
 	"github.com/minictl/minictl/informer"
-	"github.com/minictl/minictl/internal/testenv"
 )
 
 // fixture is a real API server with the garbage collector running against
@@ -40,11 +39,7 @@ func start(t *testing.T) *fixture {
 // newFixture starts the API server only; startGC starts the collector.
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	env := testenv.Start(t)
-	rc, err := client.New(&client.Config{Server: env.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := controllertest.StartWith(t, controllertest.Options{}).Client
 	return &fixture{rc: rc, cms: client.For[*corev1.ConfigMap](rc), recorder: &fakeRecorder{}}
 }
 
@@ -52,22 +47,11 @@ func (f *fixture) startGC(t *testing.T) {
 	t.Helper()
 	rc, rec := f.rc, f.recorder
 	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})
-	gc, err := New(Options{Client: rc, Informers: factory, Recorder: rec, Logger: testLogger(t)})
+	gc, err := New(Options{Client: rc, Informers: factory, Recorder: rec, Logger: controllertest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	factory.Start(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		gc.Run(ctx, 3)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		factory.Shutdown()
-	})
+	controllertest.Run(t, factory, 3, gc)
 	f.gc = gc
 }
 
@@ -317,15 +301,11 @@ func ownerRef(owner *corev1.ConfigMap, block bool) metav1.OwnerReference {
 	}
 }
 
+// waitFor waits up to 20s for cond, asking every 20ms.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll := controllertest.Poll{Timeout: 20 * time.Second, Interval: 20 * time.Millisecond}
+	poll.Until(t, what, func() (bool, string) { return cond(), "" })
 }
 
 type fakeRecorder struct {
@@ -353,17 +333,4 @@ func (r *fakeRecorder) withReason(reason string) []string {
 		}
 	}
 	return out
-}
-
-// testLogger writes the collector's story to the test log (shown with -v
-// or on failure). The fixture stops the collector before the test ends.
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, nil))
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
 }

@@ -1,10 +1,9 @@
 package nodeipam
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/minictl/minictl/controllers/internal/controller"
 )
 
 // metrics are the controller's own metrics, under upstream's names, for
@@ -37,33 +36,16 @@ func newMetrics(reg prometheus.Registerer, clusterCIDR string) (*metrics, error)
 		return m, nil
 	}
 	var err error
-	if m.usage, err = register(reg, m.usage); err != nil {
+	if m.usage, err = controller.Register(reg, m.usage); err != nil {
 		return nil, err
 	}
-	if m.allocations, err = register(reg, m.allocations); err != nil {
+	if m.allocations, err = controller.Register(reg, m.allocations); err != nil {
 		return nil, err
 	}
-	if m.releases, err = register(reg, m.releases); err != nil {
+	if m.releases, err = controller.Register(reg, m.releases); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c on reg, or returns the collector registered there
-// already: the manager builds its controllers again on the same registry
-// at each leadership term.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	if err != nil {
-		return c, fmt.Errorf("register metrics: %w", err)
-	}
-	return c, nil
 }
 
 func (m *metrics) allocated(s *cidrSet) {

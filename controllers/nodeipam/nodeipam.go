@@ -31,6 +31,7 @@
 package nodeipam
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,9 +48,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
 )
@@ -113,12 +114,12 @@ func New(opts Options) (*Controller, error) {
 	if opts.Client == nil || opts.Informers == nil {
 		return nil, errors.New("nodeipam: Options.Client and Options.Informers are required")
 	}
-	clusterCIDR := cmpOr(opts.ClusterCIDR, DefaultClusterCIDR)
+	clusterCIDR := cmp.Or(opts.ClusterCIDR, DefaultClusterCIDR)
 	cluster, err := netip.ParsePrefix(clusterCIDR)
 	if err != nil {
 		return nil, fmt.Errorf("nodeipam: cluster CIDR: %w", err)
 	}
-	cidrs, err := newCIDRSet(cluster, cmpOr(opts.NodeCIDRMaskSize, DefaultNodeCIDRMaskSize))
+	cidrs, err := newCIDRSet(cluster, cmp.Or(opts.NodeCIDRMaskSize, DefaultNodeCIDRMaskSize))
 	if err != nil {
 		return nil, fmt.Errorf("nodeipam: %w", err)
 	}
@@ -137,7 +138,7 @@ func New(opts Options) (*Controller, error) {
 		queue:    workqueue.New[string]("nodeipam", workqueue.Options{MetricsRegisterer: opts.Metrics}),
 	}
 	if c.recorder == nil {
-		c.recorder = nopRecorder{}
+		c.recorder = controller.NopRecorder{}
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -164,14 +165,6 @@ func New(opts Options) (*Controller, error) {
 	}
 	c.hasSynced = []func() bool{reg.HasSynced}
 	return c, nil
-}
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 func (c *Controller) enqueue(obj any) {
@@ -396,8 +389,3 @@ func (c *Controller) podCIDRs() map[string]netip.Prefix {
 	defer c.mu.Unlock()
 	return maps.Clone(c.byNode)
 }
-
-type nopRecorder struct{}
-
-func (nopRecorder) Event(api.Object, string, string, string)          {}
-func (nopRecorder) Eventf(api.Object, string, string, string, ...any) {}

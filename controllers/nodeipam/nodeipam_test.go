@@ -3,11 +3,9 @@ package nodeipam
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,8 +15,8 @@ import (
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/controllers/internal/controllertest"
 	"github.com/minictl/minictl/informer"
-	"github.com/minictl/minictl/internal/testenv"
 )
 
 // These tests run the controller against a real API server on a real etcd
@@ -33,11 +31,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	env := testenv.Start(t)
-	rc, err := client.New(&client.Config{Server: env.URL, Timeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := controllertest.Start(t).Client
 	return &fixture{t: t, rc: rc, nodes: client.For[*corev1.Node](rc)}
 }
 
@@ -55,29 +49,12 @@ func (f *fixture) start(opts Options) *running {
 	factory := informer.NewSharedInformerFactory(f.rc, informer.FactoryOptions{})
 	rec := &record.FakeRecorder{}
 	opts.Client, opts.Informers, opts.Recorder = f.rc, factory, rec
-	w := &testWriter{t: f.t}
-	f.t.Cleanup(w.close) // after stop, which is registered below
-	opts.Logger = slog.New(slog.NewTextHandler(w, nil))
+	opts.Logger = controllertest.Logger(f.t)
 	c, err := New(opts)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	factory.Start(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.Run(ctx, 4)
-	}()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			<-done
-			factory.Shutdown()
-		})
-	}
-	f.t.Cleanup(stop)
+	stop := controllertest.Run(f.t, factory, 4, c)
 	return &running{ctrl: c, recorder: rec, stop: stop}
 }
 
@@ -161,7 +138,7 @@ func checkNoOverlap(t *testing.T, cidrs map[string]string, cluster netip.Prefix)
 func (f *fixture) waitAllAllocated(cluster netip.Prefix) map[string]string {
 	f.t.Helper()
 	var cidrs map[string]string
-	waitFor(f.t, "every node to have a podCIDR", func() (bool, string) {
+	controllertest.Eventually(f.t, "every node to have a podCIDR", func() (bool, string) {
 		cidrs = f.list()
 		checkNoOverlap(f.t, cidrs, cluster)
 		var without []string
@@ -236,7 +213,7 @@ func TestCreationsAndDeletionsNeverOverlap(t *testing.T) {
 	}
 	// The controller's own view agrees with the cluster, once it has seen
 	// every deletion.
-	waitFor(t, "the controller to hold exactly the live nodes' ranges", func() (bool, string) {
+	controllertest.Eventually(t, "the controller to hold exactly the live nodes' ranges", func() (bool, string) {
 		held := r.ctrl.podCIDRs()
 		if len(held) != len(final) {
 			return false, fmt.Sprintf("holds %d ranges, %d live nodes", len(held), len(final))
@@ -309,7 +286,7 @@ func TestExhaustedClusterCIDR(t *testing.T) {
 	f.create(0, 2)
 	before := f.waitAllAllocated(cluster)
 	f.create(2, 3)
-	waitFor(t, "a CIDRNotAvailable event", func() (bool, string) {
+	controllertest.Eventually(t, "a CIDRNotAvailable event", func() (bool, string) {
 		for _, e := range r.recorder.Events() {
 			if e == "Normal CIDRNotAvailable Node node-002 status is now: CIDRNotAvailable" {
 				return true, ""
@@ -328,43 +305,4 @@ func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return c
-}
-
-// waitFor polls cond until it holds, failing the test after 30s with the
-// last explanation cond gave.
-func waitFor(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %s", what, why)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// testWriter logs to t.Log until the test ends.
-type testWriter struct {
-	mu     sync.Mutex
-	t      *testing.T
-	closed bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.closed {
-		w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-func (w *testWriter) close() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.closed = true
 }

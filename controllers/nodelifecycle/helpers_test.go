@@ -15,9 +15,9 @@ import (
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/controllers/internal/controllertest"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
-	"github.com/minictl/minictl/internal/testenv"
 )
 
 // These tests run the controller against a real API server on a real etcd
@@ -50,11 +50,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	env := testenv.Start(t)
-	rc, err := client.New(&client.Config{Server: env.URL, Timeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := controllertest.Start(t).Client
 	start := time.Now().Truncate(time.Second)
 	return &fixture{
 		t: t, rc: rc,
@@ -82,19 +78,8 @@ func (f *fixture) run() {
 		f.t.Fatal(err)
 	}
 	f.ctrl = c
-	ctx, cancel := context.WithCancel(context.Background())
-	f.factory.Start(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.Run(ctx, 2)
-	}()
-	f.t.Cleanup(func() {
-		cancel()
-		<-done
-		f.factory.Shutdown()
-		f.logs.close()
-	})
+	f.t.Cleanup(f.logs.close) // after the controller stops: Run's cleanup is registered below
+	controllertest.Run(f.t, f.factory, 2, c)
 	waitFor(f.t, "the first monitor pass", func() (bool, string) { return c.passes.Load() >= 1, "" })
 }
 
@@ -260,21 +245,11 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-// waitFor polls cond until it holds, failing the test after 30s with the
-// last explanation cond gave.
+// waitFor is controllertest.Eventually asking every 10ms: a monitor pass
+// on the fake clock is quick to follow.
 func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %s", what, why)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	controllertest.Poll{Timeout: 30 * time.Second, Interval: 10 * time.Millisecond}.Until(t, what, cond)
 }
 
 // logBuffer is a slog.Handler that keeps the controller's log messages

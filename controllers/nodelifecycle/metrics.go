@@ -1,10 +1,9 @@
 package nodelifecycle
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/minictl/minictl/controllers/internal/controller"
 )
 
 // metrics are the controller's own metrics, under upstream's names.
@@ -44,39 +43,22 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var err error
-	if m.zoneSize, err = register(reg, m.zoneSize); err != nil {
+	if m.zoneSize, err = controller.Register(reg, m.zoneSize); err != nil {
 		return nil, err
 	}
-	if m.zoneHealth, err = register(reg, m.zoneHealth); err != nil {
+	if m.zoneHealth, err = controller.Register(reg, m.zoneHealth); err != nil {
 		return nil, err
 	}
-	if m.unhealthyNodes, err = register(reg, m.unhealthyNodes); err != nil {
+	if m.unhealthyNodes, err = controller.Register(reg, m.unhealthyNodes); err != nil {
 		return nil, err
 	}
-	if m.evictions, err = register(reg, m.evictions); err != nil {
+	if m.evictions, err = controller.Register(reg, m.evictions); err != nil {
 		return nil, err
 	}
-	if m.podDeletions, err = register(reg, m.podDeletions); err != nil {
+	if m.podDeletions, err = controller.Register(reg, m.podDeletions); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c on reg, or returns the collector registered there
-// already: the manager builds its controllers again on the same registry
-// at each leadership term.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	if err != nil {
-		return c, fmt.Errorf("register metrics: %w", err)
-	}
-	return c, nil
 }
 
 func (m *metrics) setZone(zone string, size, notReady int) {

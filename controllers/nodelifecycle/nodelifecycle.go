@@ -59,6 +59,7 @@
 package nodelifecycle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -74,9 +75,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
-	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
 )
@@ -198,13 +199,13 @@ func New(opts Options) (*Controller, error) {
 	c := &Controller{
 		nodes:             client.For[*corev1.Node](opts.Client),
 		pods:              client.For[*corev1.Pod](opts.Client),
-		monitorPeriod:     orDefault(opts.NodeMonitorPeriod, DefaultNodeMonitorPeriod),
-		gracePeriod:       orDefault(opts.NodeMonitorGracePeriod, DefaultNodeMonitorGracePeriod),
-		startupGrace:      orDefault(opts.NodeStartupGracePeriod, DefaultNodeStartupGracePeriod),
+		monitorPeriod:     cmp.Or(opts.NodeMonitorPeriod, DefaultNodeMonitorPeriod),
+		gracePeriod:       cmp.Or(opts.NodeMonitorGracePeriod, DefaultNodeMonitorGracePeriod),
+		startupGrace:      cmp.Or(opts.NodeStartupGracePeriod, DefaultNodeStartupGracePeriod),
 		evictionRate:      rate(opts.EvictionRate, DefaultEvictionRate),
 		secondaryRate:     rate(opts.SecondaryEvictionRate, DefaultSecondaryEvictionRate),
-		unhealthyZone:     exact(orDefault(opts.UnhealthyZoneThreshold, DefaultUnhealthyZoneThreshold)),
-		largeClusterNodes: orDefault(opts.LargeClusterSizeThreshold, DefaultLargeClusterSizeThreshold),
+		unhealthyZone:     exact(cmp.Or(opts.UnhealthyZoneThreshold, DefaultUnhealthyZoneThreshold)),
+		largeClusterNodes: cmp.Or(opts.LargeClusterSizeThreshold, DefaultLargeClusterSizeThreshold),
 		clock:             opts.Clock,
 		recorder:          opts.Recorder,
 		log:               opts.Logger,
@@ -217,7 +218,7 @@ func New(opts Options) (*Controller, error) {
 		c.clock = workqueue.RealClock{}
 	}
 	if c.recorder == nil {
-		c.recorder = nopRecorder{}
+		c.recorder = controller.NopRecorder{}
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -263,14 +264,6 @@ func New(opts Options) (*Controller, error) {
 	}
 	c.hasSynced = []func() bool{nodeReg.HasSynced, podReg.HasSynced, leaseInformer.HasSynced}
 	return c, nil
-}
-
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // rate is a rate option: 0 means def, negative means none.
@@ -480,11 +473,6 @@ func unwrapTombstone(obj any) any {
 	}
 	return obj
 }
-
-type nopRecorder struct{}
-
-func (nopRecorder) Event(api.Object, string, string, string)          {}
-func (nopRecorder) Eventf(api.Object, string, string, string, ...any) {}
 
 // shutDownQueues stops the queues of a controller that will never run.
 func (c *Controller) shutDownQueues() {

@@ -40,6 +40,7 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
 )
@@ -144,7 +145,7 @@ func New(opts Options) (*Controller, error) {
 		c.clock = workqueue.RealClock{}
 	}
 	if c.recorder == nil {
-		c.recorder = nopRecorder{}
+		c.recorder = controller.NopRecorder{}
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -355,7 +356,3 @@ func (c *Controller) forceDelete(ctx context.Context, pod *corev1.Pod) error {
 		Preconditions:      &metav1.Preconditions{UID: &uid},
 	})
 }
-
-type nopRecorder struct{}
-
-func (nopRecorder) Eventf(api.Object, string, string, string, ...any) {}

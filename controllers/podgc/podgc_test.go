@@ -3,7 +3,6 @@ package podgc
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,9 +14,9 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/controllers/internal/controllertest"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
-	"github.com/minictl/minictl/internal/testenv"
 )
 
 // fixture is a real API server, a started informer factory and a pod GC
@@ -33,14 +32,11 @@ type fixture struct {
 
 func newFixture(t *testing.T, opts Options) *fixture {
 	t.Helper()
-	env := testenv.Start(t)
-	rc, err := client.New(&client.Config{Server: env.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})
+	env := controllertest.StartWith(t, controllertest.Options{})
+	rc, factory := env.Client, env.Informers
 	f := &fixture{rc: rc, recorder: &fakeRecorder{}}
-	opts.Client, opts.Informers, opts.Recorder, opts.Logger = rc, factory, f.recorder, testLogger(t)
+	opts.Client, opts.Informers, opts.Recorder, opts.Logger = rc, factory, f.recorder, controllertest.Logger(t)
+	var err error
 	f.c, err = New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -227,15 +223,11 @@ func podNames(pods []*corev1.Pod) []string {
 	return names
 }
 
+// waitFor waits up to 20s for cond, asking every 20ms.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll := controllertest.Poll{Timeout: 20 * time.Second, Interval: 20 * time.Millisecond}
+	poll.Until(t, what, func() (bool, string) { return cond(), "" })
 }
 
 type fakeRecorder struct {
@@ -263,17 +255,4 @@ func (r *fakeRecorder) withReason(reason string) []string {
 		}
 	}
 	return out
-}
-
-// testLogger writes the controller's story to the test log (shown with -v
-// or on failure). The fixture stops the controller before the test ends.
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, nil))
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
 }

@@ -3,9 +3,7 @@ package replicaset
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,8 +14,8 @@ import (
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/controllers/internal/controller"
+	"github.com/minictl/minictl/controllers/internal/controllertest"
 	"github.com/minictl/minictl/informer"
-	"github.com/minictl/minictl/internal/testenv"
 )
 
 // These tests run the controller against a real API server on a real etcd
@@ -29,6 +27,7 @@ const ns = "default"
 
 // apiEnv is a running API server and clients of it.
 type apiEnv struct {
+	env  *controllertest.Env
 	rc   *client.RESTClient
 	pods *client.Client[*corev1.Pod]
 	rss  *client.Client[*appsv1.ReplicaSet]
@@ -36,12 +35,9 @@ type apiEnv struct {
 
 func startAPI(t *testing.T) *apiEnv {
 	t.Helper()
-	env := testenv.Start(t)
-	rc, err := client.New(&client.Config{Server: env.URL, Timeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &apiEnv{rc: rc, pods: client.For[*corev1.Pod](rc), rss: client.For[*appsv1.ReplicaSet](rc)}
+	env := controllertest.Start(t)
+	rc := env.Client
+	return &apiEnv{env: env, rc: rc, pods: client.For[*corev1.Pod](rc), rss: client.For[*appsv1.ReplicaSet](rc)}
 }
 
 // running is a controller running with a shared informer factory.
@@ -56,24 +52,12 @@ type running struct {
 func runController(t *testing.T) *running {
 	t.Helper()
 	a := startAPI(t)
-	factory := informer.NewSharedInformerFactory(a.rc, informer.FactoryOptions{})
 	rec := &record.FakeRecorder{}
-	c, err := New(Options{Client: a.rc, Informers: factory, Recorder: rec, Logger: testLogger(t)})
+	c, err := New(Options{Client: a.rc, Informers: a.env.Informers, Recorder: rec, Logger: controllertest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	factory.Start(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.Run(ctx, 2)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		factory.Shutdown()
-	})
+	controllertest.Run(t, a.env.Informers, 2, c)
 	return &running{apiEnv: a, ctrl: c, recorder: rec}
 }
 
@@ -82,51 +66,6 @@ func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// testLogger logs to t.Log (shown for failures and -v) until the test ends.
-func testLogger(t *testing.T) *slog.Logger {
-	w := &testWriter{t: t}
-	t.Cleanup(w.close)
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type testWriter struct {
-	mu     sync.Mutex
-	t      *testing.T
-	closed bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.closed {
-		w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-func (w *testWriter) close() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.closed = true
-}
-
-// waitFor polls cond until it holds, failing the test after 30s with the
-// last explanation cond gave.
-func waitFor(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %s", what, why)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func newRS(name string, replicas int32) *appsv1.ReplicaSet {
@@ -191,7 +130,7 @@ func (a *apiEnv) ownedPods(t *testing.T, rs *appsv1.ReplicaSet) []*corev1.Pod {
 func (a *apiEnv) waitForOwnedPods(t *testing.T, rs *appsv1.ReplicaSet, n int) []*corev1.Pod {
 	t.Helper()
 	var pods []*corev1.Pod
-	waitFor(t, fmt.Sprintf("%d pods owned by %s", n, rs.Name), func() (bool, string) {
+	controllertest.Eventually(t, fmt.Sprintf("%d pods owned by %s", n, rs.Name), func() (bool, string) {
 		pods = a.ownedPods(t, rs)
 		return len(pods) == n, fmt.Sprintf("%d pods", len(pods))
 	})
@@ -273,7 +212,7 @@ func newTestController(t *testing.T, opts Options) (*Controller, informer.Indexe
 		controller.ControllerUIDIndex: controller.ControllerUIDIndexFunc,
 	})
 	if opts.Logger == nil {
-		opts.Logger = testLogger(t)
+		opts.Logger = controllertest.Logger(t)
 	}
 	c := newController(opts, rsIndexer, podIndexer)
 	t.Cleanup(c.queue.ShutDown)

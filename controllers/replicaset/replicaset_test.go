@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/controllers/internal/controllertest"
 )
 
 func TestCreatesPodsWithOwnerReferences(t *testing.T) {
@@ -33,11 +34,11 @@ func TestCreatesPodsWithOwnerReferences(t *testing.T) {
 			t.Errorf("pod %s: ownerReference %+v", p.Name, ref)
 		}
 	}
-	waitFor(t, "3 SuccessfulCreate events", func() (bool, string) {
+	controllertest.Eventually(t, "3 SuccessfulCreate events", func() (bool, string) {
 		n := countEvents(r.recorder, "Normal SuccessfulCreate Created pod: web-")
 		return n == 3, fmt.Sprintf("events %q", r.recorder.Events())
 	})
-	waitFor(t, "status.replicas 3", func() (bool, string) {
+	controllertest.Eventually(t, "status.replicas 3", func() (bool, string) {
 		cur, err := r.rss.Get(testCtx(t), ns, "web")
 		if err != nil {
 			return false, err.Error()
@@ -70,7 +71,7 @@ func TestReplacesADeletedPod(t *testing.T) {
 	if err := r.pods.Delete(testCtx(t), ns, victim, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a replacement with a new name", func() (bool, string) {
+	controllertest.Eventually(t, "a replacement with a new name", func() (bool, string) {
 		pods := r.ownedPods(t, rs)
 		names := podNames(pods)
 		return len(pods) == 3 && !slices.Contains(names, victim), fmt.Sprintf("pods %v", names)
@@ -133,7 +134,7 @@ func TestReleasesAPodWhoseLabelsStopMatching(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the pod released and replaced", func() (bool, string) {
+	controllertest.Eventually(t, "the pod released and replaced", func() (bool, string) {
 		cur, err := r.pods.Get(testCtx(t), ns, leaving.Name)
 		if err != nil {
 			return false, err.Error()
@@ -169,7 +170,7 @@ func TestStatusCountsReadyAvailableAndFullyLabeledPods(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	waitFor(t, "status", func() (bool, string) {
+	controllertest.Eventually(t, "status", func() (bool, string) {
 		got, err := r.rss.Get(testCtx(t), ns, "web")
 		if err != nil {
 			return false, err.Error()

@@ -1,7 +1,6 @@
 package resourcequota
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -17,8 +16,7 @@ import (
 	"github.com/minictl/minictl/api/quota"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
-	"github.com/minictl/minictl/informer"
-	"github.com/minictl/minictl/internal/testenv"
+	"github.com/minictl/minictl/controllers/internal/controllertest"
 )
 
 // These tests run the controller against a real API server on a real etcd
@@ -42,38 +40,23 @@ type fixture struct {
 // ends.
 func run(t *testing.T, resync time.Duration) *fixture {
 	t.Helper()
-	env := testenv.Start(t)
-	rc, err := client.New(&client.Config{Server: env.URL, Timeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := controllertest.Start(t)
+	rc := env.Client
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
 	if _, err := client.For[*corev1.Namespace](rc).Create(t.Context(), nsObj); err != nil {
 		t.Fatal(err)
 	}
 	logs := &logBuffer{t: t}
 	t.Cleanup(logs.close)
-	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})
 	c, err := New(Options{
-		Client: rc, Informers: factory, Recorder: &record.FakeRecorder{},
+		Client: rc, Informers: env.Informers, Recorder: &record.FakeRecorder{},
 		Logger:       slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		ResyncPeriod: resync,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	factory.Start(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.Run(ctx, 2)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		factory.Shutdown()
-	})
+	controllertest.Run(t, env.Informers, 2, c)
 	return &fixture{
 		rc: rc, c: c, logs: logs,
 		quotas: client.For[*corev1.ResourceQuota](rc),
@@ -108,7 +91,7 @@ func (f *fixture) createQuota(t *testing.T, name string, hard corev1.ResourceLis
 func (f *fixture) waitForUsed(t *testing.T, name string, want corev1.ResourceList) *corev1.ResourceQuota {
 	t.Helper()
 	var last *corev1.ResourceQuota
-	waitFor(t, fmt.Sprintf("quota %s used %s", name, quota.Format(want)), func() (bool, string) {
+	controllertest.Eventually(t, fmt.Sprintf("quota %s used %s", name, quota.Format(want)), func() (bool, string) {
 		q, err := f.quotas.Get(t.Context(), ns, name)
 		if err != nil {
 			return false, err.Error()
@@ -143,25 +126,6 @@ func list(pairs ...string) corev1.ResourceList {
 		out[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
 	}
 	return out
-}
-
-// waitFor polls cond until it holds, failing the test after 30s with the
-// last explanation cond gave.
-func waitFor(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var last string
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		last = why
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last: %s", what, last)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // logBuffer keeps the controller's log lines and shows them with t.Log

@@ -136,7 +136,7 @@ func New(opts Options) (*Controller, error) {
 		written:   map[string]string{},
 	}
 	if c.recorder == nil {
-		c.recorder = nopRecorder{}
+		c.recorder = controller.NopRecorder{}
 	}
 	if c.log == nil {
 		c.log = slog.Default()
@@ -507,11 +507,6 @@ func quantityOrNone(q resource.Quantity, ok bool) string {
 	}
 	return q.String()
 }
-
-type nopRecorder struct{}
-
-func (nopRecorder) Event(api.Object, string, string, string)          {}
-func (nopRecorder) Eventf(api.Object, string, string, string, ...any) {}
 
 // lowers reports whether next gives any resource less usage than cur.
 func lowers(cur, next corev1.ResourceList) bool {

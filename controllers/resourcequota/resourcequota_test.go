@@ -10,6 +10,7 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/controllers/internal/controllertest"
 )
 
 // computeHard limits every compute name a pod is charged under.
@@ -58,7 +59,7 @@ func TestUsedFollowsPodCreatesAndDeletes(t *testing.T) {
 	f.waitForUsed(t, "compute", list(
 		"pods", "1", "count/pods", "1", "requests.cpu", "1", "requests.memory", "1Gi",
 		"limits.cpu", "1", "limits.memory", "1Gi", "cpu", "1", "memory", "1Gi"))
-	waitFor(t, "the story of pods 2→1", func() (bool, string) {
+	controllertest.Eventually(t, "the story of pods 2→1", func() (bool, string) {
 		return f.logs.has("resourcequota team-a/compute: used") && f.logs.has("pods 2→1 (hard 5)"), "no such log line"
 	})
 }
@@ -206,7 +207,7 @@ func TestResyncFixesTamperedUsage(t *testing.T) {
 		t.Fatalf("tampered status.used pods = %s, want 4", u.String())
 	}
 	f.waitForUsed(t, "compute", list("pods", "1", "requests.memory", "256Mi"))
-	waitFor(t, "the story of the fix", func() (bool, string) {
+	controllertest.Eventually(t, "the story of the fix", func() (bool, string) {
 		return f.logs.has("pods 4→1 (hard 5)") && f.logs.has("requests.memory 1Gi→256Mi (hard 1Gi)") && f.logs.has("secrets 7→none"),
 			"no such log line"
 	})

@@ -26,6 +26,7 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
 )
@@ -80,7 +81,7 @@ func New(opts Options) (*Controller, error) {
 		log:             opts.Logger,
 	}
 	if c.recorder == nil {
-		c.recorder = nopRecorder{}
+		c.recorder = controller.NopRecorder{}
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -203,7 +204,3 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	c.recorder.Eventf(created, corev1.EventTypeNormal, "Created", "Created ServiceAccount %s in namespace %s", created.Name, name)
 	return nil
 }
-
-type nopRecorder struct{}
-
-func (nopRecorder) Eventf(api.Object, string, string, string, ...any) {}

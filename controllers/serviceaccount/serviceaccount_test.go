@@ -1,9 +1,7 @@
 package serviceaccount
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -14,8 +12,7 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
-	"github.com/minictl/minictl/informer"
-	"github.com/minictl/minictl/internal/testenv"
+	"github.com/minictl/minictl/controllers/internal/controllertest"
 )
 
 // fixture is a real API server with the controller running against it.
@@ -27,29 +24,14 @@ type fixture struct {
 
 func start(t *testing.T) *fixture {
 	t.Helper()
-	env := testenv.Start(t)
-	rc, err := client.New(&client.Config{Server: env.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})
+	env := controllertest.StartWith(t, controllertest.Options{})
+	rc := env.Client
 	rec := &fakeRecorder{}
-	c, err := New(Options{Client: rc, Informers: factory, Recorder: rec, Logger: testLogger(t)})
+	c, err := New(Options{Client: rc, Informers: env.Informers, Recorder: rec, Logger: controllertest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	factory.Start(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.Run(ctx, 2)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		factory.Shutdown()
-	})
+	controllertest.Run(t, env.Informers, 2, c)
 	return &fixture{rc: rc, c: c, recorder: rec}
 }
 
@@ -140,15 +122,11 @@ func TestTerminatingNamespaceIsSkipped(t *testing.T) {
 	}
 }
 
+// waitFor waits up to 20s for cond, asking every 20ms.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll := controllertest.Poll{Timeout: 20 * time.Second, Interval: 20 * time.Millisecond}
+	poll.Until(t, what, func() (bool, string) { return cond(), "" })
 }
 
 type fakeRecorder struct {
@@ -166,17 +144,4 @@ func (r *fakeRecorder) events() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.list...)
-}
-
-// testLogger writes the controller's story to the test log (shown with -v
-// or on failure). The fixture stops the controller before the test ends.
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, nil))
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
 }

@@ -9,11 +9,14 @@
 //   - refmanager.go: RefManager, claiming objects by controller reference:
 //     adopt matching orphans, release owned objects that stopped matching.
 //   - podcontrol.go: PodControl, creating pods from a template and deleting
-//     them, with an Event for each.
+//     them, with an Event for each; NopRecorder, for a controller given no
+//     recorder.
 //   - pods.go: which pods count (active, available) and the order in which
 //     pods are deleted on scale-down.
 //   - index.go: the index of objects by their controller's uid.
 //   - slowstart.go: SlowStartBatch, creating in growing batches.
+//   - metrics.go: Register, registering a controller's metrics on a
+//     registry that may hold them from an earlier leadership term.
 //
 // Properties:
 //

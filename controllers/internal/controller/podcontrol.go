@@ -108,5 +108,8 @@ func PodFromTemplate(template *corev1.PodTemplateSpec, owner api.Object, ref *me
 // NopRecorder records nothing, for controllers given no recorder.
 type NopRecorder struct{}
 
+// Event does nothing.
+func (NopRecorder) Event(api.Object, string, string, string) {}
+
 // Eventf does nothing.
 func (NopRecorder) Eventf(api.Object, string, string, string, ...any) {}
