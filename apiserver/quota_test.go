@@ -98,3 +98,32 @@ func TestQuotaConcurrentCreates(t *testing.T) {
 		t.Errorf("status.used pods = %s, want 5", used.String())
 	}
 }
+
+// TestQuotaOnUpdate: an update that adds to usage is charged like a
+// create: turning a ClusterIP Service into a LoadBalancer is refused when
+// the quota allows no load balancers, and nothing changes.
+func TestQuotaOnUpdate(t *testing.T) {
+	env := testenv.Start(t)
+	createNamespace(t, env, "svc")
+	quotaReady(t, env, "svc", corev1.ResourceList{corev1.ResourceServicesLoadBalancers: resource.MustParse("0")})
+	svc := &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{Kind: "Service", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+	}
+	create[corev1.Service](t, env, "/api/v1/namespaces/svc/services", svc)
+	before := revision(t, env)
+	st := do(t, env, "PATCH", "/api/v1/namespaces/svc/services/web", mergePatch, `{"spec":{"type":"LoadBalancer"}}`).
+		wantStatus(t, http.StatusForbidden, metav1.StatusReasonForbidden)
+	want := `services "web" is forbidden: exceeded quota: q, requested: services.loadbalancers=1, used: services.loadbalancers=0, limited: services.loadbalancers=0`
+	if st.Message != want {
+		t.Errorf("message %q, want %q", st.Message, want)
+	}
+	if after := revision(t, env); after != before {
+		t.Errorf("a refused update moved the revision from %d to %d", before, after)
+	}
+	got := get[corev1.Service](t, env, "/api/v1/namespaces/svc/services/web")
+	if got.Spec.Type != corev1.ServiceTypeClusterIP {
+		t.Errorf("service type %q after a refused update", got.Spec.Type)
+	}
+}

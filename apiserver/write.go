@@ -173,7 +173,15 @@ const (
 // change (no finalizers left) is then removed.
 func (s *Server) updateObject(ctx context.Context, rs *resourceStore, namespace, name string, mode updateMode, dry bool, next updateFunc) (api.Object, error) {
 	res := rs.res
+	// An update that adds to an object's usage (a Service turned
+	// LoadBalancer) is charged to its quotas like a create. The charge is
+	// taken before each write attempt and given back if the attempt loses
+	// the compare-and-swap or the update fails.
+	var charges []charge
+	defer func() { s.refundQuota(ctx, namespace, charges) }()
 	out, err := rs.update(ctx, namespace, name, dry, func(cur api.Object) (api.Object, error) {
+		s.refundQuota(ctx, namespace, charges)
+		charges = nil
 		old := cur.DeepCopyObject().(api.Object)
 		obj, err := next(cur)
 		if err != nil {
@@ -208,11 +216,17 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, namespace,
 		if err := validate(res, obj, old); err != nil {
 			return nil, err
 		}
+		if mode == modeMain && !dry {
+			if charges, err = s.admitQuota(ctx, res, obj, old); err != nil {
+				return nil, err
+			}
+		}
 		return obj, nil
 	})
 	if err != nil {
 		return nil, ctxErr(ctx, err)
 	}
+	charges = nil // written: the charge stands
 	if !dry && readyToRemove(out) {
 		if _, err := rs.remove(ctx, out); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return nil, err
