@@ -2,7 +2,7 @@
 # the test command CI runs.
 GO ?= go
 
-.PHONY: up build test test-compat vet fmt bench bench-quick
+.PHONY: up build test test-compat vet fmt bench bench-quick bench-micro
 
 up:
 	$(GO) run ./cmd/minictl up
@@ -28,10 +28,15 @@ fmt:
 
 # bench measures minictl against the physical limit of this machine: every
 # scenario starts bin/minictl and talks to it over loopback HTTP (see
-# bench/doc.go). It prints a table and writes bench/results.json; it takes a
-# few minutes. bench-quick is a fast look: smaller counts, one repetition.
+# bench/doc.go). It prints a table, writes the same as JSON to
+# bin/bench.json, and takes a few minutes. bench-quick is a fast look:
+# smaller counts, one repetition. bench-micro runs the Go micro-benchmarks
+# of the hot paths (codec, watch cache, informer, workqueue, scheduler).
 bench: build
-	$(GO) run ./bench -bin bin/minictl -json bench/results.json
+	$(GO) run ./bench -bin bin/minictl -json bin/bench.json
 
 bench-quick: build
-	$(GO) run ./bench -bin bin/minictl -quick
+	$(GO) run ./bench -bin bin/minictl -quick -json bin/bench-quick.json
+
+bench-micro:
+	$(GO) test -run '^$$' -bench . -benchmem ./apiserver/ ./informer/... ./scheduler/

@@ -342,8 +342,10 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 		return nil
 	}
 	defer cache.stop(cw)
+	dl := &writeDeadline{rc: http.NewResponseController(w)}
 	for _, it := range items {
-		if _, err := writeWithDeadline(w, enc.line(it)); err != nil {
+		dl.arm()
+		if _, err := w.Write(enc.line(it)); err != nil {
 			return nil
 		}
 	}
@@ -359,7 +361,8 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 			if !ok {
 				return nil
 			}
-			if _, err := writeWithDeadline(w, enc.line(it)); err != nil {
+			dl.arm()
+			if _, err := w.Write(enc.line(it)); err != nil {
 				return nil
 			}
 			// Write what is already queued before flushing once.
@@ -368,7 +371,8 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 				if !ok {
 					break
 				}
-				if _, err := writeWithDeadline(w, enc.line(it)); err != nil {
+				dl.arm()
+				if _, err := w.Write(enc.line(it)); err != nil {
 					return nil
 				}
 			}
@@ -402,15 +406,12 @@ func (e *eventEncoder) line(it watchItem) []byte {
 		if raw, err = e.out.eventObject(e.res, it, !e.sent, nil); err != nil {
 			return e.errorLine(apierrors.NewInternalError(err))
 		}
+	} else if it.line != nil {
+		e.sent = true
+		return it.line // rendered once by the cache for every watcher
 	}
 	e.sent = true
-	b := make([]byte, 0, len(raw)+32)
-	b = append(b, `{"type":"`...)
-	b = append(b, it.typ...)
-	b = append(b, `","object":`...)
-	b = append(b, raw...)
-	b = append(b, "}\n"...)
-	return b
+	return jsonEventLine(it.typ, raw)
 }
 
 func (e *eventEncoder) bookmark(rv int64, annotations map[string]string) []byte {
@@ -448,4 +449,24 @@ const watchWriteTimeout = 10 * time.Second
 func writeWithDeadline(w http.ResponseWriter, b []byte) (int, error) {
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(watchWriteTimeout))
 	return w.Write(b)
+}
+
+// writeDeadline gives every write at least watchWriteTimeout minus
+// deadlineSlack before it times out: arm before each write. It moves the
+// deadline at most once per deadlineSlack, instead of a timer update for
+// every event of every watcher.
+type writeDeadline struct {
+	rc *http.ResponseController
+	at time.Time // the deadline set last
+}
+
+const deadlineSlack = 100 * time.Millisecond
+
+func (d *writeDeadline) arm() {
+	now := time.Now()
+	if d.at.Sub(now) > watchWriteTimeout-deadlineSlack {
+		return
+	}
+	d.at = now.Add(watchWriteTimeout)
+	_ = d.rc.SetWriteDeadline(d.at)
 }

@@ -106,6 +106,21 @@ type watchItem struct {
 	typ watch.EventType
 	obj *cachedObject
 	rv  int64
+	// line, when set, is the event as a JSON watch line, shared by every
+	// watcher the event was dispatched to: read it, never change it.
+	line []byte
+}
+
+// jsonEventLine is one watch event as kube-apiserver writes it in JSON:
+// {"type":..,"object":..} and a newline.
+func jsonEventLine(typ watch.EventType, raw []byte) []byte {
+	b := make([]byte, 0, len(raw)+32)
+	b = append(b, `{"type":"`...)
+	b = append(b, typ...)
+	b = append(b, `","object":`...)
+	b = append(b, raw...)
+	b = append(b, "}\n"...)
+	return b
 }
 
 type cacheWatcher struct {
@@ -340,10 +355,22 @@ func (c *watchCache) itemFor(f *filter, e *cachedEvent) (watchItem, bool) {
 }
 
 func (c *watchCache) dispatchLocked(e *cachedEvent) {
+	// Each form an event takes (ADDED, MODIFIED, DELETED, of this object or
+	// of its previous state) is rendered once, for every watcher.
+	type form struct {
+		typ watch.EventType
+		obj *cachedObject
+	}
+	lines := map[form][]byte{}
 	for w := range c.watchers {
 		item, ok := c.itemFor(&w.filter, e)
 		if !ok {
 			continue
+		}
+		f := form{item.typ, item.obj}
+		if item.line, ok = lines[f]; !ok {
+			item.line = jsonEventLine(item.typ, item.obj.raw)
+			lines[f] = item.line
 		}
 		select {
 		case w.ch <- item:

@@ -609,6 +609,11 @@ func TestIntegrationWatchTooOldIsGone(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A list not older than the last update waits until the watch cache
+	// has seen it, and so has let the first revision out of its window.
+	if _, err := cms.List(ctx, ns, metav1.ListOptions{ResourceVersion: cur.ResourceVersion}); err != nil {
+		t.Fatal(err)
+	}
 
 	w, err := cms.Watch(ctx, ns, metav1.ListOptions{ResourceVersion: first.ResourceVersion})
 	if err != nil {

@@ -1,6 +1,8 @@
 package client
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -147,7 +149,73 @@ type wireEvent struct {
 }
 
 func (w *Watcher[T]) decodeAll(ctx context.Context) error {
-	dec := json.NewDecoder(w.body)
+	// Servers write one event per line (kube-apiserver and minictl do).
+	// While the lines look like that, each event's object is decoded
+	// straight from its line; the first line that does not (an ERROR
+	// event, another layout, a cut stream) hands the rest of the stream,
+	// that line included, to a general JSON decoder.
+	r := bufio.NewReaderSize(w.body, 32<<10)
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			head := bytes.Clone(line) // line is r's buffer, which the next read reuses
+			var rest []byte
+			rest, err = r.ReadBytes('\n')
+			line = append(head, rest...)
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("watch %s: decode: %w", w.res.Plural, err)
+		}
+		if len(line) == 0 && err != nil {
+			return nil // the server ended the response between events
+		}
+		ev, ok := w.lineEvent(line)
+		if !ok {
+			return w.decodeStream(ctx, io.MultiReader(bytes.NewReader(bytes.Clone(line)), r))
+		}
+		if !w.deliver(ctx, ev) {
+			return nil
+		}
+	}
+}
+
+// lineEvent decodes one line holding exactly one ADDED, MODIFIED, DELETED
+// or BOOKMARK event laid out as servers write them:
+// {"type":"ADDED","object":{...}} and a newline. It reports false for
+// anything else.
+func (w *Watcher[T]) lineEvent(line []byte) (Event[T], bool) {
+	const head = `{"type":"`
+	rest, ok := bytes.CutPrefix(line, []byte(head))
+	if !ok {
+		return Event[T]{}, false
+	}
+	q := bytes.IndexByte(rest, '"')
+	if q < 0 {
+		return Event[T]{}, false
+	}
+	typ := watch.EventType(rest[:q])
+	switch typ {
+	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
+	default:
+		return Event[T]{}, false
+	}
+	obj, ok := bytes.CutPrefix(rest[q:], []byte(`","object":`))
+	if !ok {
+		return Event[T]{}, false
+	}
+	if obj, ok = bytes.CutSuffix(obj, []byte("}\n")); !ok {
+		return Event[T]{}, false
+	}
+	ev, err := w.event(wireEvent{Type: typ, Object: obj})
+	if err != nil {
+		return Event[T]{}, false // let the general decoder say what is wrong
+	}
+	return ev, true
+}
+
+// decodeStream decodes a stream of JSON events in any layout.
+func (w *Watcher[T]) decodeStream(ctx context.Context, r io.Reader) error {
+	dec := json.NewDecoder(r)
 	for {
 		var we wireEvent
 		if err := dec.Decode(&we); err != nil {
@@ -160,11 +228,19 @@ func (w *Watcher[T]) decodeAll(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("watch %s: %w", w.res.Plural, err)
 		}
-		select {
-		case w.events <- ev:
-		case <-ctx.Done():
+		if !w.deliver(ctx, ev) {
 			return nil
 		}
+	}
+}
+
+// deliver hands ev to the consumer; false once ctx is done.
+func (w *Watcher[T]) deliver(ctx context.Context, ev Event[T]) bool {
+	select {
+	case w.events <- ev:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

@@ -226,3 +226,30 @@ func TestNewStreamWatcherPanicsOnUnservedType(t *testing.T) {
 	}()
 	NewStreamWatcher[*corev1.PodTemplate](context.Background(), io.NopCloser(strings.NewReader("")))
 }
+
+// TestWatchStreamLayouts: events are decoded whatever the layout: one per
+// line (the fast path), lines longer than the read buffer, and an
+// indented stream after a line-delimited start.
+func TestWatchStreamLayouts(t *testing.T) {
+	big := strings.Repeat("x", 100<<10)
+	stream := `{"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"1"}}}` + "\n" +
+		`{"type":"MODIFIED","object":{"metadata":{"name":"a","resourceVersion":"2"},"data":{"k":"` + big + `"}}}` + "\n" +
+		"{\n  \"type\": \"MODIFIED\",\n  \"object\": {\"metadata\": {\"name\": \"a\", \"resourceVersion\": \"3\"}}\n}\n" +
+		`{"type":"DELETED","object":{"metadata":{"name":"a","resourceVersion":"4"}}}` + "\n"
+	w := streamWatcher(t, stream)
+	evs := collect(t, w.Events())
+	if err := w.Err(); err != nil {
+		t.Fatalf("Err() = %v", err)
+	}
+	var got []string
+	for _, ev := range evs {
+		got = append(got, string(ev.Type)+" "+ev.Object.ResourceVersion)
+	}
+	want := []string{"ADDED 1", "MODIFIED 2", "MODIFIED 3", "DELETED 4"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+	if len(evs[1].Object.Data["k"]) != len(big) {
+		t.Errorf("the long event's data has %d bytes, want %d", len(evs[1].Object.Data["k"]), len(big))
+	}
+}

@@ -4,7 +4,9 @@
 // Design, one line per part:
 //
 //   - scheduler.go: the Scheduler, shaped like a controller (Options, New,
-//     Run, processNextWorkItem, sync), with the assumed-pod cache.
+//     Run, processNextWorkItem, sync), with the assumed-pod cache and what
+//     each node's pods use, kept up to date by the pod handlers (a
+//     decision costs the number of nodes, not of pods).
 //   - filter.go: which nodes can run a pod, and the FailedScheduling
 //     message that says why none can (kube-scheduler's filter plugins and
 //     FitError).
@@ -26,6 +28,8 @@
 //   - Decisions are made one at a time, and a pod counts on its node from
 //     the moment it is decided on (it is "assumed"), before the binding
 //     reaches the informer: two quick decisions never overcommit a node.
+//     The bindings themselves, and the API calls after them, run on
+//     several workers at once.
 //   - A pod no node fits gets a FailedScheduling event and its PodScheduled
 //     condition set to False with reason Unschedulable and the same
 //     message. It is tried again after a backoff (1s doubling to 10s), and

@@ -39,6 +39,15 @@ func (a amounts) add(b amounts) {
 	}
 }
 
+// sub takes b's amounts from a, dropping those that reach zero.
+func (a amounts) sub(b amounts) {
+	for name, v := range b {
+		if a[name] -= v; a[name] == 0 {
+			delete(a, name)
+		}
+	}
+}
+
 // raise sets every amount of a to at least b's.
 func (a amounts) raise(b amounts) {
 	for name, v := range b {
@@ -105,8 +114,33 @@ func newNodeUsage() *nodeUsage {
 	return &nodeUsage{requested: amounts{}, nonZero: amounts{}}
 }
 
-func (u *nodeUsage) addPod(pod *corev1.Pod) {
-	u.requested.add(podRequests(pod, false))
-	u.nonZero.add(podRequests(pod, true))
+func (u *nodeUsage) addPod(pod *corev1.Pod) { u.add(usageOf(pod)) }
+
+// podUsage is what one pod takes from its node.
+type podUsage struct {
+	requested, nonZero amounts
+}
+
+func usageOf(pod *corev1.Pod) podUsage {
+	return podUsage{requested: podRequests(pod, false), nonZero: podRequests(pod, true)}
+}
+
+func (u *nodeUsage) add(p podUsage) {
+	u.requested.add(p.requested)
+	u.nonZero.add(p.nonZero)
 	u.pods++
+}
+
+func (u *nodeUsage) sub(p podUsage) {
+	u.requested.sub(p.requested)
+	u.nonZero.sub(p.nonZero)
+	u.pods--
+}
+
+// clone returns a copy of u; a nil u is an empty usage.
+func (u *nodeUsage) clone() *nodeUsage {
+	if u == nil {
+		return newNodeUsage()
+	}
+	return &nodeUsage{requested: u.requested.clone(), nonZero: u.nonZero.clone(), pods: u.pods}
 }

@@ -32,6 +32,11 @@ const (
 	DefaultSchedulerName     = corev1.DefaultSchedulerName // "default-scheduler"
 	DefaultPodInitialBackoff = 1 * time.Second             // podInitialBackoffSeconds
 	DefaultPodMaxBackoff     = 10 * time.Second            // podMaxBackoffSeconds
+	// DefaultWorkers is how many pods Run works on at once. Decisions are
+	// still made one at a time (under mu); the workers overlap the API
+	// calls that follow them (the binding, a status patch), as
+	// kube-scheduler's binding cycles run beside its scheduling cycle.
+	DefaultWorkers = 16
 )
 
 // Options is what a Scheduler needs.
@@ -72,26 +77,44 @@ type Scheduler struct {
 	metrics    prometheus.Registerer // nil: no metrics
 	attempts   *prometheus.CounterVec
 
-	// mu guards assumed and unschedulable. It is held for a whole decision
-	// (filter, score, assume), so that decisions are made one at a time,
-	// each seeing the pods placed by those before it. Nothing under mu
-	// calls the API.
+	// mu guards assumed, bound, usage and unschedulable. It is held for a
+	// whole decision (filter, score, assume), so that decisions are made
+	// one at a time, each seeing the pods placed by those before it.
+	// Nothing under mu calls the API.
 	mu sync.Mutex
 	// assumed holds, by key, the pods this scheduler chose a node for and
-	// the pod informer does not yet show bound. They count on their node
-	// as if bound. An entry goes when the informer shows the pod bound (it
-	// is counted from the informer then), gone or replaced, or when its
-	// binding fails.
+	// the pod handlers have not yet seen bound. They count on their node
+	// as if bound. An entry goes when the handlers see the pod bound (it
+	// counts in bound from then on), gone, replaced or finished, or when
+	// its binding fails.
 	assumed map[string]assumedPod
+	// bound holds, by key, every pod the handlers last saw holding
+	// resources on a node (bound and not finished), with what it takes
+	// there; usage is the sum of bound by node. Together they are what
+	// the pod informer shows, kept up to date by the handlers so that a
+	// decision costs the number of nodes, not of pods.
+	// Invariant: usage[n] is the sum of the bound entries on n; a key is
+	// never in both assumed and bound.
+	bound map[string]boundPod
+	usage map[string]*nodeUsage
 	// unschedulable holds the keys of the pods whose last attempt found no
 	// node; a change that may make room queues them all again.
 	unschedulable map[string]struct{}
 }
 
-// assumedPod is a pod as it was decided for, and the node chosen.
+// assumedPod is a pod as it was decided for, the node chosen, and what it
+// takes there.
 type assumedPod struct {
 	pod  *corev1.Pod
 	node string
+	take podUsage
+}
+
+// boundPod is a pod the handlers saw bound: its node and what it takes
+// there.
+type boundPod struct {
+	node string
+	take podUsage
 }
 
 // unschedulableError is sync's answer for a pod that no node fits: not a
@@ -127,6 +150,8 @@ func New(opts Options) (*Scheduler, error) {
 		recorder:      opts.Recorder,
 		log:           opts.Logger,
 		assumed:       map[string]assumedPod{},
+		bound:         map[string]boundPod{},
+		usage:         map[string]*nodeUsage{},
 		unschedulable: map[string]struct{}{},
 		metrics:       opts.Metrics,
 		attempts:      newAttemptsMetric(),
@@ -198,13 +223,16 @@ func (s *Scheduler) enqueue(pod *corev1.Pod) {
 }
 
 func (s *Scheduler) onPodAdd(obj any) {
-	if pod := obj.(*corev1.Pod); s.waitsForUs(pod) {
+	pod := obj.(*corev1.Pod)
+	s.observe(pod)
+	if s.waitsForUs(pod) {
 		s.enqueue(pod)
 	}
 }
 
 func (s *Scheduler) onPodUpdate(oldObj, newObj any) {
 	old, pod := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
+	s.observe(pod)
 	switch {
 	case s.waitsForUs(pod) && (!s.waitsForUs(old) || !sameSchedulingInputs(old, pod)):
 		s.enqueue(pod)
@@ -220,16 +248,70 @@ func (s *Scheduler) onPodDelete(obj any) {
 	if tomb, ok := obj.(informer.DeletedFinalStateUnknown); ok {
 		// Its last state is unknown: it may have been waiting, or holding
 		// room on a node.
+		s.gone(tomb.Key)
 		s.queue.Add(tomb.Key)
 		s.requeueUnschedulable()
 		return
 	}
 	pod := obj.(*corev1.Pod)
+	if key, err := informer.MetaNamespaceKeyFunc(pod); err == nil {
+		s.gone(key)
+	}
 	if holdsResources(pod) {
 		s.requeueUnschedulable()
 		return
 	}
 	s.enqueue(pod) // sync forgets it
+}
+
+// observe records what the pod informer now shows of pod: whether it holds
+// room on a node, and so whether an assumption about it is over.
+func (s *Scheduler) observe(pod *corev1.Pod) {
+	key, err := informer.MetaNamespaceKeyFunc(pod)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unbindLocked(key)
+	if a, ok := s.assumed[key]; ok && (a.pod.UID != pod.UID || pod.Spec.NodeName != "" || api.IsPodTerminal(pod)) {
+		delete(s.assumed, key) // bound (counted below), replaced or finished
+	}
+	if holdsResources(pod) {
+		b := boundPod{node: pod.Spec.NodeName, take: usageOf(pod)}
+		s.bound[key] = b
+		s.usageAtLocked(b.node).add(b.take)
+	}
+}
+
+// gone forgets a pod the informer no longer has.
+func (s *Scheduler) gone(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unbindLocked(key)
+	delete(s.assumed, key)
+}
+
+func (s *Scheduler) unbindLocked(key string) {
+	b, ok := s.bound[key]
+	if !ok {
+		return
+	}
+	delete(s.bound, key)
+	u := s.usage[b.node]
+	u.sub(b.take)
+	if u.pods == 0 {
+		delete(s.usage, b.node)
+	}
+}
+
+func (s *Scheduler) usageAtLocked(node string) *nodeUsage {
+	u, ok := s.usage[node]
+	if !ok {
+		u = newNodeUsage()
+		s.usage[node] = u
+	}
+	return u
 }
 
 // sameSchedulingInputs reports whether an update left alone what a
@@ -432,37 +514,28 @@ func (s *Scheduler) decide(key string, pod *corev1.Pod) decision {
 		return d
 	}
 	d.node = selectHost(fits)
-	s.assumed[key] = assumedPod{pod: pod, node: d.node}
+	s.assumed[key] = assumedPod{pod: pod, node: d.node, take: usageOf(pod)}
 	delete(s.unschedulable, key)
 	return d
 }
 
-// usageByNodeLocked adds up what the pods on each node request: those the
-// informer shows bound and not finished, and those assumed. Assumed pods
-// the informer now shows bound, gone or replaced are dropped first, so no
-// pod counts twice.
+// usageByNodeLocked is what the pods on each node take: those the
+// handlers saw bound and not finished, and those assumed. A node without
+// assumed pods shares its entry with s.usage: read it, never change it.
 func (s *Scheduler) usageByNodeLocked() map[string]*nodeUsage {
-	usage := map[string]*nodeUsage{}
-	at := func(node string) *nodeUsage {
-		u, ok := usage[node]
-		if !ok {
-			u = newNodeUsage()
-			usage[node] = u
-		}
-		return u
+	usage := make(map[string]*nodeUsage, len(s.usage))
+	for node, u := range s.usage {
+		usage[node] = u
 	}
-	for _, pod := range s.podLister.List(nil) {
-		if holdsResources(pod) {
-			at(pod.Spec.NodeName).addPod(pod)
+	copied := map[string]bool{}
+	for _, a := range s.assumed {
+		u := usage[a.node]
+		if !copied[a.node] {
+			u = u.clone()
+			usage[a.node] = u
+			copied[a.node] = true
 		}
-	}
-	for key, a := range s.assumed {
-		cur, err := s.podLister.Get(a.pod.Namespace, a.pod.Name)
-		if err != nil || cur.UID != a.pod.UID || cur.Spec.NodeName != "" || api.IsPodTerminal(cur) {
-			delete(s.assumed, key)
-			continue
-		}
-		at(a.node).addPod(a.pod)
+		u.add(a.take)
 	}
 	return usage
 }

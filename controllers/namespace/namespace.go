@@ -26,7 +26,10 @@
 //     remains (upstream's OrderedNamespaceDeletion).
 //   - Content on its way out is waited for, not treated as a failure: a
 //     pod finishing its grace period is looked at again after half the
-//     time left plus a second, an object held by finalizers after 8s.
+//     time left plus a second, an object held by finalizers after 8s; and
+//     at once when the pod informer sees the last pod of a terminating
+//     namespace go (a kubelet usually ends a pod long before its grace
+//     period is over).
 //     Anything else left over is a NamespaceDeletionContentFailure, retried
 //     with backoff.
 //   - The namespace is never finalized while discovery is incomplete or a
@@ -74,8 +77,9 @@ type Options struct {
 	// Client is what the controller discovers, lists, deletes and
 	// finalizes through.
 	Client *client.RESTClient
-	// Informers is the shared factory it reads namespaces from. Start it
-	// after New.
+	// Informers is the shared factory it reads namespaces from, and pods
+	// (only to notice when a terminating namespace's last pod is gone).
+	// Start it after New.
 	Informers *informer.SharedInformerFactory
 	// Recorder records an Event when a namespace is finalized and when a
 	// pass fails; nil records none.
@@ -95,6 +99,7 @@ type Controller struct {
 	rc         *client.RESTClient
 	namespaces *client.Client[*corev1.Namespace]
 	nsLister   informer.Lister[*corev1.Namespace]
+	pods       informer.Indexer // with informer.NamespaceIndex
 	synced     []func() bool
 	discovery  *discoverer
 
@@ -139,7 +144,13 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("namespace: %w", err)
 	}
-	c.synced = []func() bool{reg.HasSynced}
+	podInformer := informer.For[*corev1.Pod](opts.Informers)
+	c.pods = podInformer.GetIndexer()
+	podReg, err := podInformer.AddEventHandler(informer.ResourceEventHandlerFuncs{DeleteFunc: c.podDeleted})
+	if err != nil {
+		return nil, fmt.Errorf("namespace: %w", err)
+	}
+	c.synced = []func() bool{reg.HasSynced, podReg.HasSynced}
 	c.queue = workqueue.New[string]("namespace", workqueue.Options{MetricsRegisterer: opts.Metrics})
 	return c, nil
 }
@@ -149,6 +160,32 @@ func New(opts Options) (*Controller, error) {
 func (c *Controller) enqueue(obj any) {
 	if ns, ok := obj.(*corev1.Namespace); ok && ns.DeletionTimestamp != nil {
 		c.queue.Add(ns.Name)
+	}
+}
+
+// podDeleted queues a terminating namespace whose last pod just went: the
+// pass that removes the rest of its content need not wait for the
+// estimate of the pods' grace periods. The pass itself asks the server.
+func (c *Controller) podDeleted(obj any) {
+	var namespace string
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		namespace = o.Namespace
+	case informer.DeletedFinalStateUnknown:
+		ns, _, err := informer.SplitMetaNamespaceKey(o.Key)
+		if err != nil {
+			return
+		}
+		namespace = ns
+	default:
+		return
+	}
+	ns, err := c.nsLister.Get("", namespace)
+	if err != nil || ns.DeletionTimestamp == nil {
+		return
+	}
+	if keys, err := c.pods.IndexKeys(informer.NamespaceIndex, namespace); err == nil && len(keys) == 0 {
+		c.queue.Add(namespace)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -170,4 +171,31 @@ func TestContentFinalizerHoldsNamespace(t *testing.T) {
 		t.Fatalf("remove finalizer: %v", err)
 	}
 	waitForNamespaceGone(t, rc, "held")
+}
+
+// A namespace whose last pod a kubelet finishes long before its grace
+// period is over goes at once: the controller does not sleep out its
+// estimate of the grace period.
+func TestNamespaceGoesWhenItsLastPodDoes(t *testing.T) {
+	t.Parallel()
+	r := runController(t)
+	rc := r.rc
+	create(t, rc, newNamespace("quick"))
+	create(t, rc, newPod("quick", "bound", "fake-node")) // the default grace period: 30s
+	deleteNamespace(t, rc, "quick")
+	waitForCondition(t, rc, "quick", corev1.NamespaceContentRemaining,
+		"Some resources are remaining: pods. has 1 resource instances")
+
+	// Play the kubelet: the pod has stopped, a moment after it was asked to.
+	zero := int64(0)
+	start := time.Now()
+	if err := client.For[*corev1.Pod](rc).Delete(testCtx(t), "quick", "bound", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatalf("finish pod: %v", err)
+	}
+	waitForNamespaceGone(t, rc, "quick")
+	// Without the pod informer's nudge the next look would come after
+	// half the grace period plus a second: 16s.
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("namespace gone %s after its last pod; want well under the 16s estimate", d.Round(time.Millisecond))
+	}
 }
