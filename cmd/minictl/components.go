@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/controllers"
@@ -149,9 +151,26 @@ func runScheduler(ctx context.Context, rc *client.RESTClient, log *slog.Logger, 
 	if err != nil {
 		return err
 	}
-	go rec.Run(ctx)
-	factory.Start(ctx)
-	return s.Run(ctx, scheduler.DefaultWorkers)
+	return runWithRecorder(ctx, rec, func() error {
+		factory.Start(ctx)
+		return s.Run(ctx, scheduler.DefaultWorkers)
+	})
+}
+
+// runWithRecorder runs f with rec writing Events beside it, and returns
+// only when both have stopped.
+func runWithRecorder(ctx context.Context, rec *record.Recorder, f func() error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rec.Run(ctx)
+	}()
+	err := f()
+	cancel()
+	<-done
+	return err
 }
 
 func runKubelet(ctx context.Context, rc *client.RESTClient, name string, cf clusterFlags, log *slog.Logger) error {
@@ -164,8 +183,7 @@ func runKubelet(ctx context.Context, rc *client.RESTClient, name string, cf clus
 	if err != nil {
 		return err
 	}
-	go rec.Run(ctx)
-	return k.Run(ctx)
+	return runWithRecorder(ctx, rec, func() error { return k.Run(ctx) })
 }
 
 // clientFlags are the flags of the components that reach a running API
@@ -214,8 +232,10 @@ func runControllerManager(ctx context.Context, args []string, stdout, stderr io.
 		return err
 	}
 	fmt.Fprintf(stdout, "controller manager %s: /healthz and /metrics on http://%s\n", mgr.Identity(), ln.Addr())
-	go func() { _ = mgr.Serve(ctx, ln) }()
-	return mgr.Run(ctx)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return mgr.Serve(gctx, ln) })
+	g.Go(func() error { return mgr.Run(gctx) })
+	return g.Wait()
 }
 
 func runSchedulerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {

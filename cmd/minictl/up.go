@@ -125,6 +125,15 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	// Every listener is open before anything starts, so that a taken port
+	// is an error before any goroutine runs.
+	var cmListener net.Listener
+	if cf != nil {
+		if cmListener, err = net.Listen("tcp", cf.cmAddress); err != nil {
+			ln.Close()
+			return fmt.Errorf("controller manager listen: %w", err)
+		}
+	}
 	srv, err := apiserver.New(apiserver.Config{
 		Store: st, Logger: log, Timeline: bus,
 		DefaultNotReadyTolerationSeconds:    sf.notReadyToleration,
@@ -143,12 +152,6 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 	g.Go(func() error { return srv.Serve(gctx, ln) })
 
 	url := "http://" + ln.Addr().String()
-	var cmListener net.Listener
-	if cf != nil {
-		if cmListener, err = net.Listen("tcp", cf.cmAddress); err != nil {
-			return fmt.Errorf("controller manager listen: %w", err)
-		}
-	}
 	var clusterErr error
 	select {
 	case <-srv.Ready():
