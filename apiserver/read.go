@@ -121,11 +121,15 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, ri *requestInf
 		return err
 	}
 	rs := s.stores[ri.res]
+	// resourceVersion=0 reads the watch cache, once it is filled; until
+	// then, like kube-apiserver, from etcd.
 	if r.URL.Query().Get("resourceVersion") == "0" {
-		if o, _ := s.caches[ri.res].get(rs.key(ri.namespace, ri.name)); o != nil {
+		if o, ready := s.caches[ri.res].get(rs.key(ri.namespace, ri.name)); ready {
+			if o == nil {
+				return apierrors.NewNotFound(ri.res.GroupResource(), ri.name)
+			}
 			return out.writeObjectAs(w, ri.res, o.obj, o.raw)
 		}
-		return apierrors.NewNotFound(ri.res.GroupResource(), ri.name)
 	}
 	obj, err := rs.get(r.Context(), ri.namespace, ri.name)
 	if err != nil {

@@ -456,10 +456,12 @@ func (c *watchCache) list(f *filter) ([]*cachedObject, int64) {
 	return out, rv
 }
 
-func (c *watchCache) get(key string) (*cachedObject, int64) {
+// get returns the cached object at key (nil if there is none) and whether
+// the cache is filled, without which its answer means nothing.
+func (c *watchCache) get(key string) (*cachedObject, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.objects[key], c.rv
+	return c.objects[key], c.ready
 }
 
 // watch registers a watcher. With initial, it first receives every object f
