@@ -2,6 +2,7 @@ package record
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/minictl/minictl/api"
@@ -45,4 +46,15 @@ func (f *FakeRecorder) Events() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.events...)
+}
+
+// WithReason returns the events kept so far whose reason is reason.
+func (f *FakeRecorder) WithReason(reason string) []string {
+	var out []string
+	for _, e := range f.Events() {
+		if _, rest, ok := strings.Cut(e, " "); ok && strings.HasPrefix(rest, reason+" ") {
+			out = append(out, e)
+		}
+	}
+	return out
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
 	"github.com/minictl/minictl/informer"
 )
@@ -26,7 +24,7 @@ type fixture struct {
 	rc       *client.RESTClient
 	cms      *client.Client[*corev1.ConfigMap]
 	gc       *Controller
-	recorder *fakeRecorder
+	recorder *record.FakeRecorder
 }
 
 func start(t *testing.T) *fixture {
@@ -40,7 +38,7 @@ func start(t *testing.T) *fixture {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	rc := controllertest.StartWith(t, controllertest.Options{}).Client
-	return &fixture{rc: rc, cms: client.For[*corev1.ConfigMap](rc), recorder: &fakeRecorder{}}
+	return &fixture{rc: rc, cms: client.For[*corev1.ConfigMap](rc), recorder: &record.FakeRecorder{}}
 }
 
 func (f *fixture) startGC(t *testing.T) {
@@ -70,8 +68,8 @@ func TestBackgroundDeletesDependents(t *testing.T) {
 	if f.gone(ctx, "bystander") {
 		t.Fatal("a configmap without owners was deleted")
 	}
-	if n := len(f.recorder.withReason("GarbageCollected")); n != 2 {
-		t.Errorf("GarbageCollected events = %d, want 2: %q", n, f.recorder.events())
+	if n := len(f.recorder.WithReason("GarbageCollected")); n != 2 {
+		t.Errorf("GarbageCollected events = %d, want 2: %q", n, f.recorder.Events())
 	}
 }
 
@@ -131,8 +129,8 @@ func TestForegroundOwnerWaitsForBlockingDependents(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the owner to be gone", func() bool { return f.gone(ctx, "owner") && f.gone(ctx, "dep-held") })
-	if n := len(f.recorder.withReason("DependentsDeleted")); n != 1 {
-		t.Errorf("DependentsDeleted events = %d, want 1: %q", n, f.recorder.events())
+	if n := len(f.recorder.WithReason("DependentsDeleted")); n != 1 {
+		t.Errorf("DependentsDeleted events = %d, want 1: %q", n, f.recorder.Events())
 	}
 }
 
@@ -149,8 +147,8 @@ func TestForegroundCascadesThroughTheTree(t *testing.T) {
 	})
 	// mid has a dependent of its own, so it went in the foreground too:
 	// both owners waited for the tree below them.
-	if n := len(f.recorder.withReason("DependentsDeleted")); n != 2 {
-		t.Errorf("DependentsDeleted events = %d, want 2 (top and mid): %q", n, f.recorder.events())
+	if n := len(f.recorder.WithReason("DependentsDeleted")); n != 2 {
+		t.Errorf("DependentsDeleted events = %d, want 2 (top and mid): %q", n, f.recorder.Events())
 	}
 }
 
@@ -183,8 +181,8 @@ func TestDependentWithAnotherOwnerKeepsLiving(t *testing.T) {
 	if refs := f.ownerNames(t, "dep"); !slices.Equal(refs, []string{"owner-b"}) {
 		t.Fatalf("dep owners = %v, want [owner-b]", refs)
 	}
-	if n := len(f.recorder.withReason("OwnerRefRemoved")); n != 1 {
-		t.Errorf("OwnerRefRemoved events = %d, want 1: %q", n, f.recorder.events())
+	if n := len(f.recorder.WithReason("OwnerRefRemoved")); n != 1 {
+		t.Errorf("OwnerRefRemoved events = %d, want 1: %q", n, f.recorder.Events())
 	}
 }
 
@@ -306,31 +304,4 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	poll := controllertest.Poll{Timeout: 20 * time.Second, Interval: 20 * time.Millisecond}
 	poll.Until(t, what, func() (bool, string) { return cond(), "" })
-}
-
-type fakeRecorder struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (r *fakeRecorder) Eventf(_ api.Object, eventType, reason, messageFmt string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.list = append(r.list, eventType+" "+reason+" "+fmt.Sprintf(messageFmt, args...))
-}
-
-func (r *fakeRecorder) events() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.list...)
-}
-
-func (r *fakeRecorder) withReason(reason string) []string {
-	var out []string
-	for _, e := range r.events() {
-		if strings.Contains(e, " "+reason+" ") {
-			out = append(out, e)
-		}
-	}
-	return out
 }

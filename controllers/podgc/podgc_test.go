@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,8 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
@@ -24,7 +23,7 @@ import (
 type fixture struct {
 	rc       *client.RESTClient
 	c        *Controller
-	recorder *fakeRecorder
+	recorder *record.FakeRecorder
 	passes   atomic.Int64
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -34,7 +33,7 @@ func newFixture(t *testing.T, opts Options) *fixture {
 	t.Helper()
 	env := controllertest.StartWith(t, controllertest.Options{})
 	rc, factory := env.Client, env.Informers
-	f := &fixture{rc: rc, recorder: &fakeRecorder{}}
+	f := &fixture{rc: rc, recorder: &record.FakeRecorder{}}
 	opts.Client, opts.Informers, opts.Recorder, opts.Logger = rc, factory, f.recorder, controllertest.Logger(t)
 	var err error
 	f.c, err = New(opts)
@@ -110,8 +109,8 @@ func TestTerminatedPodsOverThresholdOldestFirst(t *testing.T) {
 	if got := strings.Join(podNames(list.Items), ","); got != "pod-4,pod-5,running" {
 		t.Fatalf("pods after more passes = %s, want pod-4,pod-5,running", got)
 	}
-	if n := len(f.recorder.withReason("TerminatedPodGC")); n != 3 {
-		t.Errorf("TerminatedPodGC events = %d, want 3: %q", n, f.recorder.events())
+	if n := len(f.recorder.WithReason("TerminatedPodGC")); n != 3 {
+		t.Errorf("TerminatedPodGC events = %d, want 3: %q", n, f.recorder.Events())
 	}
 }
 
@@ -140,8 +139,8 @@ func TestPodOnMissingNodeIsDeleted(t *testing.T) {
 	if got.UID != kept.UID || got.DeletionTimestamp != nil {
 		t.Fatalf("the pod on an existing node was deleted: %+v", got.ObjectMeta)
 	}
-	if n := len(f.recorder.withReason("NodeGone")); n != 1 {
-		t.Errorf("NodeGone events = %d, want 1: %q", n, f.recorder.events())
+	if n := len(f.recorder.WithReason("NodeGone")); n != 1 {
+		t.Errorf("NodeGone events = %d, want 1: %q", n, f.recorder.Events())
 	}
 }
 
@@ -228,31 +227,4 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	poll := controllertest.Poll{Timeout: 20 * time.Second, Interval: 20 * time.Millisecond}
 	poll.Until(t, what, func() (bool, string) { return cond(), "" })
-}
-
-type fakeRecorder struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (r *fakeRecorder) Eventf(_ api.Object, eventType, reason, messageFmt string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.list = append(r.list, eventType+" "+reason+" "+fmt.Sprintf(messageFmt, args...))
-}
-
-func (r *fakeRecorder) events() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.list...)
-}
-
-func (r *fakeRecorder) withReason(reason string) []string {
-	var out []string
-	for _, e := range r.events() {
-		if strings.Contains(e, " "+reason+" ") {
-			out = append(out, e)
-		}
-	}
-	return out
 }

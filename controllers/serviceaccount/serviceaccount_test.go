@@ -1,17 +1,15 @@
 package serviceaccount
 
 import (
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
 )
 
@@ -19,14 +17,14 @@ import (
 type fixture struct {
 	rc       *client.RESTClient
 	c        *Controller
-	recorder *fakeRecorder
+	recorder *record.FakeRecorder
 }
 
 func start(t *testing.T) *fixture {
 	t.Helper()
 	env := controllertest.StartWith(t, controllertest.Options{})
 	rc := env.Client
-	rec := &fakeRecorder{}
+	rec := &record.FakeRecorder{}
 	c, err := New(Options{Client: rc, Informers: env.Informers, Recorder: rec, Logger: controllertest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +53,7 @@ func TestNewNamespaceGetsDefaultServiceAccount(t *testing.T) {
 		return err == nil
 	})
 	waitFor(t, "a Created event", func() bool {
-		for _, e := range f.recorder.events() {
+		for _, e := range f.recorder.Events() {
 			if strings.Contains(e, "Created ServiceAccount default in namespace team-a") {
 				return true
 			}
@@ -127,21 +125,4 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	poll := controllertest.Poll{Timeout: 20 * time.Second, Interval: 20 * time.Millisecond}
 	poll.Until(t, what, func() (bool, string) { return cond(), "" })
-}
-
-type fakeRecorder struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (r *fakeRecorder) Eventf(_ api.Object, eventType, reason, messageFmt string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.list = append(r.list, eventType+" "+reason+" "+fmt.Sprintf(messageFmt, args...))
-}
-
-func (r *fakeRecorder) events() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.list...)
 }
