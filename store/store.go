@@ -15,6 +15,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 )
 
 // Errors the caller branches on; compare with errors.Is.
@@ -114,16 +115,22 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s.endpoints = endpoints
 
-	client, err := clientv3.New(clientv3.Config{
-		Endpoints:   endpoints,
-		DialTimeout: dialTimeout,
-		Logger:      newZapLogger(log),
-	})
-	if err != nil {
-		s.closeEtcd()
-		return nil, fmt.Errorf("store: dial %v: %w", endpoints, err)
+	if s.etcd != nil {
+		// In the same process, the client calls the etcd server's gRPC
+		// service functions directly: the same requests and answers,
+		// without encoding them or crossing a socket.
+		s.client = v3client.New(s.etcd.Server)
+	} else {
+		client, err := clientv3.New(clientv3.Config{
+			Endpoints:   endpoints,
+			DialTimeout: dialTimeout,
+			Logger:      newZapLogger(log),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("store: dial %v: %w", endpoints, err)
+		}
+		s.client = client
 	}
-	s.client = client
 
 	// One read proves the etcd answers and tells where compaction stands.
 	if err := s.learnCompacted(ctx); err != nil {
