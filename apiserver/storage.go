@@ -26,6 +26,12 @@ type resourceStore struct {
 	// it has none): where an update starts, before it reads etcd. The
 	// watch cache sets it.
 	cached func(key string) *cachedObject
+	// offer, if set, tells the watch cache what this server is about to
+	// write under key: obj, and data, its stored bytes. When etcd's watch
+	// reports that value, the cache takes obj instead of decoding the
+	// value and encoding the object again. withdraw drops the offer when
+	// the write fails. The watch cache sets it.
+	offer func(key string, obj api.Object, data []byte) (withdraw func())
 }
 
 func newResourceStore(res *api.Resource, st *store.Store, m *metrics) *resourceStore {
@@ -92,19 +98,39 @@ func (rs *resourceStore) get(ctx context.Context, namespace, name string) (api.O
 	return decodeFromStorage(rs.res, kv.Value, kv.Revision)
 }
 
-// create writes obj if no object has its key yet.
-func (rs *resourceStore) create(ctx context.Context, obj api.Object) (api.Object, error) {
+// create writes obj if no object has its key yet. It returns obj, stamped
+// with its resourceVersion, and obj's JSON.
+func (rs *resourceStore) create(ctx context.Context, obj api.Object) (api.Object, []byte, error) {
 	defer rs.observe("create", time.Now())
 	data, err := encodeForStorage(obj)
 	if err != nil {
-		return nil, apierrors.NewInternalError(err)
+		return nil, nil, apierrors.NewInternalError(err)
 	}
-	rev, err := rs.store.Create(ctx, rs.key(obj.GetNamespace(), obj.GetName()), data)
+	key := rs.key(obj.GetNamespace(), obj.GetName())
+	rev, err := rs.write(key, obj, data, func() (int64, error) { return rs.store.Create(ctx, key, data) })
 	if err != nil {
-		return nil, rs.storageError(err, obj.GetName())
+		return nil, nil, rs.storageError(err, obj.GetName())
 	}
 	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
-	return obj, nil
+	raw, ok := withResourceVersion(data, rev)
+	if !ok {
+		return obj, nil, nil
+	}
+	return obj, raw, nil
+}
+
+// write runs write, which stores data, obj's encoding, under key; first
+// it offers the watch cache a copy of obj (see offer).
+func (rs *resourceStore) write(key string, obj api.Object, data []byte, write func() (int64, error)) (int64, error) {
+	if rs.offer == nil {
+		return write()
+	}
+	withdraw := rs.offer(key, obj.DeepCopyObject().(api.Object), data)
+	rev, err := write()
+	if err != nil {
+		withdraw()
+	}
+	return rev, err
 }
 
 // updateFunc computes the next state of an object from its current one. It
@@ -168,7 +194,7 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 			next.SetResourceVersion(strconv.FormatInt(rev, 10))
 			return next, nil
 		}
-		newRev, err := rs.store.Update(ctx, key, data, rev)
+		newRev, err := rs.write(key, next, data, func() (int64, error) { return rs.store.Update(ctx, key, data, rev) })
 		if cached != nil && err != nil {
 			cached = nil // stale, or gone: decide again on what etcd holds
 			continue

@@ -1,9 +1,12 @@
 package apiserver_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -256,4 +259,71 @@ func TestWatchInitialEvents(t *testing.T) {
 		create[corev1.ConfigMap](t, env, cmPath("wl", ""), configMap("later", nil, nil))
 		s.expect(t, "ADDED later")
 	})
+}
+
+// TestWatchCacheServesWhatWasWritten checks that the watch cache, which
+// takes the objects this server writes as the writer had them, serves
+// exactly what a client was answered and what etcd holds: every event
+// carries the write's answer byte for byte, and a list from the cache is
+// byte for byte the consistent list from etcd. A value written into etcd
+// by another writer (here, not in encoding/json's compact form and with a
+// field no Pod has) is served as the decoded object.
+func TestWatchCacheServesWhatWasWritten(t *testing.T) {
+	env := testenv.Start(t)
+	createNamespace(t, env, "wc")
+	podsPath := podPath("wc", "")
+	from := get[corev1.PodList](t, env, podsPath).ResourceVersion
+	s := watch(t, env, podsPath+"?watch=true&resourceVersion="+from)
+
+	answers := []json.RawMessage{
+		do(t, env, http.MethodPost, podsPath, jsonType, pod("a", "", map[string]string{"app": "web"})).want(t, http.StatusCreated).body,
+		do(t, env, http.MethodPost, podsPath, jsonType, pod("b", "", nil)).want(t, http.StatusCreated).body,
+		do(t, env, http.MethodPatch, podPath("wc", "a"), mergePatch, `{"metadata":{"labels":{"tier":"front"}}}`).want(t, http.StatusOK).body,
+		do(t, env, http.MethodPatch, podPath("wc", "b")+"/status", mergePatch, `{"status":{"phase":"Running"}}`).want(t, http.StatusOK).body,
+	}
+	foreign := `{ "apiVersion": "v1", "kind": "Pod", "notAPodField": 1,
+		"metadata": {"name": "c", "namespace": "wc", "uid": "4a8e8e0c-0000-4000-8000-000000000001"},
+		"spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]} }`
+	if _, err := env.Store.Client().Put(context.Background(), "/registry/core/pods/wc/c", foreign); err != nil {
+		t.Fatal(err)
+	}
+	deleted := do(t, env, http.MethodDelete, podPath("wc", "a"), "", nil).want(t, http.StatusOK).body
+
+	evs := s.expect(t, "ADDED a", "ADDED b", "MODIFIED a", "MODIFIED b", "ADDED c", "DELETED a")
+	for i, answer := range answers {
+		if !bytes.Equal(evs[i].Object, answer) {
+			t.Errorf("%s: object\n%s\nwant the write's answer\n%s", evs[i], evs[i].Object, answer)
+		}
+	}
+	var c corev1.Pod
+	if err := json.Unmarshal(evs[4].Object, &c); err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := json.Marshal(&c); !bytes.Equal(evs[4].Object, want) || bytes.Contains(want, []byte("notAPodField")) {
+		t.Errorf("%s: object %s, want the decoded Pod's JSON", evs[4], evs[4].Object)
+	}
+	// The deletion's answer is the pod's last state; the event is that
+	// state at the deletion's revision.
+	var last, gone corev1.Pod
+	if err := json.Unmarshal(deleted, &last); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(evs[5].Object, &gone); err != nil {
+		t.Fatal(err)
+	}
+	last.ResourceVersion = gone.ResourceVersion
+	if !reflect.DeepEqual(&last, &gone) || rv(t, gone.ResourceVersion) <= rv(t, evs[4].meta.ResourceVersion) {
+		t.Errorf("%s: object %s, want the last state at the deletion's revision", evs[5], evs[5].Object)
+	}
+
+	type list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	var consistent, cached list
+	do(t, env, http.MethodGet, podsPath, "", nil).want(t, http.StatusOK).into(t, &consistent)
+	do(t, env, http.MethodGet, podsPath+"?"+query("resourceVersion", evs[5].meta.ResourceVersion, "resourceVersionMatch", "NotOlderThan"), "", nil).
+		want(t, http.StatusOK).into(t, &cached)
+	if len(consistent.Items) != 2 || !reflect.DeepEqual(consistent.Items, cached.Items) {
+		t.Errorf("list from the watch cache\n%s\nwant the list from etcd\n%s", cached.Items, consistent.Items)
+	}
 }

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -50,6 +51,18 @@ type watchCache struct {
 	ready    bool
 	changed  chan struct{} // closed and replaced whenever rv moves
 	watchers map[*cacheWatcher]struct{}
+
+	// offered holds, by key, the object this server is writing there and
+	// its stored bytes (see offer). It has its own lock, so that writers
+	// never wait for the cache's.
+	offeredMu sync.Mutex
+	offered   map[string]*offered
+}
+
+// offered is an object as a writer had it, and data, its stored bytes.
+type offered struct {
+	obj  api.Object
+	data []byte
 }
 
 // cachedObject is one object as the cache holds it: decoded, encoded once,
@@ -138,9 +151,60 @@ func newWatchCache(rs *resourceStore, log *slog.Logger, m *metrics, capacity, bu
 		history:  make([]*cachedEvent, capacity),
 		changed:  make(chan struct{}),
 		watchers: map[*cacheWatcher]struct{}{},
+		offered:  map[string]*offered{},
 	}
 	rs.cached = c.current
+	rs.offer = c.offer
 	return c
+}
+
+// offer is told, before this server writes data under key, the object
+// data encodes. If etcd's watch then reports exactly data under key, apply
+// takes obj instead of decoding the value and encoding it again: equal
+// bytes are what makes the object the same. The caller hands obj over and
+// never changes it afterwards; withdraw drops the offer, if it is still
+// there, when the write fails. A later offer for the same key replaces an
+// earlier one, whose event is then decoded as usual.
+func (c *watchCache) offer(key string, obj api.Object, data []byte) (withdraw func()) {
+	o := &offered{obj: obj, data: data}
+	c.offeredMu.Lock()
+	c.offered[key] = o
+	c.offeredMu.Unlock()
+	return func() {
+		c.offeredMu.Lock()
+		if c.offered[key] == o {
+			delete(c.offered, key)
+		}
+		c.offeredMu.Unlock()
+	}
+}
+
+// dropOffered forgets what was offered for key. After the cache lists
+// again (fill), an offer whose write the list already holds would never
+// be taken; the next offer for its key, or the key's deletion, drops it.
+func (c *watchCache) dropOffered(key string) {
+	c.offeredMu.Lock()
+	delete(c.offered, key)
+	c.offeredMu.Unlock()
+}
+
+// takeOffered returns, for a put of value under key at rev, the object
+// offered for it, stamped with rev; nil when none was.
+func (c *watchCache) takeOffered(key string, value []byte, rev int64) *cachedObject {
+	c.offeredMu.Lock()
+	o := c.offered[key]
+	if o == nil || !bytes.Equal(o.data, value) {
+		c.offeredMu.Unlock()
+		return nil
+	}
+	delete(c.offered, key)
+	c.offeredMu.Unlock()
+	raw, ok := withResourceVersion(o.data, rev)
+	if !ok {
+		return nil
+	}
+	o.obj.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return c.encoded(key, o.obj, raw, rev)
 }
 
 // current returns the cached object under key, or nil when the cache has
@@ -211,6 +275,9 @@ func (c *watchCache) fill(ctx context.Context) (int64, error) {
 	c.mu.Lock()
 	c.stopWatchersLocked()
 	c.objects = objects
+	c.offeredMu.Lock()
+	clear(c.offered)
+	c.offeredMu.Unlock()
 	c.start, c.count = 0, 0
 	clear(c.history)
 	c.oldest = rev
@@ -261,10 +328,15 @@ func (c *watchCache) wrap(key string, obj api.Object) (*cachedObject, error) {
 		return nil, err
 	}
 	rv, _ := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+	return c.encoded(key, obj, raw, rv), nil
+}
+
+// encoded is obj, at revision rv, with raw its JSON.
+func (c *watchCache) encoded(key string, obj api.Object, raw []byte, rv int64) *cachedObject {
 	return &cachedObject{
 		key: key, namespace: obj.GetNamespace(), rv: rv, obj: obj, raw: raw,
 		labels: labels.Set(obj.GetLabels()), fields: c.res.Fields(obj),
-	}, nil
+	}
 }
 
 // restamp returns o as it was, with resourceVersion rv: how a deleted object
@@ -272,6 +344,9 @@ func (c *watchCache) wrap(key string, obj api.Object) (*cachedObject, error) {
 func (c *watchCache) restamp(o *cachedObject, rv int64) *cachedObject {
 	obj := o.obj.DeepCopyObject().(api.Object)
 	obj.SetResourceVersion(strconv.FormatInt(rv, 10))
+	if raw, ok := restampResourceVersion(o.raw, o.rv, rv); ok {
+		return c.encoded(o.key, obj, raw, rv)
+	}
 	n, err := c.wrap(o.key, obj)
 	if err != nil {
 		return o
@@ -286,9 +361,12 @@ func (c *watchCache) apply(ev store.WatchEvent) error {
 	e := &cachedEvent{rv: ev.Revision, prev: prev}
 	switch ev.Type {
 	case store.Put:
-		o, err := c.newCachedObject(ev.Key, ev.Value, ev.Revision)
-		if err != nil {
-			return err
+		o := c.takeOffered(ev.Key, ev.Value, ev.Revision)
+		if o == nil {
+			var err error
+			if o, err = c.newCachedObject(ev.Key, ev.Value, ev.Revision); err != nil {
+				return err
+			}
 		}
 		e.obj = o
 		e.typ = watch.Modified
@@ -311,6 +389,7 @@ func (c *watchCache) apply(ev store.WatchEvent) error {
 		e.typ = watch.Deleted
 		e.obj = c.restamp(prev, ev.Revision)
 		delete(c.objects, ev.Key)
+		c.dropOffered(ev.Key)
 	}
 	c.appendLocked(e)
 	c.setRVLocked(ev.Revision)

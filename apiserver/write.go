@@ -51,17 +51,21 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, ri *request
 	if err := checkIdentity(ri, obj, ""); err != nil {
 		return err
 	}
-	created, err := s.createObject(r.Context(), s.stores[ri.res], obj, dryRun(r))
+	created, raw, err := s.createObject(r.Context(), s.stores[ri.res], obj, dryRun(r))
 	if err != nil {
 		return ctxErr(r.Context(), err)
+	}
+	if raw != nil {
+		writeRaw(w, http.StatusCreated, raw)
+		return nil
 	}
 	return writeObject(w, http.StatusCreated, created)
 }
 
 // createObject is the path of every create: server-set metadata,
 // defaults, admission, validation, then a write that fails if the name is
-// taken.
-func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Object, dry bool) (api.Object, error) {
+// taken. It returns the created object and, unless dry, its JSON.
+func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Object, dry bool) (api.Object, []byte, error) {
 	res := rs.res
 	obj.SetUID(types.UID(uuid.NewString()))
 	obj.SetCreationTimestamp(metav1.NewTime(time.Now().Truncate(time.Second)))
@@ -87,26 +91,26 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Ob
 		res.PrepareForCreate(obj)
 	}
 	if err := s.admitCreate(ctx, res, obj); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := validate(res, obj, nil); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if dry {
-		return obj, nil
+		return obj, nil, nil
 	}
 	charges, err := s.admitQuota(ctx, res, obj, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for attempt := 0; ; attempt++ {
-		created, err := rs.create(ctx, obj)
+		created, raw, err := rs.create(ctx, obj)
 		if err == nil {
-			return created, nil
+			return created, raw, nil
 		}
 		if !generated || !isAlreadyExists(err) || attempt == 8 {
 			s.refundQuota(ctx, obj.GetNamespace(), charges)
-			return nil, err
+			return nil, nil, err
 		}
 		obj.SetName(generateName(obj.GetGenerateName()))
 	}
