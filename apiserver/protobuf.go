@@ -3,6 +3,7 @@ package apiserver
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,13 +14,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+
+	"github.com/minictl/minictl/api"
 )
 
-// mimeProtobuf is Kubernetes' protobuf encoding. client-go's typed clients
-// (and so kubectl's create namespace, scale, drain, ...) send request
-// bodies in it; minictl reads them, and always answers in JSON, which
-// every client accepts.
-const mimeProtobuf = "application/vnd.kubernetes.protobuf"
+// mimeProtobuf is Kubernetes' protobuf encoding (api/protobuf.go).
+// client-go's typed clients (and so kubectl's create namespace, scale,
+// drain, ...) send request bodies in it, and ask for reads in it; minictl
+// reads such bodies, and answers gets, lists and watches in protobuf when
+// Accept prefers it. Writes and errors are answered in JSON, which every
+// client accepts whatever it asked for.
+const mimeProtobuf = api.ProtobufMediaType
 
 // protobufDecoder decodes the "k8s\x00" envelope into the Go type its
 // apiVersion and kind name; built once, it is never changed.
@@ -48,4 +53,35 @@ func protobufToJSON(body []byte) ([]byte, error) {
 	}
 	obj.GetObjectKind().SetGroupVersionKind(*gvk)
 	return json.Marshal(obj)
+}
+
+// writeProtobuf answers one object in protobuf.
+func writeProtobuf(w http.ResponseWriter, obj api.Object) error {
+	data, err := api.MarshalProtobuf(obj)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	w.Header().Set("Content-Type", mimeProtobuf)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
+	return nil
+}
+
+// writeProtobufList answers a <Kind>List of objs in protobuf.
+func writeProtobufList(w http.ResponseWriter, res *api.Resource, lm metav1.ListMeta, objs []api.Object) error {
+	items := make([][]byte, len(objs))
+	for i, obj := range objs {
+		var err error
+		if items[i], err = api.ProtobufMessage(obj); err != nil {
+			return apierrors.NewInternalError(err)
+		}
+	}
+	data, err := api.ProtobufList(res.APIVersion(), res.Kind+"List", &lm, items)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	w.Header().Set("Content-Type", mimeProtobuf)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
+	return nil
 }

@@ -334,7 +334,11 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 	}
 	items, initialRV, cw, err := cache.watch(ctx, from, initial, o.filter, o.bookmarks)
 
-	w.Header().Set("Content-Type", "application/json")
+	if out.protobuf {
+		w.Header().Set("Content-Type", api.ProtobufWatchMediaType)
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)
 	enc := &eventEncoder{res: ri.res, out: out}
@@ -393,7 +397,8 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 
 // eventEncoder writes watch events as kube-apiserver does: one
 // {"type":..,"object":..} JSON document per line, the object in the form
-// the client negotiated (see table.go).
+// the client negotiated (see table.go); or, in protobuf, one
+// length-prefixed WatchEvent frame per event (api/protobuf.go).
 type eventEncoder struct {
 	res  *api.Resource
 	out  *output
@@ -403,6 +408,13 @@ type eventEncoder struct {
 func (e *eventEncoder) line(it watchItem) []byte {
 	if it.typ == watch.Bookmark {
 		return e.bookmark(it.rv, nil)
+	}
+	if e.out != nil && e.out.protobuf {
+		env, err := it.obj.protobuf()
+		if err != nil {
+			return e.errorLine(apierrors.NewInternalError(err))
+		}
+		return api.ProtobufWatchFrame(string(it.typ), env)
 	}
 	raw := it.obj.raw
 	if e.out != nil && e.out.kind != asObject {
@@ -423,6 +435,10 @@ func (e *eventEncoder) bookmark(rv int64, annotations map[string]string) []byte 
 	obj.SetResourceVersion(strconv.FormatInt(rv, 10))
 	obj.SetAnnotations(annotations)
 	var raw []byte
+	if e.out != nil && e.out.protobuf {
+		env, _ := api.MarshalProtobuf(obj)
+		return api.ProtobufWatchFrame(string(watch.Bookmark), env)
+	}
 	if e.out != nil && e.out.kind != asObject {
 		raw, _ = e.out.eventObject(e.res, watchItem{}, !e.sent, obj)
 	} else {
@@ -441,6 +457,10 @@ func (e *eventEncoder) initialEventsEnd(rv int64) []byte {
 func (e *eventEncoder) errorLine(se *apierrors.StatusError) []byte {
 	st := se.Status()
 	st.Kind, st.APIVersion = "Status", "v1"
+	if e.out != nil && e.out.protobuf {
+		env, _ := api.MarshalProtobuf(&st)
+		return api.ProtobufWatchFrame(string(watch.Error), env)
+	}
 	raw, _ := json.Marshal(&st)
 	return append(append([]byte(`{"type":"ERROR","object":`), raw...), "}\n"...)
 }

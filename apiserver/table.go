@@ -28,7 +28,10 @@ import (
 //     PartialObjectMetadata (Metadata, the default), the whole object
 //     (Object) or nothing (None);
 //   - application/json;as=PartialObjectMetadata[List];v=v1;g=meta.k8s.io:
-//     the objects' metadata only, as client-go's metadata informers ask.
+//     the objects' metadata only, as client-go's metadata informers ask;
+//   - application/vnd.kubernetes.protobuf: the objects themselves in
+//     Kubernetes' protobuf encoding (api/protobuf.go), as client-go's typed
+//     clients and minictl's own components ask.
 //
 // Accept lists alternatives in order of preference; the first one served
 // wins, and with none served the answer is plain JSON.
@@ -44,10 +47,11 @@ const (
 
 // output is the negotiated form of a read's answer.
 type output struct {
-	kind    outputKind
-	version string                     // meta.k8s.io version for asTable and asMetadata
-	include metav1.IncludeObjectPolicy // what each table row carries
-	now     func() time.Time           // AGE columns are measured from now(), row by row: a watch lasts
+	kind     outputKind
+	protobuf bool                       // asObject, in protobuf
+	version  string                     // meta.k8s.io version for asTable and asMetadata
+	include  metav1.IncludeObjectPolicy // what each table row carries
+	now      func() time.Time           // AGE columns are measured from now(), row by row: a watch lasts
 }
 
 // negotiateOutput reads the Accept header (and includeObject) of a get,
@@ -61,8 +65,14 @@ func negotiateOutput(r *http.Request, verb string) (*output, error) {
 		}
 		switch mt {
 		case "application/json", "application/*", "*/*":
+		case mimeProtobuf:
+			if params["as"] != "" {
+				continue // tables and metadata only in JSON
+			}
+			out.protobuf = true
+			return out, nil
 		default:
-			continue // protobuf, CBOR, YAML: not served; try the next
+			continue // CBOR, YAML: not served; try the next
 		}
 		as := params["as"]
 		if as == "" {
@@ -162,6 +172,9 @@ func (o *output) writeObjectAs(w http.ResponseWriter, res *api.Resource, obj api
 	case asMetadata:
 		writeJSON(w, http.StatusOK, o.partial(obj))
 	default:
+		if o.protobuf {
+			return writeProtobuf(w, obj)
+		}
 		if raw == nil {
 			return writeObject(w, http.StatusOK, obj)
 		}
@@ -191,6 +204,9 @@ func (o *output) writeListAs(w http.ResponseWriter, res *api.Resource, lm metav1
 		}
 		writeJSON(w, http.StatusOK, list)
 	default:
+		if o.protobuf {
+			return writeProtobufList(w, res, lm, objs)
+		}
 		return writeList(w, res, lm, raws)
 	}
 	return nil

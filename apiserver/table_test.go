@@ -136,7 +136,7 @@ func TestTableGetAndVersions(t *testing.T) {
 
 	// Plain JSON still comes back when asked for, or when the Accept
 	// header names nothing minictl serves.
-	for _, accept := range []string{"application/json", "", "application/vnd.kubernetes.protobuf, */*"} {
+	for _, accept := range []string{"application/json", "", "application/cbor, */*", "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io, application/json"} {
 		var cm corev1.ConfigMap
 		getAccept(t, env, cmPath("default", "cfg"), accept).want(t, http.StatusOK).into(t, &cm)
 		if cm.Kind != "ConfigMap" || cm.Data["a"] != "1" {

@@ -75,6 +75,17 @@ type cachedObject struct {
 	raw       []byte
 	labels    labels.Set
 	fields    fields.Set
+
+	pbOnce sync.Once
+	pb     []byte // obj in protobuf, made on first use
+	pbErr  error
+}
+
+// protobuf returns the object in Kubernetes' protobuf encoding, made once,
+// when the first watcher that asked for protobuf needs it.
+func (o *cachedObject) protobuf() ([]byte, error) {
+	o.pbOnce.Do(func() { o.pb, o.pbErr = api.MarshalProtobuf(o.obj) })
+	return o.pb, o.pbErr
 }
 
 // cachedEvent is one change. For a deletion, obj is the last state stamped

@@ -17,10 +17,19 @@ import (
 // type (*corev1.Pod), and the resource is the catalogue entry serving it.
 // Objects it returns are new, owned by the caller, with TypeMeta set. It
 // never modifies the objects passed to it.
+//
+// Lists and watches ask for Kubernetes' protobuf encoding, as client-go's
+// typed clients do: decoding it costs a fraction of decoding JSON, which
+// matters to informers that decode every change of every object. A server
+// that answers JSON is read as JSON. Writes send and receive JSON.
 type Client[T api.Object] struct {
-	rc  *RESTClient
-	res *api.Resource
+	rc       *RESTClient
+	res      *api.Resource
+	protobuf bool // T has a protobuf encoding
 }
+
+// protobufAccept prefers protobuf and takes JSON where the server has none.
+const protobufAccept = api.ProtobufMediaType + ", application/json"
 
 // For returns the client of the resource whose objects have type T. It panics
 // when api serves no such type: that is a programming error, like a bad
@@ -31,7 +40,7 @@ func For[T api.Object](rc *RESTClient) *Client[T] {
 	if !ok {
 		panic(fmt.Sprintf("client.For: %T is not a served resource", zero))
 	}
-	return &Client[T]{rc: rc, res: res}
+	return &Client[T]{rc: rc, res: res, protobuf: api.HasProtobuf(res.New())}
 }
 
 // Resource returns the catalogue entry of T.
@@ -66,18 +75,34 @@ func (c *Client[T]) List(ctx context.Context, namespace string, opts metav1.List
 		return nil, fmt.Errorf("list %s: %w", c.res.Plural, err)
 	}
 	opts.Watch = false
-	var wire struct {
-		Metadata metav1.ListMeta `json:"metadata"`
-		Items    []T             `json:"items"`
+	accept := "application/json"
+	if c.protobuf {
+		accept = protobufAccept
 	}
-	if err := c.rc.Do(ctx, http.MethodGet, path, ListOptionsQuery(opts), "", nil, &wire); err != nil {
+	mt, data, err := c.rc.read(ctx, path, ListOptionsQuery(opts), accept)
+	if err != nil {
 		return nil, err
 	}
+	var meta metav1.ListMeta
+	var items []T
+	if mt == api.ProtobufMediaType {
+		meta, items, err = c.decodeProtobufList(data)
+	} else {
+		var wire struct {
+			Metadata metav1.ListMeta `json:"metadata"`
+			Items    []T             `json:"items"`
+		}
+		err = json.Unmarshal(data, &wire)
+		meta, items = wire.Metadata, wire.Items
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: decode response: %w", c.res.Plural, err)
+	}
 	list := &List[T]{
-		Items:              wire.Items,
-		ResourceVersion:    wire.Metadata.ResourceVersion,
-		Continue:           wire.Metadata.Continue,
-		RemainingItemCount: wire.Metadata.RemainingItemCount,
+		Items:              items,
+		ResourceVersion:    meta.ResourceVersion,
+		Continue:           meta.Continue,
+		RemainingItemCount: meta.RemainingItemCount,
 	}
 	if list.Items == nil {
 		list.Items = []T{}
@@ -89,6 +114,29 @@ func (c *Client[T]) List(ctx context.Context, namespace string, opts metav1.List
 		c.setTypeMeta(item)
 	}
 	return list, nil
+}
+
+// decodeProtobufList reads a <Kind>List in protobuf.
+func (c *Client[T]) decodeProtobufList(data []byte) (metav1.ListMeta, []T, error) {
+	unk, err := api.UnwrapProtobuf(data)
+	if err != nil {
+		return metav1.ListMeta{}, nil, err
+	}
+	if unk.Kind != c.res.Kind+"List" || unk.APIVersion != c.res.APIVersion() {
+		return metav1.ListMeta{}, nil, fmt.Errorf("got %s %s, want %s %sList", unk.APIVersion, unk.Kind, c.res.APIVersion(), c.res.Kind)
+	}
+	meta, raws, err := api.ProtobufListItems(unk.Raw)
+	if err != nil {
+		return meta, nil, err
+	}
+	items := make([]T, len(raws))
+	for i, raw := range raws {
+		items[i] = c.res.New().(T)
+		if err := api.UnmarshalProtobuf(raw, items[i]); err != nil {
+			return meta, nil, fmt.Errorf("item %d: %w", i, err)
+		}
+	}
+	return meta, items, nil
 }
 
 // Create creates obj in its namespace (metadata.namespace, required for a
@@ -183,12 +231,17 @@ func (c *Client[T]) Watch(ctx context.Context, namespace string, opts metav1.Lis
 	}
 	opts.Watch = true
 	ctx, cancel := context.WithCancel(ctx)
-	body, err := c.rc.Stream(ctx, path, ListOptionsQuery(opts))
+	accept := "application/json"
+	if c.protobuf {
+		accept = protobufAccept
+	}
+	body, mt, err := c.rc.stream(ctx, path, ListOptionsQuery(opts), accept)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	return newWatcher[T](ctx, cancel, c.res, body), nil
+	w := newWatcher[T](ctx, cancel, c.res, body, mt == api.ProtobufMediaType)
+	return w, nil
 }
 
 // send encodes obj, with TypeMeta set on a copy, as the JSON body of a

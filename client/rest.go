@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"os"
@@ -169,17 +170,9 @@ func (c *RESTClient) Do(ctx context.Context, method, path string, query url.Valu
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	resp, err := c.send(ctx, method, path, query, contentType, body)
+	_, data, err := c.exchange(ctx, method, path, query, contentType, body, "application/json")
 	if err != nil {
 		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("%s %s: read response: %w", method, path, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return decodeError(resp.StatusCode, method, path, data)
 	}
 	if out == nil || len(data) == 0 {
 		return nil
@@ -190,28 +183,71 @@ func (c *RESTClient) Do(ctx context.Context, method, path string, query url.Valu
 	return nil
 }
 
+// read is a GET asking for accept, bounded as Do is; it returns the media
+// type and body of a 2xx response.
+func (c *RESTClient) read(ctx context.Context, path string, query url.Values, accept string) (string, []byte, error) {
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	return c.exchange(ctx, http.MethodGet, path, query, "", nil, accept)
+}
+
+// exchange sends one request asking for accept and returns the media type
+// and body of a 2xx response; any other answer is a *StatusError. The
+// caller bounds it with ctx.
+func (c *RESTClient) exchange(ctx context.Context, method, path string, query url.Values, contentType string, body []byte, accept string) (string, []byte, error) {
+	resp, err := c.send(ctx, method, path, query, contentType, body, accept)
+	if err != nil {
+		return "", nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s %s: read response: %w", method, path, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return "", nil, decodeError(resp.StatusCode, method, path, data)
+	}
+	return responseMediaType(resp), data, nil
+}
+
+// responseMediaType is the response's Content-Type without parameters.
+func responseMediaType(resp *http.Response) string {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return mt
+}
+
 // Stream sends a GET and returns the open body of a 2xx response for the
 // caller to read and close; it is what Watch is built on. Only ctx bounds it:
 // Config.Timeout does not apply to a stream.
 func (c *RESTClient) Stream(ctx context.Context, path string, query url.Values) (io.ReadCloser, error) {
-	resp, err := c.send(ctx, http.MethodGet, path, query, "", nil)
+	body, _, err := c.stream(ctx, path, query, "application/json")
+	return body, err
+}
+
+// stream is Stream asking for accept; it also returns the response's media
+// type.
+func (c *RESTClient) stream(ctx context.Context, path string, query url.Values, accept string) (io.ReadCloser, string, error) {
+	resp, err := c.send(ctx, http.MethodGet, path, query, "", nil, accept)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()
 		data, err := io.ReadAll(resp.Body)
 		if err != nil {
-			return nil, fmt.Errorf("GET %s: read response: %w", path, err)
+			return nil, "", fmt.Errorf("GET %s: read response: %w", path, err)
 		}
-		return nil, decodeError(resp.StatusCode, http.MethodGet, path, data)
+		return nil, "", decodeError(resp.StatusCode, http.MethodGet, path, data)
 	}
-	return resp.Body, nil
+	return resp.Body, responseMediaType(resp), nil
 }
 
 // send waits for the rate limiter and performs the request. The caller
 // closes the response body.
-func (c *RESTClient) send(ctx context.Context, method, path string, query url.Values, contentType string, body []byte) (*http.Response, error) {
+func (c *RESTClient) send(ctx context.Context, method, path string, query url.Values, contentType string, body []byte, accept string) (*http.Response, error) {
 	if !strings.HasPrefix(path, "/") {
 		return nil, fmt.Errorf("%s %s: path must start with /", method, path)
 	}
@@ -231,7 +267,7 @@ func (c *RESTClient) send(ctx context.Context, method, path string, query url.Va
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", accept)
 	req.Header.Set("User-Agent", c.userAgent)
 	if body != nil && contentType != "" {
 		req.Header.Set("Content-Type", contentType)

@@ -55,6 +55,8 @@ type Watcher[T api.Object] struct {
 	cancel context.CancelFunc
 	body   io.ReadCloser
 	res    *api.Resource
+	// protobuf: the stream is protobuf frames, not JSON lines.
+	protobuf bool
 
 	closeOnce sync.Once
 	done      chan struct{} // closed when the decoder goroutine has returned
@@ -77,18 +79,20 @@ func NewStreamWatcher[T api.Object](ctx context.Context, body io.ReadCloser) *Wa
 		panic(fmt.Sprintf("client.NewStreamWatcher: %T is not a served resource", zero))
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	return newWatcher[T](ctx, cancel, res, body)
+	return newWatcher[T](ctx, cancel, res, body, false)
 }
 
-// newWatcher starts the decoder. cancel must cancel ctx; the Watcher calls
-// it when the stream ends.
-func newWatcher[T api.Object](ctx context.Context, cancel context.CancelFunc, res *api.Resource, body io.ReadCloser) *Watcher[T] {
+// newWatcher starts the decoder of a JSON stream, or of a protobuf one
+// (api/protobuf.go). cancel must cancel ctx; the Watcher calls it when the
+// stream ends.
+func newWatcher[T api.Object](ctx context.Context, cancel context.CancelFunc, res *api.Resource, body io.ReadCloser, protobuf bool) *Watcher[T] {
 	w := &Watcher[T]{
-		events: make(chan Event[T]),
-		cancel: cancel,
-		body:   body,
-		res:    res,
-		done:   make(chan struct{}),
+		events:   make(chan Event[T]),
+		cancel:   cancel,
+		body:     body,
+		res:      res,
+		protobuf: protobuf,
+		done:     make(chan struct{}),
 	}
 	// A cancelled ctx closes the body, so that a Read blocked on a body
 	// that does not watch ctx (a pipe in a test) returns too.
@@ -128,7 +132,11 @@ func (w *Watcher[T]) closeBody() {
 // body and context, and closes events.
 func (w *Watcher[T]) run(ctx context.Context, stopAfter func() bool) {
 	defer close(w.done)
-	err := w.decodeAll(ctx)
+	decode := w.decodeAll
+	if w.protobuf {
+		decode = w.decodeFrames
+	}
+	err := decode(ctx)
 	if ctx.Err() != nil {
 		err = nil // Stop or the caller's cancel: not a failure
 	}
@@ -232,6 +240,56 @@ func (w *Watcher[T]) decodeStream(ctx context.Context, r io.Reader) error {
 			return nil
 		}
 	}
+}
+
+// decodeFrames decodes a protobuf watch stream, one frame per event.
+func (w *Watcher[T]) decodeFrames(ctx context.Context) error {
+	r := bufio.NewReaderSize(w.body, 32<<10)
+	var buf []byte
+	for {
+		we, b, err := api.ReadProtobufWatchFrame(r, buf)
+		buf = b
+		if errors.Is(err, io.EOF) {
+			return nil // the server ended the response between events
+		}
+		if err != nil {
+			return fmt.Errorf("watch %s: decode: %w", w.res.Plural, err)
+		}
+		ev, err := w.protobufEvent(we)
+		if err != nil {
+			return fmt.Errorf("watch %s: %w", w.res.Plural, err)
+		}
+		if !w.deliver(ctx, ev) {
+			return nil
+		}
+	}
+}
+
+// protobufEvent decodes the object of one protobuf event.
+func (w *Watcher[T]) protobufEvent(we metav1.WatchEvent) (Event[T], error) {
+	ev := Event[T]{Type: watch.EventType(we.Type)}
+	unk, err := api.UnwrapProtobuf(we.Object.Raw)
+	if err != nil {
+		return ev, fmt.Errorf("%s event: %w", we.Type, err)
+	}
+	switch ev.Type {
+	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
+		obj := w.res.New().(T)
+		if err := api.UnmarshalProtobuf(unk.Raw, obj); err != nil {
+			return ev, fmt.Errorf("decode %s object: %w", we.Type, err)
+		}
+		obj.GetObjectKind().SetGroupVersionKind(w.res.GroupVersion().WithKind(w.res.Kind))
+		ev.Object = obj
+	case watch.Error:
+		st := &metav1.Status{}
+		if err := st.Unmarshal(unk.Raw); err != nil {
+			return ev, fmt.Errorf("decode ERROR status: %w", err)
+		}
+		ev.Status = st
+	default:
+		return ev, fmt.Errorf("unknown event type %q", we.Type)
+	}
+	return ev, nil
 }
 
 // deliver hands ev to the consumer; false once ctx is done.

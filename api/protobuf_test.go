@@ -1,0 +1,47 @@
+package api
+
+import (
+	"reflect"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Every served kind has a protobuf encoding, and an object survives the
+// envelope and a list unchanged.
+func TestProtobufEveryKind(t *testing.T) {
+	for _, r := range Resources() {
+		obj := r.NewObject()
+		if !HasProtobuf(obj) {
+			t.Errorf("%s has no protobuf encoding", r.Kind)
+			continue
+		}
+		obj.SetName("x")
+		obj.SetLabels(map[string]string{"app": "web"})
+		env, err := MarshalProtobuf(obj)
+		if err != nil {
+			t.Fatalf("%s: %v", r.Kind, err)
+		}
+		unk, err := UnwrapProtobuf(env)
+		if err != nil || unk.APIVersion != r.APIVersion() || unk.Kind != r.Kind {
+			t.Fatalf("%s: envelope says %s %s (%v)", r.Kind, unk.APIVersion, unk.Kind, err)
+		}
+		back := r.NewObject()
+		if err := UnmarshalProtobuf(unk.Raw, back); err != nil || !reflect.DeepEqual(back, obj) {
+			t.Errorf("%s: decoded %#v (%v), want %#v", r.Kind, back, err, obj)
+		}
+
+		list, err := ProtobufList(r.APIVersion(), r.Kind+"List", &metav1.ListMeta{ResourceVersion: "7"}, [][]byte{unk.Raw, unk.Raw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lu, err := UnwrapProtobuf(list)
+		if err != nil || lu.Kind != r.Kind+"List" {
+			t.Fatalf("%s list: envelope %v (%v)", r.Kind, lu, err)
+		}
+		meta, items, err := ProtobufListItems(lu.Raw)
+		if err != nil || meta.ResourceVersion != "7" || len(items) != 2 || string(items[1]) != string(unk.Raw) {
+			t.Errorf("%s list: meta %+v, %d items (%v)", r.Kind, meta, len(items), err)
+		}
+	}
+}
