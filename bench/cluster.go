@@ -214,6 +214,15 @@ func (c *cluster) cpuTime() time.Duration {
 	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
+// harnessCPU is the CPU time this process (the load generator) has used.
+func harnessCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // metric reads one sample from /metrics: name with its labels exactly as
 // printed, e.g. `minictl_etcd_watches{resource="pods"}`. Missing is 0.
 func (c *cluster) metric(ctx context.Context, series string) (float64, error) {

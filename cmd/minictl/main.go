@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/minictl/minictl/apiserver"
@@ -35,7 +36,17 @@ Usage:
 Run "minictl <command> -h" for a command's flags.
 `
 
+// gcPercent is the garbage collector's GOGC unless the environment sets
+// one. A control plane allocates fast (every request and watch event
+// decodes and encodes objects) while its live heap stays small, so at Go's
+// default of 100 the collector runs many times a second under load; at
+// 200 it runs half as often, for more memory in use between collections.
+const gcPercent = 200
+
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
