@@ -79,7 +79,11 @@ func (s *Server) decodeObject(r *http.Request, res *api.Resource) (api.Object, e
 	if err != nil {
 		return nil, err
 	}
-	data, err := toJSON(mediaType(r), body)
+	mt := mediaType(r)
+	if mt == mimeProtobuf {
+		return decodeProtobuf(res, body)
+	}
+	data, err := toJSON(mt, body)
 	if err != nil {
 		return nil, err
 	}

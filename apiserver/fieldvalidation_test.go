@@ -124,4 +124,18 @@ func TestProtobufBodies(t *testing.T) {
 	do(t, env, http.MethodDelete, cmPath("default", "pb"), "application/vnd.kubernetes.protobuf", encode(del)).want(t, http.StatusOK)
 	do(t, env, http.MethodPost, cmPath("default", ""), "application/vnd.kubernetes.protobuf", "k8s\x00garbage").
 		wantStatus(t, http.StatusBadRequest, metav1.StatusReasonBadRequest)
+	secret := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: metav1.ObjectMeta{Name: "s"}}
+	st := do(t, env, http.MethodPost, cmPath("default", ""), "application/vnd.kubernetes.protobuf", encode(secret)).
+		wantStatus(t, http.StatusBadRequest, metav1.StatusReasonBadRequest)
+	if !strings.Contains(st.Message, "Secret") || !strings.Contains(st.Message, "configmaps") {
+		t.Errorf("message %q does not say the body's kind and the URL's resource", st.Message)
+	}
+
+	// An update in protobuf, as client-go sends it.
+	again := call[corev1.ConfigMap](t, env, http.MethodPost, cmPath("default", ""), "application/vnd.kubernetes.protobuf", encode(cm), http.StatusCreated)
+	again.Data["k"] = "w"
+	updated := call[corev1.ConfigMap](t, env, http.MethodPut, cmPath("default", "pb"), "application/vnd.kubernetes.protobuf", encode(again), http.StatusOK)
+	if updated.Data["k"] != "w" || updated.ResourceVersion == again.ResourceVersion {
+		t.Errorf("updated %+v", updated)
+	}
 }

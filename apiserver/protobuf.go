@@ -40,6 +40,25 @@ var protobufDecoder = sync.OnceValues(func() (*protobuf.Serializer, error) {
 	return protobuf.NewSerializer(sc, sc), nil
 })
 
+// decodeProtobuf reads an object of res from a protobuf body, straight
+// into its Go type. Protobuf has no unknown or duplicate fields to report,
+// so fieldValidation does not apply, as in kube-apiserver.
+func decodeProtobuf(res *api.Resource, body []byte) (api.Object, error) {
+	unk, err := api.UnwrapProtobuf(body)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a protobuf object minictl knows: %v", err))
+	}
+	if unk.Kind != res.Kind || unk.APIVersion != res.APIVersion() {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is a %s %s, but this URL serves %s (%s %s)", unk.APIVersion, unk.Kind, res.Plural, res.APIVersion(), res.Kind))
+	}
+	obj := res.New()
+	if err := api.UnmarshalProtobuf(unk.Raw, obj); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a valid %s in protobuf: %v", res.Kind, err))
+	}
+	setTypeMeta(res, obj)
+	return obj, nil
+}
+
 // protobufToJSON turns a protobuf body into the JSON of the same object,
 // so that every write takes one path from there on.
 func protobufToJSON(body []byte) ([]byte, error) {
