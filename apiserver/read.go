@@ -332,7 +332,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 		// between 30 and 60 minutes so reconnects do not come in a herd.
 		timeout = 30*time.Minute + rand.N(30*time.Minute)
 	}
-	items, initialRV, cw, err := cache.watch(ctx, from, initial, o.filter, o.bookmarks)
+	items, initialRV, cw, err := cache.watch(ctx, from, initial, o.filter, o.bookmarks, out.kind == asObject && !out.protobuf)
 
 	if out.protobuf {
 		w.Header().Set("Content-Type", api.ProtobufWatchMediaType)

@@ -150,6 +150,7 @@ func jsonEventLine(typ watch.EventType, raw []byte) []byte {
 type cacheWatcher struct {
 	filter    filter
 	bookmarks bool
+	jsonLines bool           // writes objects as plain JSON lines: wants watchItem.line
 	ch        chan watchItem // closed when the watcher is stopped
 	stopped   bool           // guarded by the cache's mu
 }
@@ -457,10 +458,12 @@ func (c *watchCache) dispatchLocked(e *cachedEvent) {
 		if !ok {
 			continue
 		}
-		f := form{item.typ, item.obj}
-		if item.line, ok = lines[f]; !ok {
-			item.line = jsonEventLine(item.typ, item.obj.raw)
-			lines[f] = item.line
+		if w.jsonLines {
+			f := form{item.typ, item.obj}
+			if item.line, ok = lines[f]; !ok {
+				item.line = jsonEventLine(item.typ, item.obj.raw)
+				lines[f] = item.line
+			}
 		}
 		select {
 		case w.ch <- item:
@@ -559,7 +562,7 @@ func (c *watchCache) get(key string) (*cachedObject, bool) {
 // a revision not older than from; otherwise it receives the window's events
 // after from. The returned items come before anything on the watcher's
 // channel; the returned revision is the one they are current at.
-func (c *watchCache) watch(ctx context.Context, from int64, initial bool, f filter, bookmarks bool) ([]watchItem, int64, *cacheWatcher, error) {
+func (c *watchCache) watch(ctx context.Context, from int64, initial bool, f filter, bookmarks, jsonLines bool) ([]watchItem, int64, *cacheWatcher, error) {
 	if err := c.waitFresh(ctx, from); err != nil {
 		return nil, 0, nil, err
 	}
@@ -593,7 +596,7 @@ func (c *watchCache) watch(ctx context.Context, from int64, initial bool, f filt
 			}
 		}
 	}
-	w := &cacheWatcher{filter: f, bookmarks: bookmarks, ch: make(chan watchItem, c.buffer)}
+	w := &cacheWatcher{filter: f, bookmarks: bookmarks, jsonLines: jsonLines, ch: make(chan watchItem, c.buffer)}
 	c.watchers[w] = struct{}{}
 	c.metrics.watchers.WithLabelValues(c.res.Plural).Inc()
 	return items, c.rv, w, nil

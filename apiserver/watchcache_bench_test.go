@@ -149,7 +149,7 @@ func BenchmarkWatchCacheFanOut(b *testing.B) {
 			f := benchFilter(b, "bench", "", "")
 			done := make(chan struct{})
 			for range watchers {
-				w := &cacheWatcher{filter: *f, ch: make(chan watchItem, c.buffer)}
+				w := &cacheWatcher{filter: *f, jsonLines: true, ch: make(chan watchItem, c.buffer)}
 				c.watchers[w] = struct{}{}
 				go func() {
 					for range w.ch {
