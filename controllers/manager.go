@@ -45,8 +45,10 @@ type Config struct {
 	// Workers per controller (--concurrent-<name>-syncs).
 	Workers map[string]int
 	// Trace, if set, is given to the shared informers, so that each stage
-	// of the informer pipeline can be followed (minictl trace --stages).
-	Trace informer.TraceFunc
+	// of the informer pipeline can be followed (minictl trace --stages),
+	// while TraceActive (if set) reports true.
+	Trace       informer.TraceFunc
+	TraceActive func() bool
 }
 
 // Timings are the knobs that decide how fast the cluster reacts, under
@@ -344,7 +346,7 @@ func (m *Manager) Run(ctx context.Context) error {
 func (m *Manager) runTerm(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	factory := informer.NewSharedInformerFactory(m.rc, informer.FactoryOptions{Logger: m.log, Trace: m.cfg.Trace})
+	factory := informer.NewSharedInformerFactory(m.rc, informer.FactoryOptions{Logger: m.log, Trace: m.cfg.Trace, TraceActive: m.cfg.TraceActive})
 	type built struct {
 		c        runner
 		workers  int

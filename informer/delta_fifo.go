@@ -87,8 +87,9 @@ type DeltaFIFOOptions struct {
 	// sync. May be nil, in which case only the queue itself is consulted.
 	KnownObjects KeyListerGetter
 	// Trace, if set, is called when a delta is queued and when a key is
-	// popped.
-	Trace TraceFunc
+	// popped, while TraceActive (if set) reports true.
+	Trace       TraceFunc
+	TraceActive func() bool
 }
 
 // DeltaFIFO is a producer-consumer queue of keys where each key carries every
@@ -124,7 +125,7 @@ type DeltaFIFO struct {
 
 	keyFunc      KeyFunc
 	knownObjects KeyListerGetter
-	trace        TraceFunc
+	trace        tracer
 }
 
 // NewDeltaFIFO returns an empty DeltaFIFO.
@@ -133,7 +134,7 @@ func NewDeltaFIFO(opts DeltaFIFOOptions) *DeltaFIFO {
 		items:        map[string]Deltas{},
 		keyFunc:      opts.KeyFunction,
 		knownObjects: opts.KnownObjects,
-		trace:        opts.Trace,
+		trace:        tracer{opts.Trace, opts.TraceActive},
 	}
 	if f.keyFunc == nil {
 		f.keyFunc = MetaNamespaceKeyFunc
@@ -325,8 +326,8 @@ func (f *DeltaFIFO) queueActionLocked(typ DeltaType, obj any) error {
 		f.queue = append(f.queue, key)
 	}
 	f.items[key] = deltas
-	if f.trace != nil {
-		f.trace(StageDeltaFIFOQueued, traceAttrs(key, typ, obj)...)
+	if f.trace.on() {
+		f.trace.f(StageDeltaFIFOQueued, traceAttrs(key, typ, obj)...)
 	}
 	f.cond.Broadcast()
 	return nil
@@ -393,10 +394,10 @@ func (f *DeltaFIFO) Pop(ctx context.Context, process func(obj Deltas, isInInitia
 	}
 	deltas := f.items[key]
 	delete(f.items, key)
-	if f.trace != nil {
+	if f.trace.on() {
 		newest := deltas.Newest()
 		attrs := traceAttrs(key, newest.Type, newest.Object)
-		f.trace(StageDeltaFIFOPopped, append(attrs, slog.Int("deltas", len(deltas)))...)
+		f.trace.f(StageDeltaFIFOPopped, append(attrs, slog.Int("deltas", len(deltas)))...)
 	}
 	if process == nil {
 		return deltas, nil

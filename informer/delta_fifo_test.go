@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -384,6 +385,20 @@ func TestDeltaFIFOTrace(t *testing.T) {
 	if !reflect.DeepEqual(stages, want) || !reflect.DeepEqual(keys, []string{"ns/a", "ns/a"}) {
 		t.Fatalf("stages %v keys %v", stages, keys)
 	}
+
+	t.Run("switched by TraceActive", func(t *testing.T) {
+		stages, keys = nil, nil
+		var active atomic.Bool
+		f := NewDeltaFIFO(DeltaFIFOOptions{Trace: trace, TraceActive: active.Load})
+		must(t, f.Add(cm("ns", "off", "1")))
+		popNow(t, f)
+		active.Store(true)
+		must(t, f.Add(cm("ns", "on", "1")))
+		popNow(t, f)
+		if !reflect.DeepEqual(stages, want) || !reflect.DeepEqual(keys, []string{"ns/on", "ns/on"}) {
+			t.Fatalf("stages %v keys %v, want only the change made while active", stages, keys)
+		}
+	})
 }
 
 func TestSlogTracer(t *testing.T) {

@@ -93,7 +93,7 @@ type notification struct {
 type listener struct {
 	id      int
 	handler ResourceEventHandler
-	trace   TraceFunc
+	trace   tracer
 
 	// initialPending counts initial-list adds queued and not yet handled.
 	initialPending atomic.Int64
@@ -109,7 +109,7 @@ type listener struct {
 	wake    chan struct{}
 }
 
-func newListener(id int, handler ResourceEventHandler, trace TraceFunc) *listener {
+func newListener(id int, handler ResourceEventHandler, trace tracer) *listener {
 	return &listener{id: id, handler: handler, trace: trace, wake: make(chan struct{}, 1)}
 }
 
@@ -171,11 +171,11 @@ func (l *listener) dispatch(n notification) {
 }
 
 func (l *listener) traceCall(method string, obj any) {
-	if l.trace == nil {
+	if !l.trace.on() {
 		return
 	}
 	key, _ := MetaNamespaceKeyFunc(obj)
 	// The "type" of this stage is the handler method called.
 	attrs := traceAttrs(key, DeltaType(method), obj)
-	l.trace(StageHandlerCalled, append(attrs, slog.Int("handler", l.id))...)
+	l.trace.f(StageHandlerCalled, append(attrs, slog.Int("handler", l.id))...)
 }

@@ -22,8 +22,10 @@ type FactoryOptions struct {
 	// Namespace limits every informer to one namespace; "" means all.
 	Namespace string
 	// Trace, if set, is given to every informer, with the resource added
-	// to each line.
-	Trace TraceFunc
+	// to each line; TraceActive, if set, switches it (see
+	// SharedInformerOptions).
+	Trace       TraceFunc
+	TraceActive func() bool
 	// Logger receives every informer's story. Nil means discard.
 	Logger *slog.Logger
 	// Reflector tunes every informer's Reflector (tests shorten the watch
@@ -111,6 +113,7 @@ func ForWith[T api.Object](f *SharedInformerFactory, key string, tweak func(*met
 		Name:         name,
 		ResyncPeriod: f.opts.DefaultResync,
 		Trace:        f.opts.Trace.With(slog.String(TraceAttrResource, name)),
+		TraceActive:  f.opts.TraceActive,
 		Logger:       f.opts.Logger,
 		Reflector:    f.opts.Reflector,
 	})

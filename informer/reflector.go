@@ -115,8 +115,10 @@ type ReflectorOptions struct {
 	// Nil means discard.
 	Logger *slog.Logger
 	// Trace, if set, is called with StageReflectorReceived for every
-	// object listed (type LIST) and every watch event.
-	Trace TraceFunc
+	// object listed (type LIST) and every watch event, while TraceActive
+	// (if set) reports true.
+	Trace       TraceFunc
+	TraceActive func() bool
 }
 
 // Reflector keeps a ReflectorStore in step with the API server for one
@@ -146,7 +148,7 @@ type Reflector struct {
 	minWatchTimeout time.Duration
 	clock           workqueue.Clock
 	log             *slog.Logger
-	trace           TraceFunc
+	trace           tracer
 	backoff         backoffState // used by Run's goroutine only
 
 	// mu guards lastSyncRV: the resourceVersion of the last list or event
@@ -166,7 +168,7 @@ func NewReflector(lw ListerWatcher, store ReflectorStore, opts ReflectorOptions)
 		minWatchTimeout: opts.MinWatchTimeout,
 		clock:           opts.Clock,
 		log:             opts.Logger,
-		trace:           opts.Trace,
+		trace:           tracer{opts.Trace, opts.TraceActive},
 		backoff:         backoffState{cfg: opts.Backoff.withDefaults()},
 	}
 	if r.name == "" {
@@ -289,7 +291,7 @@ func (r *Reflector) list(ctx context.Context) error {
 	if rv == "" {
 		return fmt.Errorf("list %s: the server sent no resourceVersion", r.name)
 	}
-	if r.trace != nil {
+	if r.trace.on() {
 		for _, obj := range items {
 			r.traceReceived(TraceTypeList, obj.(api.Object))
 		}
@@ -384,7 +386,7 @@ func (r *Reflector) apply(ev WatchEvent) error {
 // traceReceived traces StageReflectorReceived for obj; a bookmark has no
 // key.
 func (r *Reflector) traceReceived(typ string, obj api.Object) {
-	if r.trace == nil {
+	if !r.trace.on() {
 		return
 	}
 	attrs := make([]slog.Attr, 0, 3)
@@ -394,5 +396,5 @@ func (r *Reflector) traceReceived(typ string, obj api.Object) {
 	attrs = append(attrs,
 		slog.String(TraceAttrType, typ),
 		slog.String(TraceAttrResourceVersion, obj.GetResourceVersion()))
-	r.trace(StageReflectorReceived, attrs...)
+	r.trace.f(StageReflectorReceived, attrs...)
 }

@@ -34,6 +34,9 @@ type SharedInformerOptions struct {
 	// Trace, if set, follows each change through every stage; see
 	// TraceStage.
 	Trace TraceFunc
+	// TraceActive, if set, switches Trace: stages are built and reported
+	// only while it reports true.
+	TraceActive func() bool
 	// Logger receives the informer's and its Reflector's story. Nil means
 	// discard.
 	Logger *slog.Logger
@@ -71,7 +74,7 @@ type SharedInformer struct {
 	reflector     *Reflector
 	clock         workqueue.Clock
 	log           *slog.Logger
-	trace         TraceFunc
+	trace         tracer
 	defaultResync time.Duration
 
 	// mu guards the fields below, and is held while one key's deltas are
@@ -98,7 +101,7 @@ func NewSharedInformer(lw ListerWatcher, opts SharedInformerOptions) *SharedInfo
 		name:          opts.Name,
 		clock:         opts.Reflector.Clock,
 		log:           opts.Logger,
-		trace:         opts.Trace,
+		trace:         tracer{opts.Trace, opts.TraceActive},
 		defaultResync: opts.ResyncPeriod,
 		resyncChanged: make(chan struct{}),
 	}
@@ -116,9 +119,9 @@ func NewSharedInformer(lw ListerWatcher, opts SharedInformerOptions) *SharedInfo
 		indexers[name] = fn
 	}
 	s.indexer = NewIndexer(MetaNamespaceKeyFunc, indexers)
-	s.fifo = NewDeltaFIFO(DeltaFIFOOptions{KnownObjects: s.indexer, Trace: s.trace})
+	s.fifo = NewDeltaFIFO(DeltaFIFOOptions{KnownObjects: s.indexer, Trace: s.trace.f, TraceActive: s.trace.active})
 	ro := opts.Reflector
-	ro.Name, ro.Trace, ro.Logger, ro.Clock = s.name, s.trace, s.log, s.clock
+	ro.Name, ro.Trace, ro.TraceActive, ro.Logger, ro.Clock = s.name, s.trace.f, s.trace.active, s.log, s.clock
 	s.reflector = NewReflector(lw, s.fifo, ro)
 	s.log = s.log.With("informer", s.name)
 	return s
@@ -269,11 +272,11 @@ func (s *SharedInformer) distributeLocked(n notification, isSync bool) {
 }
 
 func (s *SharedInformer) traceIndexer(d Delta) {
-	if s.trace == nil {
+	if !s.trace.on() {
 		return
 	}
 	key, _ := MetaNamespaceKeyFunc(d.Object)
-	s.trace(StageIndexerUpdated, traceAttrs(key, d.Type, d.Object)...)
+	s.trace.f(StageIndexerUpdated, traceAttrs(key, d.Type, d.Object)...)
 }
 
 func sameResourceVersion(a, b any) bool {

@@ -38,6 +38,17 @@ const (
 // lock held: it must be quick and must not call back into the informer.
 type TraceFunc func(stage TraceStage, attrs ...slog.Attr)
 
+// tracer is a TraceFunc and the switch that says whether anyone follows
+// the stages now (nil: always). Stages are built and reported only while
+// it is on, so a tracer that is set but switched off costs one call of
+// active per stage.
+type tracer struct {
+	f      TraceFunc
+	active func() bool
+}
+
+func (t tracer) on() bool { return t.f != nil && (t.active == nil || t.active()) }
+
 // With returns a TraceFunc that adds attrs (typically the resource name) to
 // every call of f. With on a nil TraceFunc returns nil, so tracing stays off.
 func (f TraceFunc) With(attrs ...slog.Attr) TraceFunc {

@@ -99,7 +99,7 @@ func runCluster(ctx context.Context, server string, cf clusterFlags, cmListener 
 	if err != nil {
 		return err
 	}
-	cf.cm.Trace = stageTracer(bus, "controller-manager")
+	cf.cm.Trace, cf.cm.TraceActive = stageTracer(bus, "controller-manager"), bus.Active
 	mgr, err := controllers.NewManager(rc, cf.cm, log)
 	if err != nil {
 		return err
@@ -122,7 +122,7 @@ func runCluster(ctx context.Context, server string, cf clusterFlags, cmListener 
 	} else {
 		ln.Close()
 	}
-	run("scheduler", func() error { return runScheduler(ctx, rc, log, stageTracer(bus, "scheduler")) })
+	run("scheduler", func() error { return runScheduler(ctx, rc, log, stageTracer(bus, "scheduler"), bus.Active) })
 	for i := 1; i <= cf.nodes; i++ {
 		name := fmt.Sprintf("node-%d", i)
 		run(name, func() error { return runKubelet(ctx, rc, name, cf, log) })
@@ -142,9 +142,9 @@ func runCluster(ctx context.Context, server string, cf clusterFlags, cmListener 
 	}
 }
 
-func runScheduler(ctx context.Context, rc *client.RESTClient, log *slog.Logger, trace informer.TraceFunc) error {
+func runScheduler(ctx context.Context, rc *client.RESTClient, log *slog.Logger, trace informer.TraceFunc, traceActive func() bool) error {
 	log = log.With("component", "scheduler")
-	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{Logger: log, Trace: trace})
+	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{Logger: log, Trace: trace, TraceActive: traceActive})
 	defer factory.Shutdown()
 	rec := record.NewRecorder(rc, record.Options{Component: "default-scheduler", Logger: log})
 	s, err := scheduler.New(scheduler.Options{Client: rc, Informers: factory, Recorder: rec, Logger: log})
@@ -255,7 +255,7 @@ func runSchedulerCmd(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	return runScheduler(ctx, rc, log, nil)
+	return runScheduler(ctx, rc, log, nil, nil)
 }
 
 func runKubeletCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -293,8 +293,9 @@ func enabledNames(selection []string) []string {
 }
 
 // stageTracer publishes each informer pipeline stage on the timeline bus,
-// for `minictl trace --stages`; it costs one atomic load per stage while
-// nobody follows. Stages never go to the terminal: there are far too many.
+// for `minictl trace --stages`. Given with bus.Active as the informers'
+// TraceActive, it costs one atomic load per stage while nobody follows.
+// Stages never go to the terminal: there are far too many.
 func stageTracer(bus *timeline.Bus, component string) informer.TraceFunc {
 	if bus == nil {
 		return nil
