@@ -102,20 +102,6 @@ func ProtobufList(apiVersion, listKind string, meta *metav1.ListMeta, items [][]
 	return ProtobufEnvelope(apiVersion, listKind, b)
 }
 
-// UnwrapProtobuf reads the envelope: the apiVersion and kind it names and
-// the object's own bytes.
-func UnwrapProtobuf(data []byte) (*runtime.Unknown, error) {
-	rest, ok := bytes.CutPrefix(data, protobufMagic)
-	if !ok {
-		return nil, errors.New("protobuf object without the k8s\\x00 prefix")
-	}
-	unk := &runtime.Unknown{}
-	if err := unk.Unmarshal(rest); err != nil {
-		return nil, fmt.Errorf("protobuf envelope: %w", err)
-	}
-	return unk, nil
-}
-
 // UnmarshalProtobuf decodes msg, an object's own protobuf bytes, into obj.
 func UnmarshalProtobuf(msg []byte, obj runtime.Object) error {
 	m, ok := obj.(protoMessage)
@@ -178,17 +164,18 @@ func ProtobufWatchFrame(typ string, env []byte) []byte {
 }
 
 // ReadProtobufWatchFrame reads the next frame from r into buf (grown as
-// needed) and decodes its event. io.EOF means the stream ended between
-// frames; a stream cut inside one is io.ErrUnexpectedEOF.
-func ReadProtobufWatchFrame(r io.Reader, buf []byte) (metav1.WatchEvent, []byte, error) {
-	var ev metav1.WatchEvent
+// needed) and returns its event type and its object, with its envelope, as
+// a slice of the returned buffer: valid until the next read into it.
+// io.EOF means the stream ended between frames; a stream cut inside one is
+// io.ErrUnexpectedEOF.
+func ReadProtobufWatchFrame(r io.Reader, buf []byte) (typ string, env, next []byte, err error) {
 	var head [4]byte
 	if _, err := io.ReadFull(r, head[:]); err != nil {
-		return ev, buf, err
+		return "", nil, buf, err
 	}
 	size := binary.BigEndian.Uint32(head[:])
 	if size > MaxProtobufFrame {
-		return ev, buf, fmt.Errorf("watch frame of %d bytes is larger than %d", size, MaxProtobufFrame)
+		return "", nil, buf, fmt.Errorf("watch frame of %d bytes is larger than %d", size, MaxProtobufFrame)
 	}
 	if cap(buf) < int(size) {
 		buf = make([]byte, size)
@@ -198,10 +185,65 @@ func ReadProtobufWatchFrame(r io.Reader, buf []byte) (metav1.WatchEvent, []byte,
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
-		return ev, buf, err
+		return "", nil, buf, err
 	}
-	if err := ev.Unmarshal(buf); err != nil {
-		return ev, buf, fmt.Errorf("watch frame: %w", err)
+	// metav1.WatchEvent{type = 1, object = 2: RawExtension{raw = 1}}
+	typeField, objField, err := twoFields(buf, 1, 2)
+	if err != nil {
+		return "", nil, buf, fmt.Errorf("watch frame: %w", err)
 	}
-	return ev, buf, nil
+	env, _, err = twoFields(objField, 1, 0)
+	if err != nil {
+		return "", nil, buf, fmt.Errorf("watch frame object: %w", err)
+	}
+	return string(typeField), env, buf, nil
+}
+
+// ProtobufObject reads an object's envelope without copying: the
+// apiVersion and kind it names, and the object's own bytes, a slice of env.
+func ProtobufObject(env []byte) (apiVersion, kind string, msg []byte, err error) {
+	rest, ok := bytes.CutPrefix(env, protobufMagic)
+	if !ok {
+		return "", "", nil, errors.New("protobuf object without the k8s\\x00 prefix")
+	}
+	// runtime.Unknown{typeMeta = 1: {apiVersion = 1, kind = 2}, raw = 2}
+	tm, msg, err := twoFields(rest, 1, 2)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("protobuf envelope: %w", err)
+	}
+	av, k, err := twoFields(tm, 1, 2)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("protobuf envelope type: %w", err)
+	}
+	return string(av), string(k), msg, nil
+}
+
+// twoFields returns the last values of the length-delimited fields a and b
+// (b 0: none) of the message m, as slices of m, skipping every other field.
+func twoFields(m []byte, a, b protowire.Number) (va, vb []byte, err error) {
+	for len(m) > 0 {
+		num, typ, n := protowire.ConsumeTag(m)
+		if n < 0 {
+			return nil, nil, protowire.ParseError(n)
+		}
+		m = m[n:]
+		if typ == protowire.BytesType && (num == a || (b != 0 && num == b)) {
+			v, n := protowire.ConsumeBytes(m)
+			if n < 0 {
+				return nil, nil, protowire.ParseError(n)
+			}
+			if num == a {
+				va = v
+			} else {
+				vb = v
+			}
+			m = m[n:]
+			continue
+		}
+		if n = protowire.ConsumeFieldValue(num, typ, m); n < 0 {
+			return nil, nil, protowire.ParseError(n)
+		}
+		m = m[n:]
+	}
+	return va, vb, nil
 }

@@ -22,25 +22,25 @@ func TestProtobufEveryKind(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", r.Kind, err)
 		}
-		unk, err := UnwrapProtobuf(env)
-		if err != nil || unk.APIVersion != r.APIVersion() || unk.Kind != r.Kind {
-			t.Fatalf("%s: envelope says %s %s (%v)", r.Kind, unk.APIVersion, unk.Kind, err)
+		apiVersion, kind, msg, err := ProtobufObject(env)
+		if err != nil || apiVersion != r.APIVersion() || kind != r.Kind {
+			t.Fatalf("%s: envelope says %s %s (%v)", r.Kind, apiVersion, kind, err)
 		}
 		back := r.NewObject()
-		if err := UnmarshalProtobuf(unk.Raw, back); err != nil || !reflect.DeepEqual(back, obj) {
+		if err := UnmarshalProtobuf(msg, back); err != nil || !reflect.DeepEqual(back, obj) {
 			t.Errorf("%s: decoded %#v (%v), want %#v", r.Kind, back, err, obj)
 		}
 
-		list, err := ProtobufList(r.APIVersion(), r.Kind+"List", &metav1.ListMeta{ResourceVersion: "7"}, [][]byte{unk.Raw, unk.Raw})
+		list, err := ProtobufList(r.APIVersion(), r.Kind+"List", &metav1.ListMeta{ResourceVersion: "7"}, [][]byte{msg, msg})
 		if err != nil {
 			t.Fatal(err)
 		}
-		lu, err := UnwrapProtobuf(list)
-		if err != nil || lu.Kind != r.Kind+"List" {
-			t.Fatalf("%s list: envelope %v (%v)", r.Kind, lu, err)
+		_, listKind, listMsg, err := ProtobufObject(list)
+		if err != nil || listKind != r.Kind+"List" {
+			t.Fatalf("%s list: envelope names %q (%v)", r.Kind, listKind, err)
 		}
-		meta, items, err := ProtobufListItems(lu.Raw)
-		if err != nil || meta.ResourceVersion != "7" || len(items) != 2 || string(items[1]) != string(unk.Raw) {
+		meta, items, err := ProtobufListItems(listMsg)
+		if err != nil || meta.ResourceVersion != "7" || len(items) != 2 || string(items[1]) != string(msg) {
 			t.Errorf("%s list: meta %+v, %d items (%v)", r.Kind, meta, len(items), err)
 		}
 	}

@@ -44,15 +44,15 @@ var protobufDecoder = sync.OnceValues(func() (*protobuf.Serializer, error) {
 // into its Go type. Protobuf has no unknown or duplicate fields to report,
 // so fieldValidation does not apply, as in kube-apiserver.
 func decodeProtobuf(res *api.Resource, body []byte) (api.Object, error) {
-	unk, err := api.UnwrapProtobuf(body)
+	apiVersion, kind, msg, err := api.ProtobufObject(body)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a protobuf object minictl knows: %v", err))
 	}
-	if unk.Kind != res.Kind || unk.APIVersion != res.APIVersion() {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is a %s %s, but this URL serves %s (%s %s)", unk.APIVersion, unk.Kind, res.Plural, res.APIVersion(), res.Kind))
+	if kind != res.Kind || apiVersion != res.APIVersion() {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is a %s %s, but this URL serves %s (%s %s)", apiVersion, kind, res.Plural, res.APIVersion(), res.Kind))
 	}
 	obj := res.New()
-	if err := api.UnmarshalProtobuf(unk.Raw, obj); err != nil {
+	if err := api.UnmarshalProtobuf(msg, obj); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a valid %s in protobuf: %v", res.Kind, err))
 	}
 	setTypeMeta(res, obj)

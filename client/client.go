@@ -118,14 +118,14 @@ func (c *Client[T]) List(ctx context.Context, namespace string, opts metav1.List
 
 // decodeProtobufList reads a <Kind>List in protobuf.
 func (c *Client[T]) decodeProtobufList(data []byte) (metav1.ListMeta, []T, error) {
-	unk, err := api.UnwrapProtobuf(data)
+	apiVersion, kind, msg, err := api.ProtobufObject(data)
 	if err != nil {
 		return metav1.ListMeta{}, nil, err
 	}
-	if unk.Kind != c.res.Kind+"List" || unk.APIVersion != c.res.APIVersion() {
-		return metav1.ListMeta{}, nil, fmt.Errorf("got %s %s, want %s %sList", unk.APIVersion, unk.Kind, c.res.APIVersion(), c.res.Kind)
+	if kind != c.res.Kind+"List" || apiVersion != c.res.APIVersion() {
+		return metav1.ListMeta{}, nil, fmt.Errorf("got %s %s, want %s %sList", apiVersion, kind, c.res.APIVersion(), c.res.Kind)
 	}
-	meta, raws, err := api.ProtobufListItems(unk.Raw)
+	meta, raws, err := api.ProtobufListItems(msg)
 	if err != nil {
 		return meta, nil, err
 	}

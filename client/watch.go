@@ -247,7 +247,7 @@ func (w *Watcher[T]) decodeFrames(ctx context.Context) error {
 	r := bufio.NewReaderSize(w.body, 32<<10)
 	var buf []byte
 	for {
-		we, b, err := api.ReadProtobufWatchFrame(r, buf)
+		typ, env, b, err := api.ReadProtobufWatchFrame(r, buf)
 		buf = b
 		if errors.Is(err, io.EOF) {
 			return nil // the server ended the response between events
@@ -255,7 +255,7 @@ func (w *Watcher[T]) decodeFrames(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("watch %s: decode: %w", w.res.Plural, err)
 		}
-		ev, err := w.protobufEvent(we)
+		ev, err := w.protobufEvent(watch.EventType(typ), env)
 		if err != nil {
 			return fmt.Errorf("watch %s: %w", w.res.Plural, err)
 		}
@@ -265,29 +265,30 @@ func (w *Watcher[T]) decodeFrames(ctx context.Context) error {
 	}
 }
 
-// protobufEvent decodes the object of one protobuf event.
-func (w *Watcher[T]) protobufEvent(we metav1.WatchEvent) (Event[T], error) {
-	ev := Event[T]{Type: watch.EventType(we.Type)}
-	unk, err := api.UnwrapProtobuf(we.Object.Raw)
+// protobufEvent decodes the object of one protobuf event; env is the
+// object with its envelope. Decoding copies what it keeps out of env.
+func (w *Watcher[T]) protobufEvent(typ watch.EventType, env []byte) (Event[T], error) {
+	ev := Event[T]{Type: typ}
+	_, _, msg, err := api.ProtobufObject(env)
 	if err != nil {
-		return ev, fmt.Errorf("%s event: %w", we.Type, err)
+		return ev, fmt.Errorf("%s event: %w", typ, err)
 	}
-	switch ev.Type {
+	switch typ {
 	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
 		obj := w.res.New().(T)
-		if err := api.UnmarshalProtobuf(unk.Raw, obj); err != nil {
-			return ev, fmt.Errorf("decode %s object: %w", we.Type, err)
+		if err := api.UnmarshalProtobuf(msg, obj); err != nil {
+			return ev, fmt.Errorf("decode %s object: %w", typ, err)
 		}
 		obj.GetObjectKind().SetGroupVersionKind(w.res.GroupVersion().WithKind(w.res.Kind))
 		ev.Object = obj
 	case watch.Error:
 		st := &metav1.Status{}
-		if err := st.Unmarshal(unk.Raw); err != nil {
+		if err := st.Unmarshal(msg); err != nil {
 			return ev, fmt.Errorf("decode ERROR status: %w", err)
 		}
 		ev.Status = st
 	default:
-		return ev, fmt.Errorf("unknown event type %q", we.Type)
+		return ev, fmt.Errorf("unknown event type %q", typ)
 	}
 	return ev, nil
 }
