@@ -62,10 +62,11 @@ func (h *harness) runCreate(ctx context.Context, rep int) error {
 	h.res.add("create", "raw etcd txn puts", "puts/s", etcdRate)
 	h.res.addDuration("create", "raw etcd txn p99", percentile(etcdLat, 99))
 
+	bodies := podBodies(ns, "pod-%05d", unscheduled, n)
 	prof := h.cpuProfile(ctx, c, rep, "create", max(2, n/2500))
 	cpu, own = c.cpuTime(), harnessCPU()
 	start := time.Now()
-	lat, err := createPods(ctx, c, ns, "pod-%05d", unscheduled, n, clients)
+	lat, err := createPods(ctx, c, ns, bodies, clients)
 	if err != nil {
 		return err
 	}

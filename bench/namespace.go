@@ -33,7 +33,7 @@ func (h *harness) runNamespace(ctx context.Context, rep int) error {
 	}
 	defer tr.stop()
 	running := tr.when(func(t *podTracker) bool { return t.runningLocked() >= pods })
-	if _, err := createPods(ctx, c, ns, "pod-%05d", "", pods, 32); err != nil {
+	if _, err := createPods(ctx, c, ns, podBodies(ns, "pod-%05d", "", pods), 32); err != nil {
 		return err
 	}
 	if _, err := tr.wait(running, h.cfg.reconcileTimeout); err != nil {

@@ -87,10 +87,21 @@ func podJSON(ns, name, schedulerName string) []byte {
 
 func podsURL(c *cluster, ns string) string { return c.URL + "/api/v1/namespaces/" + ns + "/pods" }
 
-// createPods creates n pods named fmt.Sprintf(nameFmt, i) with clients
-// concurrent clients, and returns each create's latency (send to last
-// byte of the 201), in no particular order.
-func createPods(ctx context.Context, c *cluster, ns, nameFmt, schedulerName string, n, clients int) ([]time.Duration, error) {
+// podBodies are the bodies of n pods named fmt.Sprintf(nameFmt, i), made
+// before a measurement starts, as the raw puts' value is.
+func podBodies(ns, nameFmt, schedulerName string, n int) [][]byte {
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		bodies[i] = podJSON(ns, fmt.Sprintf(nameFmt, i), schedulerName)
+	}
+	return bodies
+}
+
+// createPods creates the pods of bodies in ns with clients concurrent
+// clients, and returns each create's latency (send to last byte of the
+// 201), in no particular order.
+func createPods(ctx context.Context, c *cluster, ns string, bodies [][]byte, clients int) ([]time.Duration, error) {
+	n := len(bodies)
 	lat := make([]time.Duration, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -103,9 +114,8 @@ func createPods(ctx context.Context, c *cluster, ns, nameFmt, schedulerName stri
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				body := podJSON(ns, fmt.Sprintf(nameFmt, i), schedulerName)
 				start := time.Now()
-				if _, err := expect(ctx, http.StatusCreated, http.MethodPost, url, "application/json", body); err != nil {
+				if _, err := expect(ctx, http.StatusCreated, http.MethodPost, url, "application/json", bodies[i]); err != nil {
 					errs <- err
 					return
 				}
