@@ -74,16 +74,20 @@ func protobufToJSON(body []byte) ([]byte, error) {
 	return json.Marshal(obj)
 }
 
-// writeProtobuf answers one object in protobuf.
-func writeProtobuf(w http.ResponseWriter, obj api.Object) error {
-	data, err := api.MarshalProtobuf(obj)
+// protobufOf is obj, an object of res, in protobuf with its envelope,
+// which names res's apiVersion and kind whatever obj's TypeMeta says.
+func protobufOf(res *api.Resource, obj api.Object) ([]byte, error) {
+	msg, err := api.ProtobufMessage(obj)
 	if err != nil {
-		return apierrors.NewInternalError(err)
+		return nil, err
 	}
-	w.Header().Set("Content-Type", mimeProtobuf)
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(data)
-	return nil
+	return api.ProtobufEnvelope(res.APIVersion(), res.Kind, msg)
+}
+
+// writeProtobuf answers one object of res in protobuf.
+func writeProtobuf(w http.ResponseWriter, res *api.Resource, obj api.Object) error {
+	data, err := protobufOf(res, obj)
+	return writeProtobufData(w, data, err)
 }
 
 // writeProtobufList answers a <Kind>List of objs in protobuf.
@@ -96,6 +100,12 @@ func writeProtobufList(w http.ResponseWriter, res *api.Resource, lm metav1.ListM
 		}
 	}
 	data, err := api.ProtobufList(res.APIVersion(), res.Kind+"List", &lm, items)
+	return writeProtobufData(w, data, err)
+}
+
+// writeProtobufData answers 200 with data in protobuf, unless encoding it
+// failed with err.
+func writeProtobufData(w http.ResponseWriter, data []byte, err error) error {
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}

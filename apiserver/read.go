@@ -410,7 +410,7 @@ func (e *eventEncoder) line(it watchItem) []byte {
 		return e.bookmark(it.rv, nil)
 	}
 	if e.out != nil && e.out.protobuf {
-		env, err := it.obj.protobuf()
+		env, err := it.obj.protobuf(e.res)
 		if err != nil {
 			return e.errorLine(apierrors.NewInternalError(err))
 		}

@@ -173,7 +173,7 @@ func (o *output) writeObjectAs(w http.ResponseWriter, res *api.Resource, obj api
 		writeJSON(w, http.StatusOK, o.partial(obj))
 	default:
 		if o.protobuf {
-			return writeProtobuf(w, obj)
+			return writeProtobuf(w, res, obj)
 		}
 		if raw == nil {
 			return writeObject(w, http.StatusOK, obj)

@@ -81,10 +81,11 @@ type cachedObject struct {
 	pbErr  error
 }
 
-// protobuf returns the object in Kubernetes' protobuf encoding, made once,
-// when the first watcher that asked for protobuf needs it.
-func (o *cachedObject) protobuf() ([]byte, error) {
-	o.pbOnce.Do(func() { o.pb, o.pbErr = api.MarshalProtobuf(o.obj) })
+// protobuf returns the object, one of res, in Kubernetes' protobuf
+// encoding, made once, when the first watcher that asked for protobuf
+// needs it.
+func (o *cachedObject) protobuf(res *api.Resource) ([]byte, error) {
+	o.pbOnce.Do(func() { o.pb, o.pbErr = protobufOf(res, o.obj) })
 	return o.pb, o.pbErr
 }
 

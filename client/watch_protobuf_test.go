@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -80,33 +79,12 @@ func TestWatchProtobufStreamBroken(t *testing.T) {
 	second := protobufFrame(t, watch.Modified, configMapAt("a", "11", nil))
 	huge := make([]byte, 4)
 	binary.BigEndian.PutUint32(huge, api.MaxProtobufFrame+1)
-	tests := []struct {
-		name, stream string
-		wantEvents   int
-		wantErr      string
-		wantIs       error
-	}{
+	testBrokenStreams(t, protobufWatcher, []brokenStream{
 		{"cut inside a frame", first + second[:len(second)-3], 1, "decode", io.ErrUnexpectedEOF},
 		{"cut inside a length", first + second[:2], 1, "decode", io.ErrUnexpectedEOF},
 		{"a length no frame can have", first + string(huge), 1, "larger than", nil},
 		{"not a WatchEvent", first + "\x00\x00\x00\x03\xff\xff\xff", 1, "decode", nil},
 		{"object without the envelope", string(api.ProtobufWatchFrame("ADDED", []byte("{}"))), 0, "k8s\\x00", nil},
 		{"unknown type", first + string(api.ProtobufWatchFrame("EXPLODED", []byte("k8s\x00"))), 1, `unknown event type "EXPLODED"`, nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w := protobufWatcher(t, tt.stream)
-			evs := collect(t, w.Events())
-			if len(evs) != tt.wantEvents {
-				t.Errorf("got %d events, want %d", len(evs), tt.wantEvents)
-			}
-			err := w.Err()
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("Err() = %v, want it to contain %q", err, tt.wantErr)
-			}
-			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
-				t.Errorf("Err() = %v, want it to wrap %v", err, tt.wantIs)
-			}
-		})
-	}
+	})
 }

@@ -87,22 +87,30 @@ func TestWatchStreamDecoding(t *testing.T) {
 
 func TestWatchStreamBroken(t *testing.T) {
 	first := `{"type":"ADDED","object":{"metadata":{"name":"a"}}}` + "\n"
-	tests := []struct {
-		name, stream string
-		wantEvents   int
-		wantErr      string
-		wantIs       error
-	}{
+	testBrokenStreams(t, streamWatcher, []brokenStream{
 		{"truncated inside an event", first + `{"type":"MODIFIED","object":{"metadata":{"na`, 1, "decode", io.ErrUnexpectedEOF},
 		{"not JSON", first + "<html>", 1, "decode", nil},
 		{"unknown type", first + `{"type":"EXPLODED","object":{}}`, 1, `unknown event type "EXPLODED"`, nil},
 		{"no object", `{"type":"ADDED"}`, 0, "without an object", nil},
 		{"object of the wrong shape", `{"type":"ADDED","object":{"metadata":"oops"}}`, 0, "decode ADDED object", nil},
 		{"error event without a Status", `{"type":"ERROR","object":"oops"}`, 0, "decode ERROR status", nil},
-	}
+	})
+}
+
+// brokenStream is a stream that must end in an error after wantEvents
+// events: one whose message has wantErr, and that wraps wantIs if set.
+type brokenStream struct {
+	name, stream string
+	wantEvents   int
+	wantErr      string
+	wantIs       error
+}
+
+func testBrokenStreams(t *testing.T, watcher func(*testing.T, string) *Watcher[*corev1.ConfigMap], tests []brokenStream) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := streamWatcher(t, tt.stream)
+			w := watcher(t, tt.stream)
 			evs := collect(t, w.Events())
 			if len(evs) != tt.wantEvents {
 				t.Errorf("got %d events, want %d", len(evs), tt.wantEvents)
