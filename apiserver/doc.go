@@ -10,20 +10,23 @@
 //     server-set metadata, defaults, admission, validation, graceful
 //     deletion, finalizers and propagation policy.
 //   - watchcache.go holds one etcd watch per resource and fans events out
-//     to every HTTP watcher (the Cacher); read.go serves lists and watches
-//     from it or from etcd, with Kubernetes' resourceVersion semantics.
+//     to every HTTP watcher (the Cacher); a write offers it the object it
+//     stores, so an event costs no decoding. read.go serves lists and
+//     watches from it or from etcd, with Kubernetes' resourceVersion
+//     semantics.
 //   - subresources.go serves status, scale, binding and finalize.
 //   - discovery.go serves /api, /apis and the resource lists, generated from
 //     the api package's registry.
 //   - table.go answers reads in the form the Accept header asks for: the
-//     objects, a meta.k8s.io Table of the kind's columns (what `kubectl
-//     get` prints) or PartialObjectMetadata.
+//     objects (JSON or protobuf), a meta.k8s.io Table of the kind's columns
+//     (what `kubectl get` prints) or PartialObjectMetadata.
 //   - openapi.go and openapi_schema.go serve /openapi/v2 (JSON or protobuf)
 //     and /openapi/v3, built by reflection over the k8s.io/api types; kubectl
 //     validates, applies, edits and explains with them.
 //   - fieldvalidation.go is ?fieldValidation= (Strict, Warn, Ignore) and
 //     ?fieldManager= of writes, and the Warning headers of a response;
-//     protobuf.go reads the protobuf bodies client-go's typed clients send.
+//     protobuf.go reads the protobuf bodies client-go's typed clients send,
+//     and writes protobuf answers (the wire format is api/protobuf.go).
 //
 // Guarantees: every error is a Kubernetes Status with the right code and
 // reason, and a request that fails changes nothing; a panic in a handler

@@ -11,8 +11,8 @@
 //     timeout, Status errors (client-go's rest.RESTClient).
 //   - client.go: Client[T], get, list, create, update, patch, delete and
 //     watch for any kind in the api catalogue (client-go's typed clients).
-//   - watch.go: Watcher[T], decoding a watch stream into events
-//     (client-go's watch.StreamWatcher).
+//   - watch.go: Watcher[T], decoding a watch stream, JSON lines or
+//     protobuf frames, into events (client-go's watch.StreamWatcher).
 //   - errors.go: StatusError and the Is* helpers (apimachinery's api/errors).
 //   - subresources.go: pods/binding and the scale subresource.
 //
@@ -33,4 +33,6 @@
 //     gone once its Events channel is closed, and Stop waits for that.
 //   - No retries: a failed request is returned to the caller, who knows
 //     whether it is safe to repeat.
+//   - Lists and watches ask for protobuf and take JSON, as client-go's typed
+//     clients do; writes are JSON, and so is every Status.
 package client

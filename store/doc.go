@@ -4,7 +4,8 @@
 //
 // # Design
 //
-//   - store.go: Open and Close an embedded etcd, or dial an external one.
+//   - store.go: Open and Close an embedded etcd, called in process through
+//     etcd's v3client (no gRPC encoding, no socket), or dial an external one.
 //   - kv.go: Create, Get, List, Update, Delete, Revision: reads and
 //     compare-and-swap writes of single keys.
 //   - watch.go: Watch: an ordered stream of changes under a prefix.
