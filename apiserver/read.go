@@ -436,7 +436,7 @@ func (e *eventEncoder) bookmark(rv int64, annotations map[string]string) []byte 
 	obj.SetAnnotations(annotations)
 	var raw []byte
 	if e.out != nil && e.out.protobuf {
-		env, _ := api.MarshalProtobuf(obj)
+		env, _ := protobufOf(e.res, obj)
 		return api.ProtobufWatchFrame(string(watch.Bookmark), env)
 	}
 	if e.out != nil && e.out.kind != asObject {

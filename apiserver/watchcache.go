@@ -192,9 +192,10 @@ func (c *watchCache) offer(key string, obj api.Object, data []byte) (withdraw fu
 	}
 }
 
-// dropOffered forgets what was offered for key. After the cache lists
-// again (fill), an offer whose write the list already holds would never
-// be taken; the next offer for its key, or the key's deletion, drops it.
+// dropOffered forgets what was offered for key, which was just deleted.
+// An offer is normally taken by its write's event; one whose event never
+// comes (its write was already in the list a refill read) stays until the
+// key's next offer or its deletion.
 func (c *watchCache) dropOffered(key string) {
 	c.offeredMu.Lock()
 	delete(c.offered, key)

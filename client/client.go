@@ -28,8 +28,14 @@ type Client[T api.Object] struct {
 	protobuf bool // T has a protobuf encoding
 }
 
-// protobufAccept prefers protobuf and takes JSON where the server has none.
-const protobufAccept = api.ProtobufMediaType + ", application/json"
+// accept is what lists and watches ask for: protobuf, or JSON where the
+// server has none, when T has a protobuf encoding.
+func (c *Client[T]) accept() string {
+	if c.protobuf {
+		return api.ProtobufMediaType + ", application/json"
+	}
+	return "application/json"
+}
 
 // For returns the client of the resource whose objects have type T. It panics
 // when api serves no such type: that is a programming error, like a bad
@@ -75,11 +81,7 @@ func (c *Client[T]) List(ctx context.Context, namespace string, opts metav1.List
 		return nil, fmt.Errorf("list %s: %w", c.res.Plural, err)
 	}
 	opts.Watch = false
-	accept := "application/json"
-	if c.protobuf {
-		accept = protobufAccept
-	}
-	mt, data, err := c.rc.read(ctx, path, ListOptionsQuery(opts), accept)
+	mt, data, err := c.rc.read(ctx, path, ListOptionsQuery(opts), c.accept())
 	if err != nil {
 		return nil, err
 	}
@@ -231,17 +233,12 @@ func (c *Client[T]) Watch(ctx context.Context, namespace string, opts metav1.Lis
 	}
 	opts.Watch = true
 	ctx, cancel := context.WithCancel(ctx)
-	accept := "application/json"
-	if c.protobuf {
-		accept = protobufAccept
-	}
-	body, mt, err := c.rc.stream(ctx, path, ListOptionsQuery(opts), accept)
+	body, mt, err := c.rc.stream(ctx, path, ListOptionsQuery(opts), c.accept())
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	w := newWatcher[T](ctx, cancel, c.res, body, mt == api.ProtobufMediaType)
-	return w, nil
+	return newWatcher[T](ctx, cancel, c.res, body, mt == api.ProtobufMediaType), nil
 }
 
 // send encodes obj, with TypeMeta set on a copy, as the JSON body of a
