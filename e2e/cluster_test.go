@@ -22,6 +22,7 @@ import (
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/informer"
+	"github.com/minictl/minictl/internal/minitest"
 )
 
 const clusterTimeout = 60 * time.Second
@@ -96,7 +97,7 @@ func runningReady(pods []*corev1.Pod) int {
 // a ReplicaSet and its pods up Running on the simulated nodes; a deleted
 // pod comes back with a new name; the Events say why.
 func TestSeedDemonstration(t *testing.T) {
-	c := up(t, freePort(t), t.TempDir(), "--fast")
+	c := up(t, minitest.FreeAddr(t), t.TempDir(), "--fast")
 	rc := c.client(t)
 	ctx := context.Background()
 	deps, rss, pods := client.For[*appsv1.Deployment](rc), client.For[*appsv1.ReplicaSet](rc), client.For[*corev1.Pod](rc)
@@ -145,7 +146,7 @@ func TestSeedDemonstration(t *testing.T) {
 // TestScaleUpAndDown scales a Deployment 3 → 10 → 2 through its scale
 // subresource.
 func TestScaleUpAndDown(t *testing.T) {
-	c := up(t, freePort(t), t.TempDir(), "--fast")
+	c := up(t, minitest.FreeAddr(t), t.TempDir(), "--fast")
 	rc := c.client(t)
 	ctx := context.Background()
 	deps, pods := client.For[*appsv1.Deployment](rc), client.For[*corev1.Pod](rc)
@@ -168,7 +169,7 @@ func TestScaleUpAndDown(t *testing.T) {
 // pod change through an informer: ready pods never drop below
 // replicas - maxUnavailable, and the rollout ends on the new image.
 func TestRollingUpdate(t *testing.T) {
-	c := up(t, freePort(t), t.TempDir(), "--fast")
+	c := up(t, minitest.FreeAddr(t), t.TempDir(), "--fast")
 	rc := c.client(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -246,12 +247,12 @@ type controllerManager struct {
 
 func startControllerManager(t *testing.T, server string) *controllerManager {
 	t.Helper()
-	cmd := exec.Command(binary(t), "controller-manager", "--fast", "--server", server, "--address", "127.0.0.1:0")
+	cmd := exec.Command(minitest.Binary(t), "controller-manager", "--fast", "--server", server, "--address", "127.0.0.1:0")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &lockedWriter{}
+	stderr := &minitest.Buffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -280,7 +281,7 @@ func startControllerManager(t *testing.T, server string) *controllerManager {
 // cluster, kills the leader, and checks that the other takes the Lease and
 // carries on without creating anything twice.
 func TestLeaderElectionFailover(t *testing.T) {
-	c := up(t, freePort(t), t.TempDir(), "--fast", "--controller-manager=false")
+	c := up(t, minitest.FreeAddr(t), t.TempDir(), "--fast", "--controller-manager=false")
 	rc := c.client(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -4,137 +4,39 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/minictl/minictl/internal/minitest"
 )
-
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// binary builds cmd/minictl once per test run.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "minictl-e2e-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "minictl")
-		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/minictl").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // cluster is one running `minictl up` process.
 type cluster struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	URL    string
-	stdout *lockedWriter // what minictl up prints, read while it runs
-	stderr *lockedWriter
-	exited chan error
+	*minitest.Process
+	t   *testing.T
+	URL string
 }
 
-// up starts `minictl up` with args and waits for /readyz.
+// up starts `minictl up` with args and waits for /readyz; when the test
+// ends it is stopped, and must exit cleanly.
 func up(t *testing.T, addr, dataDir string, args ...string) *cluster {
 	t.Helper()
-	all := append([]string{"up", "--listen", addr, "--data-dir", dataDir, "--etcd-client-url", "http://127.0.0.1:0", "--controller-manager-address", "127.0.0.1:0"}, args...)
-	cmd := exec.Command(binary(t), all...)
-	c := &cluster{t: t, cmd: cmd, URL: "http://" + addr, stdout: &lockedWriter{}, stderr: &lockedWriter{}, exited: make(chan error, 1)}
-	cmd.Stdout, cmd.Stderr = c.stdout, c.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { c.exited <- cmd.Wait() }()
-	t.Cleanup(func() { c.stop() })
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(c.URL + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return c
-			}
-		}
-		select {
-		case err := <-c.exited:
-			t.Fatalf("minictl up exited early: %v\nstderr:\n%s", err, c.stderr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("minictl up not ready after 60s\nstderr:\n%s", c.stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	c := &cluster{Process: minitest.Up(t, false, addr, dataDir, args...), t: t, URL: "http://" + addr}
+	t.Cleanup(c.stop)
+	return c
 }
 
 // stop sends SIGTERM and waits for a clean exit.
 func (c *cluster) stop() {
-	if c.cmd.ProcessState != nil {
-		return
+	if err := c.Stop(); err != nil {
+		c.t.Errorf("minictl up did not exit cleanly: %v\nstderr:\n%s", err, c.Stderr)
 	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-c.exited:
-		if err != nil {
-			c.t.Errorf("minictl up did not exit cleanly: %v\nstderr:\n%s", err, c.stderr)
-		}
-	case <-time.After(30 * time.Second):
-		_ = c.cmd.Process.Kill()
-		c.t.Errorf("minictl up did not stop within 30s of SIGTERM")
-	}
-}
-
-// lockedWriter collects a process's output; tests read it while the
-// process still writes.
-type lockedWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // do sends one request and decodes the JSON answer into a map.
@@ -191,10 +93,10 @@ spec:
 // restarts the cluster on the same data dir and finds everything still
 // there.
 func TestReadmeWalkthrough(t *testing.T) {
-	addr, dataDir := freePort(t), t.TempDir()
+	addr, dataDir := minitest.FreeAddr(t), t.TempDir()
 	c := up(t, addr, dataDir)
-	if !strings.Contains(c.stdout.String(), c.URL) {
-		t.Errorf("minictl up did not print the API URL %s:\n%s", c.URL, c.stdout)
+	if !strings.Contains(c.Stdout.String(), c.URL) {
+		t.Errorf("minictl up did not print the API URL %s:\n%s", c.URL, c.Stdout)
 	}
 
 	code, pod := c.do("POST", "/api/v1/namespaces/default/pods", "application/json", podJSON)
@@ -303,42 +205,20 @@ func rvGreater(a, b any) bool {
 // TestAPIServerAlone runs `minictl apiserver` against the etcd of a
 // running `minictl up`.
 func TestAPIServerAlone(t *testing.T) {
-	c := up(t, freePort(t), t.TempDir())
+	c := up(t, minitest.FreeAddr(t), t.TempDir())
 	var etcdURL string
-	for _, line := range strings.Split(c.stdout.String(), "\n") {
+	for _, line := range strings.Split(c.Stdout.String(), "\n") {
 		if f := strings.Fields(line); len(f) == 2 && f[0] == "etcd:" {
 			etcdURL = f[1]
 		}
 	}
 	if etcdURL == "" {
-		t.Fatalf("minictl up did not print the etcd URL:\n%s", c.stdout)
+		t.Fatalf("minictl up did not print the etcd URL:\n%s", c.Stdout)
 	}
-	addr := freePort(t)
-	cmd := exec.Command(binary(t), "apiserver", "--listen", addr, "--etcd-endpoints", etcdURL)
-	stderr := &lockedWriter{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}()
+	addr := minitest.FreeAddr(t)
+	apiserver := minitest.Start(t, false, "apiserver", "--listen", addr, "--etcd-endpoints", etcdURL)
 	second := &cluster{t: t, URL: "http://" + addr}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(second.URL + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("minictl apiserver not ready:\n%s", stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	apiserver.WaitReady(t, second.URL, 30*time.Second)
 	code, _ := c.do("POST", "/api/v1/namespaces/default/configmaps", "application/json", `{"metadata":{"name":"shared"}}`)
 	if code != http.StatusCreated {
 		t.Fatalf("create: %d", code)

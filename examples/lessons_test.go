@@ -6,125 +6,35 @@ package examples
 
 import (
 	"bytes"
-	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/minictl/minictl/internal/minitest"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// Binary builds cmd/minictl once per test run and returns its path.
-func Binary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "minictl-lessons-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "minictl")
-		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/minictl").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+// Binary is the built minictl; lessons get it as $MINICTL.
+func Binary(t testing.TB) string { return minitest.Binary(t) }
 
 // Cluster is one `minictl up --fast` for one lesson.
 type Cluster struct {
 	URL    string
-	Stderr *syncBuffer // the timeline minictl up prints
+	Stderr *minitest.Buffer // what minictl up prints: its timeline
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func freeAddr(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// Up starts a fresh cluster and stops it when the test ends.
+// Up starts a fresh cluster and stops it when the test ends; it returns
+// once the three nodes are Ready, where every lesson starts.
 func Up(t testing.TB, extra ...string) *Cluster {
 	t.Helper()
-	addr := freeAddr(t)
-	args := append([]string{"up", "--fast", "--listen", addr, "--data-dir", t.TempDir(),
-		"--etcd-client-url", "http://127.0.0.1:0", "--controller-manager-address", "127.0.0.1:0"}, extra...)
-	cmd := exec.Command(Binary(t), args...)
-	c := &Cluster{URL: "http://" + addr, Stderr: &syncBuffer{}}
-	cmd.Stdout = c.Stderr
-	cmd.Stderr = c.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
+	addr := minitest.FreeAddr(t)
+	p := minitest.Up(t, true, addr, t.TempDir(), append([]string{"--fast"}, extra...)...)
+	c := &Cluster{URL: "http://" + addr, Stderr: p.Stdout}
 	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(c.URL + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		select {
-		case <-exited:
-			t.Fatalf("minictl up exited:\n%s", c.Stderr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("minictl up not ready:\n%s", c.Stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	// Lessons start from a cluster whose nodes are Ready.
-	deadline = time.Now().Add(60 * time.Second)
 	for !nodesReady(c.URL) {
 		if time.Now().After(deadline) {
 			t.Fatalf("nodes not ready:\n%s", c.Stderr)

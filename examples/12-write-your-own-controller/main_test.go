@@ -1,17 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
-	"net"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/internal/minitest"
 )
 
 // The lesson's claim, in Go: run() keeps ConfigMap default/pods-by-node
@@ -34,7 +29,7 @@ func TestRunFollowsADeployment(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	var out syncBuffer
+	var out minitest.Buffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"--server", url}, &out) }()
 
@@ -126,41 +121,13 @@ func TestRunFollowsADeployment(t *testing.T) {
 	}
 }
 
-// startCluster builds cmd/minictl and runs `minictl up --fast` on a free
-// loopback port, as examples.Up does for the lessons, until the test ends;
-// it returns the API server's URL once the three nodes are Ready.
+// startCluster runs `minictl up --fast` on a free loopback port, as
+// examples.Up does for the lessons, until the test ends; it returns the API
+// server's URL once the three nodes are Ready.
 func startCluster(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "minictl")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/minictl").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	var log syncBuffer
-	cmd := exec.Command(bin, "up", "--fast", "--listen", addr, "--data-dir", filepath.Join(dir, "data"),
-		"--etcd-client-url", "http://127.0.0.1:0", "--controller-manager-address", "127.0.0.1:0")
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-
+	addr := minitest.FreeAddr(t)
+	up := minitest.Up(t, true, addr, t.TempDir(), "--fast")
 	url := "http://" + addr
 	rc, err := client.New(&client.Config{Server: url, Timeout: 5 * time.Second})
 	if err != nil {
@@ -173,12 +140,12 @@ func startCluster(t *testing.T) string {
 			return url
 		}
 		select {
-		case <-exited:
-			t.Fatalf("minictl up exited:\n%s", log.String())
+		case <-up.Exited():
+			t.Fatalf("minictl up exited:\n%s", up.Stdout)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no 3 Ready nodes after a minute:\n%s", log.String())
+			t.Fatalf("no 3 Ready nodes after a minute:\n%s", up.Stdout)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -194,22 +161,4 @@ func readyNodes(nodes []*corev1.Node) int {
 		}
 	}
 	return n
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers and a reader.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,0 +1,167 @@
+// Package minitest runs the built minictl binary for tests that drive it as
+// a user does: the end-to-end tests and the lessons in examples.
+//
+// Properties:
+//   - The binary is built once per test binary, from this module's source.
+//   - Every process started here is stopped when its test ends (SIGTERM,
+//     then SIGKILL after 30s), and listens on loopback only.
+//   - A process's output can be read while it runs.
+package minitest
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds cmd/minictl once per test binary and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "minictl-test-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "minictl")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/minictl/minictl/cmd/minictl").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// FreeAddr returns a loopback address nothing listened on a moment ago.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// Buffer collects a process's output; tests read it while the process
+// still writes.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// Process is one running minictl command.
+type Process struct {
+	Cmd    *exec.Cmd
+	Stdout *Buffer
+	Stderr *Buffer // the same Buffer as Stdout when started with merged output
+
+	exited  chan struct{} // closed once the process has exited
+	waitErr error         // how it exited; read after exited is closed
+}
+
+// Start runs `minictl args...` until the test ends; with merged, stdout and
+// stderr go to one Buffer.
+func Start(t testing.TB, merged bool, args ...string) *Process {
+	t.Helper()
+	p := &Process{Cmd: exec.Command(Binary(t), args...), Stdout: &Buffer{}, exited: make(chan struct{})}
+	p.Stderr = p.Stdout
+	if !merged {
+		p.Stderr = &Buffer{}
+	}
+	p.Cmd.Stdout, p.Cmd.Stderr = p.Stdout, p.Stderr
+	if err := p.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.waitErr = p.Cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() { _ = p.Stop() })
+	return p
+}
+
+// Exited is closed once the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Stop sends SIGTERM and waits for the process to exit, killing it after
+// 30s; it returns how the process exited (nil for a clean exit). Stopping
+// a process that has exited returns how it did.
+func (p *Process) Stop() error {
+	select {
+	case <-p.exited:
+		return p.waitErr
+	default:
+	}
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		return p.waitErr
+	case <-time.After(30 * time.Second):
+		_ = p.Cmd.Process.Kill()
+		<-p.exited
+		return fmt.Errorf("did not stop within 30s of SIGTERM (killed): %v", p.waitErr)
+	}
+}
+
+// WaitReady waits until url + "/readyz" answers 200; the test fails if the
+// process exits first or timeout passes.
+func (p *Process) WaitReady(t testing.TB, url string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		resp, err := http.Get(url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-p.exited:
+			t.Fatalf("minictl %s exited early: %v\n%s", p.Cmd.Args[1], p.waitErr, p.Stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("minictl %s not ready after %s\n%s", p.Cmd.Args[1], timeout, p.Stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Up starts `minictl up` on addr with its data in dataDir, every other
+// port on loopback picked free, plus args, and returns once it is ready.
+func Up(t testing.TB, merged bool, addr, dataDir string, args ...string) *Process {
+	t.Helper()
+	all := append([]string{"up", "--listen", addr, "--data-dir", dataDir,
+		"--etcd-client-url", "http://127.0.0.1:0", "--controller-manager-address", "127.0.0.1:0"}, args...)
+	p := Start(t, merged, all...)
+	p.WaitReady(t, "http://"+addr, 60*time.Second)
+	return p
+}
