@@ -1,7 +1,6 @@
 package informer
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -14,6 +13,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minictl/minictl/internal/minitest"
 )
 
 // cm returns a ConfigMap "ns/name" at resourceVersion rv.
@@ -402,7 +403,7 @@ func TestDeltaFIFOTrace(t *testing.T) {
 }
 
 func TestSlogTracer(t *testing.T) {
-	var buf syncBuffer
+	var buf minitest.Buffer
 	logger := slog.New(slog.NewJSONHandler(&buf, nil))
 	SlogTracer(logger).With(slog.String(TraceAttrResource, "pods"))(StageIndexerUpdated,
 		traceAttrs("default/web", Updated, cm("default", "web", "42"))...)
@@ -461,24 +462,6 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }

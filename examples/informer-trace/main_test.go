@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/informer"
+	"github.com/minictl/minictl/internal/minitest"
 	"github.com/minictl/minictl/internal/testenv"
 )
 
@@ -25,7 +24,7 @@ func TestTraceShowsEveryStageInOrder(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	var out syncWriter
+	var out minitest.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"--server", env.URL, "--namespace", "default", "--duration", "1m"}, &out)
@@ -80,7 +79,7 @@ func stagesOf(output, key string) []informer.TraceStage {
 	return stages
 }
 
-func waitFor(t *testing.T, out *syncWriter, text string) {
+func waitFor(t *testing.T, out *minitest.Buffer, text string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(out.String(), text) {
@@ -89,22 +88,4 @@ func waitFor(t *testing.T, out *syncWriter, text string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// syncWriter is a bytes.Buffer safe for one writer and one reader.
-type syncWriter struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
 }
