@@ -232,6 +232,10 @@ func TestList(t *testing.T) {
 	if req.Path != "/api/v1/pods" || req.Query != "labelSelector=app%3Dweb&limit=2" {
 		t.Errorf("request %s?%s (watch must be dropped)", req.Path, req.Query)
 	}
+	// Protobuf is asked for first; this server answered JSON, which was read.
+	if got := req.Header.Get("Accept"); got != "application/vnd.kubernetes.protobuf, application/json" {
+		t.Errorf("Accept %q, want protobuf preferred and JSON taken", got)
+	}
 
 	empty := newFakeServer(t, respond(200, `{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{"resourceVersion":"5"},"items":null}`))
 	deps, err := For[*appsv1.Deployment](newTestClient(t, Config{Server: empty.URL})).List(context.Background(), "shop", metav1.ListOptions{})
@@ -544,6 +548,9 @@ func TestWatchOverHTTP(t *testing.T) {
 	if req.Path != "/api/v1/namespaces/default/pods" ||
 		req.Query != "allowWatchBookmarks=true&fieldSelector=spec.nodeName%3Dnode-1&resourceVersion=5&timeoutSeconds=60&watch=true" {
 		t.Errorf("watch request %s?%s", req.Path, req.Query)
+	}
+	if got := req.Header.Get("Accept"); got != "application/vnd.kubernetes.protobuf, application/json" {
+		t.Errorf("Accept %q, want protobuf preferred and JSON taken", got)
 	}
 	for i, typ := range []watch.EventType{watch.Added, watch.Modified, watch.Deleted} {
 		rv := fmt.Sprint(6 + i)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -87,4 +88,35 @@ func TestWatchProtobufStreamBroken(t *testing.T) {
 		{"object without the envelope", string(api.ProtobufWatchFrame("ADDED", []byte("{}"))), 0, "k8s\\x00", nil},
 		{"unknown type", first + string(api.ProtobufWatchFrame("EXPLODED", []byte("k8s\x00"))), 1, `unknown event type "EXPLODED"`, nil},
 	})
+}
+
+// A protobuf list is read item by item; one of another kind is refused.
+func TestListProtobuf(t *testing.T) {
+	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "x"}}
+	msg, err := api.ProtobufMessage(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func(kind string) func(http.ResponseWriter, *http.Request) {
+		body, err := api.ProtobufList("v1", kind, &metav1.ListMeta{ResourceVersion: "9"}, [][]byte{msg, msg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", api.ProtobufMediaType)
+			_, _ = w.Write(body)
+		}
+	}
+	srv := newFakeServer(t, list("PodList"))
+	got, err := For[*corev1.Pod](newTestClient(t, Config{Server: srv.URL})).List(context.Background(), "", metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ResourceVersion != "9" || len(got.Items) != 2 || got.Items[1].Name != "a" || got.Items[1].Kind != "Pod" {
+		t.Errorf("list = %+v", got)
+	}
+	wrong := newFakeServer(t, list("ConfigMapList"))
+	if _, err := For[*corev1.Pod](newTestClient(t, Config{Server: wrong.URL})).List(context.Background(), "", metav1.ListOptions{}); err == nil || !strings.Contains(err.Error(), "ConfigMapList") {
+		t.Errorf("a ConfigMapList read as pods: %v", err)
+	}
 }
