@@ -206,7 +206,13 @@ func TestRollingUpdate(t *testing.T) {
 		minReady = min(minReady, runningReady(live))
 	}
 	_, _ = inf.AddEventHandler(informer.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any, _ bool) { check(o) },
+		// The initial list's adds arrive while the cache still fills: a
+		// count then would see some of the pods, not fewer ready ones.
+		AddFunc: func(o any, initialList bool) {
+			if !initialList {
+				check(o)
+			}
+		},
 		UpdateFunc: func(_, o any) { check(o) },
 		DeleteFunc: check,
 	})
