@@ -119,6 +119,12 @@ func (q *Queue[T]) waitingLoop() {
 		if ok {
 			timer = q.clock.NewTimer(next.Sub(now))
 			fire = timer.C()
+			// The clock may have moved between reading now and starting
+			// the timer, which then ends that much late: if next has come
+			// meanwhile, look again at once.
+			if !q.clock.Now().Before(next) {
+				continue
+			}
 		}
 		select {
 		case <-q.stop:
