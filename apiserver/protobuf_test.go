@@ -36,9 +36,13 @@ func TestProtobufReads(t *testing.T) {
 	env := testenv.Start(t)
 	createNamespace(t, env, "pb")
 	a := create[corev1.Pod](t, env, podPath("pb", ""), pod("a", "", map[string]string{"app": "web"}))
-	create[corev1.Pod](t, env, podPath("pb", ""), pod("b", "", nil))
+	b := create[corev1.Pod](t, env, podPath("pb", ""), pod("b", "", nil))
 	codec, raw := protobufCodec(t)
 	const accept = protobufType + ",application/json"
+	// resourceVersion=0 reads whatever the watch cache has: make sure it
+	// has both pods first (a list NotOlderThan b's write waits for that).
+	fresh := "?resourceVersionMatch=NotOlderThan&resourceVersion=" + b.ResourceVersion
+	getAccept(t, env, podPath("pb", "")+fresh, accept).want(t, http.StatusOK)
 
 	t.Run("get", func(t *testing.T) {
 		for _, q := range []string{"", "?resourceVersion=0"} {
@@ -58,7 +62,7 @@ func TestProtobufReads(t *testing.T) {
 	})
 
 	t.Run("list", func(t *testing.T) {
-		for _, q := range []string{"", "?resourceVersion=0", "?labelSelector=app%3Dweb"} {
+		for _, q := range []string{"", "?resourceVersion=0", fresh, "?labelSelector=app%3Dweb"} {
 			r := getAccept(t, env, podPath("pb", "")+q, accept).want(t, http.StatusOK)
 			obj, _, err := codec.Decode(r.body, nil, nil)
 			if err != nil {
