@@ -156,8 +156,8 @@ func validateSelectorAndTemplate(kind string, sel *metav1.LabelSelector, tmpl *c
 		}
 	}
 
-	errs = append(errs, metav1validation.ValidateLabels(tmpl.Labels, tmplPath.Child("metadata", "labels"))...)
-	errs = append(errs, apivalidation.ValidateAnnotations(tmpl.Annotations, tmplPath.Child("metadata", "annotations"))...)
+	errs = append(errs, validateLabels(tmpl.Labels, tmplPath.Child("metadata", "labels"))...)
+	errs = append(errs, validateAnnotations(tmpl.Annotations, tmplPath.Child("metadata", "annotations"))...)
 	tmplSpecPath := tmplPath.Child("spec")
 	errs = append(errs, validatePodSpec(&tmpl.Spec, tmplSpecPath)...)
 	if p := tmpl.Spec.RestartPolicy; p != "" && p != corev1.RestartPolicyAlways {

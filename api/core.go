@@ -228,7 +228,7 @@ func validateEndpointAddress(a corev1.EndpointAddress, fldPath *field.Path) fiel
 		errs = append(errs, validateDNSLabel(a.Hostname, fldPath.Child("hostname"))...)
 	}
 	if a.NodeName != nil {
-		errs = append(errs, validateNames(*a.NodeName, apivalidation.NameIsDNSSubdomain, fldPath.Child("nodeName"))...)
+		errs = append(errs, validateNames(*a.NodeName, nameIsDNSSubdomain, fldPath.Child("nodeName"))...)
 	}
 	return errs
 }

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -35,7 +34,7 @@ func validateNonNegativeQuantity(q resource.Quantity, fldPath *field.Path) field
 
 func validateQualifiedName(name string, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for _, msg := range validation.IsQualifiedName(name) {
+	for _, msg := range isQualifiedName(name) {
 		errs = append(errs, field.Invalid(fldPath, name, msg))
 	}
 	return errs
@@ -43,7 +42,7 @@ func validateQualifiedName(name string, fldPath *field.Path) field.ErrorList {
 
 func validateLabelValue(value string, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for _, msg := range validation.IsValidLabelValue(value) {
+	for _, msg := range isValidLabelValue(value) {
 		errs = append(errs, field.Invalid(fldPath, value, msg))
 	}
 	return errs
@@ -51,7 +50,7 @@ func validateLabelValue(value string, fldPath *field.Path) field.ErrorList {
 
 func validateDNSLabel(name string, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Label(name) {
+	for _, msg := range isDNS1123Label(name) {
 		errs = append(errs, field.Invalid(fldPath, name, msg))
 	}
 	return errs

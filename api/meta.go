@@ -50,7 +50,7 @@ func ValidateObjectMeta(r *Resource, obj Object) field.ErrorList {
 	case r.Namespaced && ns == "":
 		errs = append(errs, field.Required(fldPath.Child("namespace"), ""))
 	case r.Namespaced:
-		for _, msg := range apivalidation.ValidateNamespaceName(ns, false) {
+		for _, msg := range nameIsDNSLabel(ns, false) {
 			errs = append(errs, field.Invalid(fldPath.Child("namespace"), ns, msg))
 		}
 	case ns != "":
@@ -58,8 +58,8 @@ func ValidateObjectMeta(r *Resource, obj Object) field.ErrorList {
 	}
 
 	errs = append(errs, apivalidation.ValidateNonnegativeField(obj.GetGeneration(), fldPath.Child("generation"))...)
-	errs = append(errs, metav1validation.ValidateLabels(obj.GetLabels(), fldPath.Child("labels"))...)
-	errs = append(errs, apivalidation.ValidateAnnotations(obj.GetAnnotations(), fldPath.Child("annotations"))...)
+	errs = append(errs, validateLabels(obj.GetLabels(), fldPath.Child("labels"))...)
+	errs = append(errs, validateAnnotations(obj.GetAnnotations(), fldPath.Child("annotations"))...)
 	errs = append(errs, apivalidation.ValidateOwnerReferences(obj.GetOwnerReferences(), fldPath.Child("ownerReferences"))...)
 	errs = append(errs, apivalidation.ValidateFinalizers(obj.GetFinalizers(), fldPath.Child("finalizers"))...)
 	errs = append(errs, metav1validation.ValidateManagedFields(obj.GetManagedFields(), fldPath.Child("managedFields"))...)
@@ -125,7 +125,7 @@ func (r *Resource) nameFunc() apivalidation.ValidateNameFunc {
 	if r.ValidateName != nil {
 		return r.ValidateName
 	}
-	return apivalidation.NameIsDNSSubdomain
+	return nameIsDNSSubdomain
 }
 
 // Adapters from the typed functions each kind's file defines to the

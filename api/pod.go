@@ -11,7 +11,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -350,11 +349,11 @@ func validatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 	if s := spec.ActiveDeadlineSeconds; s != nil && (*s < 1 || *s > math.MaxUint32) {
 		errs = append(errs, field.Invalid(fldPath.Child("activeDeadlineSeconds"), *s, validation.InclusiveRangeError(1, math.MaxUint32)))
 	}
-	errs = append(errs, metav1validation.ValidateLabels(spec.NodeSelector, fldPath.Child("nodeSelector"))...)
-	errs = append(errs, validateNames(spec.NodeName, apivalidation.NameIsDNSSubdomain, fldPath.Child("nodeName"))...)
+	errs = append(errs, validateLabels(spec.NodeSelector, fldPath.Child("nodeSelector"))...)
+	errs = append(errs, validateNames(spec.NodeName, nameIsDNSSubdomain, fldPath.Child("nodeName"))...)
 	errs = append(errs, validateNames(spec.ServiceAccountName, apivalidation.ValidateServiceAccountName, fldPath.Child("serviceAccountName"))...)
-	errs = append(errs, validateNames(spec.Hostname, apivalidation.NameIsDNSLabel, fldPath.Child("hostname"))...)
-	errs = append(errs, validateNames(spec.Subdomain, apivalidation.NameIsDNSLabel, fldPath.Child("subdomain"))...)
+	errs = append(errs, validateNames(spec.Hostname, nameIsDNSLabel, fldPath.Child("hostname"))...)
+	errs = append(errs, validateNames(spec.Subdomain, nameIsDNSLabel, fldPath.Child("subdomain"))...)
 	errs = append(errs, validateTolerations(spec.Tolerations, fldPath.Child("tolerations"))...)
 	return errs
 }
@@ -382,7 +381,7 @@ func validateVolumes(volumes []corev1.Volume, fldPath *field.Path) (sets.Set[str
 		case names.Has(v.Name):
 			errs = append(errs, field.Duplicate(namePath, v.Name))
 		default:
-			for _, msg := range validation.IsDNS1123Label(v.Name) {
+			for _, msg := range isDNS1123Label(v.Name) {
 				errs = append(errs, field.Invalid(namePath, v.Name, msg))
 			}
 		}
@@ -402,7 +401,7 @@ func validateContainer(c *corev1.Container, volumes, names sets.Set[string], fld
 	case names.Has(c.Name):
 		errs = append(errs, field.Duplicate(namePath, c.Name))
 	default:
-		for _, msg := range validation.IsDNS1123Label(c.Name) {
+		for _, msg := range isDNS1123Label(c.Name) {
 			errs = append(errs, field.Invalid(namePath, c.Name, msg))
 		}
 	}
@@ -457,7 +456,7 @@ func validateContainerPorts(ports []corev1.ContainerPort, fldPath *field.Path) f
 	for i, p := range ports {
 		idxPath := fldPath.Index(i)
 		if p.Name != "" {
-			for _, msg := range validation.IsValidPortName(p.Name) {
+			for _, msg := range isValidPortName(p.Name) {
 				errs = append(errs, field.Invalid(idxPath.Child("name"), p.Name, msg))
 			}
 			if names.Has(p.Name) {
@@ -516,7 +515,7 @@ func validateResourceRequirements(r *corev1.ResourceRequirements, fldPath *field
 
 func validateContainerResource(name corev1.ResourceName, q resource.Quantity, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for _, msg := range validation.IsQualifiedName(string(name)) {
+	for _, msg := range isQualifiedName(string(name)) {
 		errs = append(errs, field.Invalid(fldPath, name, msg))
 	}
 	if !strings.Contains(string(name), "/") && !isStandardContainerResource(name) {
@@ -538,7 +537,7 @@ func validateTolerations(tolerations []corev1.Toleration, fldPath *field.Path) f
 	for i, t := range tolerations {
 		idxPath := fldPath.Index(i)
 		if t.Key != "" {
-			for _, msg := range validation.IsQualifiedName(t.Key) {
+			for _, msg := range isQualifiedName(t.Key) {
 				errs = append(errs, field.Invalid(idxPath.Child("key"), t.Key, msg))
 			}
 		}
@@ -552,7 +551,7 @@ func validateTolerations(tolerations []corev1.Toleration, fldPath *field.Path) f
 		}
 		switch t.Operator {
 		case corev1.TolerationOpEqual, "":
-			for _, msg := range validation.IsValidLabelValue(t.Value) {
+			for _, msg := range isValidLabelValue(t.Value) {
 				errs = append(errs, field.Invalid(idxPath.Child("value"), t.Value, msg))
 			}
 		case corev1.TolerationOpExists:

@@ -4,7 +4,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 )
 
 // The resources minictl serves, in the order discovery lists them. The
@@ -17,7 +16,7 @@ var (
 		Version: "v1", Kind: "Namespace", Plural: "namespaces", Singular: "namespace",
 		ShortNames: []string{"ns"}, Subresources: []string{"status", "finalize"},
 		New:          func() Object { return &corev1.Namespace{} },
-		ValidateName: apivalidation.NameIsDNSLabel,
+		ValidateName: nameIsDNSLabel,
 		Default:      defaulter(defaultNamespace), Validate: validator(validateNamespace),
 		PrepareForCreate: defaulter(prepareNamespaceForCreate), PrepareForUpdate: updatePreparer(prepareNamespaceForUpdate),
 		SelectableFields: selectable(namespaceFields), FieldLabels: namespaceFieldLabels,
@@ -46,7 +45,7 @@ var (
 		Version: "v1", Kind: "Service", Plural: "services", Singular: "service", Namespaced: true,
 		ShortNames: []string{"svc"}, Categories: []string{"all"}, Subresources: []string{"status"},
 		New:          func() Object { return &corev1.Service{} },
-		ValidateName: apivalidation.NameIsDNSLabel,
+		ValidateName: nameIsDNSLabel,
 		Default:      defaulter(defaultService), Validate: validator(validateService), ValidateUpdate: updateValidator(validateServiceUpdate),
 		PrepareForCreate: defaulter(prepareServiceForCreate), PrepareForUpdate: updatePreparer(prepareServiceForUpdate),
 		SelectableFields: selectable(serviceFields), FieldLabels: serviceFieldLabels,

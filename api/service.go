@@ -4,11 +4,9 @@ import (
 	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -131,7 +129,7 @@ func validateService(svc *corev1.Service) field.ErrorList {
 		if spec.ExternalName == "" {
 			errs = append(errs, field.Required(namePath, ""))
 		} else {
-			for _, msg := range validation.IsDNS1123Subdomain(spec.ExternalName) {
+			for _, msg := range isDNS1123Subdomain(spec.ExternalName) {
 				errs = append(errs, field.Invalid(namePath, spec.ExternalName, msg))
 			}
 		}
@@ -158,7 +156,7 @@ func validateService(svc *corev1.Service) field.ErrorList {
 		errs = append(errs, field.NotSupported(specPath.Child("sessionAffinity"), a,
 			[]corev1.ServiceAffinity{corev1.ServiceAffinityClientIP, corev1.ServiceAffinityNone}))
 	}
-	errs = append(errs, metav1validation.ValidateLabels(spec.Selector, specPath.Child("selector"))...)
+	errs = append(errs, validateLabels(spec.Selector, specPath.Child("selector"))...)
 	return errs
 }
 
@@ -181,7 +179,7 @@ func validateServicePorts(svc *corev1.Service, fldPath *field.Path) field.ErrorL
 		case names.Has(p.Name):
 			errs = append(errs, field.Duplicate(namePath, p.Name))
 		default:
-			for _, msg := range validation.IsDNS1123Label(p.Name) {
+			for _, msg := range isDNS1123Label(p.Name) {
 				errs = append(errs, field.Invalid(namePath, p.Name, msg))
 			}
 		}
@@ -214,7 +212,7 @@ func validateTargetPort(tp intstr.IntOrString, fldPath *field.Path) field.ErrorL
 	case tp.Type == intstr.Int && tp.IntVal != 0:
 		errs = append(errs, validatePortNum(tp.IntVal, fldPath)...)
 	case tp.Type == intstr.String && tp.StrVal != "":
-		for _, msg := range validation.IsValidPortName(tp.StrVal) {
+		for _, msg := range isValidPortName(tp.StrVal) {
 			errs = append(errs, field.Invalid(fldPath, tp.StrVal, msg))
 		}
 	}

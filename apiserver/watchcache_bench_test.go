@@ -218,3 +218,14 @@ func applyPut(b *testing.B, c *watchCache, name string, rev int64) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkValidatePod is the validation of a create's pod, after defaults.
+func BenchmarkValidatePod(b *testing.B) {
+	pod := benchPod("pod-1")
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := validate(api.Pods, pod, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
