@@ -192,7 +192,7 @@ func (s *Server) ensureNamespaces(ctx context.Context) error {
 	for _, name := range append(append([]string{}, protectedNamespaces...), corev1.NamespaceNodeLease) {
 		ns := api.Namespaces.NewObject()
 		ns.SetName(name)
-		if _, _, err := s.createObject(ctx, rs, ns, false); err != nil && !isAlreadyExists(err) {
+		if _, err := s.createObject(ctx, rs, ns, false); err != nil && !isAlreadyExists(err) {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -98,34 +99,42 @@ func (rs *resourceStore) get(ctx context.Context, namespace, name string) (api.O
 	return decodeFromStorage(rs.res, kv.Value, kv.Revision)
 }
 
-// create writes obj if no object has its key yet. It returns obj, stamped
-// with its resourceVersion, and obj's JSON.
-func (rs *resourceStore) create(ctx context.Context, obj api.Object) (api.Object, []byte, error) {
+// create writes obj if no object has its key yet, and returns the
+// created object's JSON, resourceVersion included. It hands obj to the
+// watch cache (see offer): once create succeeds, or fails in a way that
+// leaves unknown whether etcd applied the write, the caller must not
+// change obj. Only an AlreadyExists error, which etcd's comparison
+// decided, gives obj back.
+func (rs *resourceStore) create(ctx context.Context, obj api.Object) ([]byte, error) {
 	defer rs.observe("create", time.Now())
 	data, err := encodeForStorage(obj)
 	if err != nil {
-		return nil, nil, apierrors.NewInternalError(err)
+		return nil, apierrors.NewInternalError(err)
 	}
 	key := rs.key(obj.GetNamespace(), obj.GetName())
 	rev, err := rs.write(key, obj, data, func() (int64, error) { return rs.store.Create(ctx, key, data) })
 	if err != nil {
-		return nil, nil, rs.storageError(err, obj.GetName())
+		return nil, rs.storageError(err, obj.GetName())
 	}
-	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
-	raw, ok := withResourceVersion(data, rev)
-	if !ok {
-		return obj, nil, nil
+	if raw, ok := withResourceVersion(data, rev); ok {
+		return raw, nil
 	}
-	return obj, raw, nil
+	stamped := obj.DeepCopyObject().(api.Object)
+	stamped.SetResourceVersion(strconv.FormatInt(rev, 10))
+	raw, err := json.Marshal(stamped)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return raw, nil
 }
 
 // write runs write, which stores data, obj's encoding, under key; first
-// it offers the watch cache a copy of obj (see offer).
+// it offers the watch cache obj (see offer), which the caller hands over.
 func (rs *resourceStore) write(key string, obj api.Object, data []byte, write func() (int64, error)) (int64, error) {
 	if rs.offer == nil {
 		return write()
 	}
-	withdraw := rs.offer(key, obj.DeepCopyObject().(api.Object), data)
+	withdraw := rs.offer(key, obj, data)
 	rev, err := write()
 	if err != nil {
 		withdraw()
@@ -194,7 +203,8 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 			next.SetResourceVersion(strconv.FormatInt(rev, 10))
 			return next, nil
 		}
-		newRev, err := rs.write(key, next, data, func() (int64, error) { return rs.store.Update(ctx, key, data, rev) })
+		offered := next.DeepCopyObject().(api.Object) // next is the caller's answer
+		newRev, err := rs.write(key, offered, data, func() (int64, error) { return rs.store.Update(ctx, key, data, rev) })
 		if cached != nil && err != nil {
 			cached = nil // stale, or gone: decide again on what etcd holds
 			continue

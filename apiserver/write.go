@@ -51,21 +51,24 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, ri *request
 	if err := checkIdentity(ri, obj, ""); err != nil {
 		return err
 	}
-	created, raw, err := s.createObject(r.Context(), s.stores[ri.res], obj, dryRun(r))
+	dry := dryRun(r)
+	raw, err := s.createObject(r.Context(), s.stores[ri.res], obj, dry)
 	if err != nil {
 		return ctxErr(r.Context(), err)
 	}
-	if raw != nil {
-		writeRaw(w, http.StatusCreated, raw)
-		return nil
+	if dry {
+		return writeObject(w, http.StatusCreated, obj)
 	}
-	return writeObject(w, http.StatusCreated, created)
+	writeRaw(w, http.StatusCreated, raw)
+	return nil
 }
 
 // createObject is the path of every create: server-set metadata,
 // defaults, admission, validation, then a write that fails if the name is
-// taken. It returns the created object and, unless dry, its JSON.
-func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Object, dry bool) (api.Object, []byte, error) {
+// taken. Unless dry, it returns the created object's JSON and obj belongs
+// to the watch cache (see resourceStore.create); a dry run leaves obj as
+// it would have been created.
+func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Object, dry bool) ([]byte, error) {
 	res := rs.res
 	obj.SetUID(types.UID(uuid.NewString()))
 	obj.SetCreationTimestamp(metav1.NewTime(time.Now().Truncate(time.Second)))
@@ -91,26 +94,26 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Ob
 		res.PrepareForCreate(obj)
 	}
 	if err := s.admitCreate(ctx, res, obj); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := validate(res, obj, nil); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if dry {
-		return obj, nil, nil
+		return nil, nil
 	}
 	charges, err := s.admitQuota(ctx, res, obj, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
-		created, raw, err := rs.create(ctx, obj)
+		raw, err := rs.create(ctx, obj)
 		if err == nil {
-			return created, raw, nil
+			return raw, nil
 		}
 		if !generated || !isAlreadyExists(err) || attempt == 8 {
 			s.refundQuota(ctx, obj.GetNamespace(), charges)
-			return nil, nil, err
+			return nil, err
 		}
 		obj.SetName(generateName(obj.GetGenerateName()))
 	}
