@@ -68,9 +68,7 @@ func TestBackgroundDeletesDependents(t *testing.T) {
 	if f.gone(ctx, "bystander") {
 		t.Fatal("a configmap without owners was deleted")
 	}
-	if n := len(f.recorder.WithReason("GarbageCollected")); n != 2 {
-		t.Errorf("GarbageCollected events = %d, want 2: %q", n, f.recorder.Events())
-	}
+	f.wantEvents(t, "GarbageCollected", 2)
 }
 
 func TestOrphanKeepsDependentsWithoutTheReference(t *testing.T) {
@@ -129,9 +127,7 @@ func TestForegroundOwnerWaitsForBlockingDependents(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the owner to be gone", func() bool { return f.gone(ctx, "owner") && f.gone(ctx, "dep-held") })
-	if n := len(f.recorder.WithReason("DependentsDeleted")); n != 1 {
-		t.Errorf("DependentsDeleted events = %d, want 1: %q", n, f.recorder.Events())
-	}
+	f.wantEvents(t, "DependentsDeleted", 1)
 }
 
 func TestForegroundCascadesThroughTheTree(t *testing.T) {
@@ -147,9 +143,7 @@ func TestForegroundCascadesThroughTheTree(t *testing.T) {
 	})
 	// mid has a dependent of its own, so it went in the foreground too:
 	// both owners waited for the tree below them.
-	if n := len(f.recorder.WithReason("DependentsDeleted")); n != 2 {
-		t.Errorf("DependentsDeleted events = %d, want 2 (top and mid): %q", n, f.recorder.Events())
-	}
+	f.wantEvents(t, "DependentsDeleted", 2)
 }
 
 func TestOwnerDeletedWhileCollectorWasDown(t *testing.T) {
@@ -181,9 +175,7 @@ func TestDependentWithAnotherOwnerKeepsLiving(t *testing.T) {
 	if refs := f.ownerNames(t, "dep"); !slices.Equal(refs, []string{"owner-b"}) {
 		t.Fatalf("dep owners = %v, want [owner-b]", refs)
 	}
-	if n := len(f.recorder.WithReason("OwnerRefRemoved")); n != 1 {
-		t.Errorf("OwnerRefRemoved events = %d, want 1: %q", n, f.recorder.Events())
-	}
+	f.wantEvents(t, "OwnerRefRemoved", 1)
 }
 
 func TestReferenceToAbsentOwnerIsCollected(t *testing.T) {
@@ -300,6 +292,17 @@ func ownerRef(owner *corev1.ConfigMap, block bool) metav1.OwnerReference {
 }
 
 // waitFor waits up to 20s for cond, asking every 20ms.
+// wantEvents checks that the collector recorded n events of reason. It
+// records an event after the write it reports, so the count is awaited
+// before it is checked.
+func (f *fixture) wantEvents(t *testing.T, reason string, n int) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%d %s events", n, reason), func() bool { return len(f.recorder.WithReason(reason)) >= n })
+	if got := len(f.recorder.WithReason(reason)); got != n {
+		t.Errorf("%s events = %d, want %d: %q", reason, got, n, f.recorder.Events())
+	}
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	poll := controllertest.Poll{Timeout: 20 * time.Second, Interval: 20 * time.Millisecond}
