@@ -351,7 +351,8 @@ func validatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 	}
 	errs = append(errs, validateLabels(spec.NodeSelector, fldPath.Child("nodeSelector"))...)
 	errs = append(errs, validateNames(spec.NodeName, nameIsDNSSubdomain, fldPath.Child("nodeName"))...)
-	errs = append(errs, validateNames(spec.ServiceAccountName, apivalidation.ValidateServiceAccountName, fldPath.Child("serviceAccountName"))...)
+	errs = append(errs, validateNames(spec.ServiceAccountName, nameIsDNSSubdomain, // apivalidation.ValidateServiceAccountName
+		fldPath.Child("serviceAccountName"))...)
 	errs = append(errs, validateNames(spec.Hostname, nameIsDNSLabel, fldPath.Child("hostname"))...)
 	errs = append(errs, validateNames(spec.Subdomain, nameIsDNSLabel, fldPath.Child("subdomain"))...)
 	errs = append(errs, validateTolerations(spec.Tolerations, fldPath.Child("tolerations"))...)
