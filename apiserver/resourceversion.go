@@ -36,7 +36,7 @@ func withResourceVersion(data []byte, rv int64) ([]byte, bool) {
 		if !ok {
 			return nil, false
 		}
-		switch key {
+		switch string(key) {
 		case "resourceVersion":
 			return nil, false
 		case "generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
@@ -103,7 +103,7 @@ func topLevelValue(data []byte, key string) (int, bool) {
 		if !ok {
 			return 0, false
 		}
-		if k == key {
+		if string(k) == key {
 			return end, true
 		}
 		if i, ok = skipValue(data, end); !ok {
@@ -113,22 +113,23 @@ func topLevelValue(data []byte, key string) (int, bool) {
 	return 0, false
 }
 
-// readKey reads `"key":` at i and returns the key and the index of the
-// value after the colon. Keys with escapes are not expected and refused.
-func readKey(data []byte, i int) (string, int, bool) {
+// readKey reads `"key":` at i and returns the key (a slice of data) and
+// the index of the value after the colon. Keys with escapes are not
+// expected and refused.
+func readKey(data []byte, i int) ([]byte, int, bool) {
 	if i >= len(data) || data[i] != '"' {
-		return "", 0, false
+		return nil, 0, false
 	}
 	j := bytes.IndexByte(data[i+1:], '"')
 	if j < 0 {
-		return "", 0, false
+		return nil, 0, false
 	}
 	key := data[i+1 : i+1+j]
 	end := i + 1 + j + 1
 	if bytes.IndexByte(key, '\\') >= 0 || end >= len(data) || data[end] != ':' {
-		return "", 0, false
+		return nil, 0, false
 	}
-	return string(key), end + 1, true
+	return key, end + 1, true
 }
 
 // skipValue returns the index just after the compact JSON value at i.
