@@ -25,26 +25,12 @@ const DefaultMaxRequestBodyBytes = 3 << 20
 var objectMediaTypes = []string{"application/json", "application/yaml", mimeProtobuf}
 
 // readBody reads at most limit bytes of the request body; a longer body is a
-// 413 RequestEntityTooLarge. It reads into a buffer of the size the client
-// announced (Content-Length), growing it only for a body without one.
+// 413 RequestEntityTooLarge. The buffer grows with what arrives, never with
+// what the client announces: a Content-Length alone reserves nothing.
 func readBody(r *http.Request, limit int64) ([]byte, error) {
-	size := int64(512)
-	if r.ContentLength > 0 && r.ContentLength <= limit {
-		size = r.ContentLength + 1 // and room to see the end
-	}
-	body, rd := make([]byte, 0, size), io.LimitReader(r.Body, limit+1)
-	for {
-		if len(body) == cap(body) {
-			body = append(body, 0)[:len(body)]
-		}
-		n, err := rd.Read(body[len(body):cap(body)])
-		body = body[:len(body)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("read request body: %v", err))
-		}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("read request body: %v", err))
 	}
 	if int64(len(body)) > limit {
 		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", limit))

@@ -119,6 +119,9 @@ func (rs *resourceStore) create(ctx context.Context, obj api.Object) ([]byte, er
 	if raw, ok := withResourceVersion(data, rev); ok {
 		return raw, nil
 	}
+	// data has no shape to splice into. takeOffered splices the same data
+	// and gives up on the same answer without touching obj, so obj is
+	// still only ours to copy.
 	stamped := obj.DeepCopyObject().(api.Object)
 	stamped.SetResourceVersion(strconv.FormatInt(rev, 10))
 	raw, err := json.Marshal(stamped)

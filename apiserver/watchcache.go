@@ -203,7 +203,9 @@ func (c *watchCache) dropOffered(key string) {
 }
 
 // takeOffered returns, for a put of value under key at rev, the object
-// offered for it, stamped with rev; nil when none was.
+// offered for it, stamped with rev; nil when none was. When value cannot
+// be spliced it leaves the object alone, as resourceStore.create, which
+// then copies it, relies on.
 func (c *watchCache) takeOffered(key string, value []byte, rev int64) *cachedObject {
 	c.offeredMu.Lock()
 	o := c.offered[key]

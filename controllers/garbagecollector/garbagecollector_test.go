@@ -291,18 +291,21 @@ func ownerRef(owner *corev1.ConfigMap, block bool) metav1.OwnerReference {
 	}
 }
 
-// waitFor waits up to 20s for cond, asking every 20ms.
 // wantEvents checks that the collector recorded n events of reason. It
 // records an event after the write it reports, so the count is awaited
 // before it is checked.
 func (f *fixture) wantEvents(t *testing.T, reason string, n int) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("%d %s events", n, reason), func() bool { return len(f.recorder.WithReason(reason)) >= n })
+	poll := controllertest.Poll{Timeout: 20 * time.Second, Interval: 20 * time.Millisecond}
+	poll.Until(t, fmt.Sprintf("%d %s events", n, reason), func() (bool, string) {
+		return len(f.recorder.WithReason(reason)) >= n, fmt.Sprintf("recorded %q", f.recorder.Events())
+	})
 	if got := len(f.recorder.WithReason(reason)); got != n {
 		t.Errorf("%s events = %d, want %d: %q", reason, got, n, f.recorder.Events())
 	}
 }
 
+// waitFor waits up to 20s for cond, asking every 20ms.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	poll := controllertest.Poll{Timeout: 20 * time.Second, Interval: 20 * time.Millisecond}
