@@ -69,12 +69,17 @@ wait_for() {
   printf '  \033[32m✔\033[0m %s\n' "$what"
 }
 
-# jqtest PATH FILTER: true when FILTER (a jq boolean) holds for GET PATH
-# (an empty answer is false: jq -e alone would call it true).
+# jqtest PATH FILTER: true when FILTER (a jq boolean) holds for GET PATH.
+# An error answer (a 404's Status is JSON too) and an empty one are false:
+# jq -e alone would call them true.
 jqtest() {
   local body
-  body=$(get "$1") && [ -n "$body" ] && jq -e "$2" >/dev/null <<<"$body"
+  body=$(curl -sSf "$API$1") && [ -n "$body" ] && jq -e "$2" >/dev/null <<<"$body"
 }
+
+# trace_attached FILE: true once the minictl trace writing FILE (stdout and
+# stderr) has attached to the server and follows the timeline.
+trace_attached() { grep -q '^minictl trace: following' "$1"; }
 
 # running APP: how many pods labelled app=APP are Running, Ready and not being deleted.
 running() {

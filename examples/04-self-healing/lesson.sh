@@ -50,7 +50,8 @@ tracer=$!
 # The kubelets' lines name their node, not the pod: follow them apart.
 "$MINICTL" trace --server "$API" --component kubelet >"$tmp/ktrace" 2>&1 &
 ktracer=$!
-sleep 1 # minictl trace prints nothing when it attaches; give it a moment
+wait_for "minictl trace attached" trace_attached "$tmp/trace"
+wait_for "minictl trace --component kubelet attached" trace_attached "$tmp/ktrace"
 
 step "1. Create a Deployment: 3 replicas of redis"
 body='{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"redis"},

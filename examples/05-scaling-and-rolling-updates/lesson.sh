@@ -50,7 +50,7 @@ fi
 
 "$MINICTL" trace --server "$API" --object default/nginx >"$tmp/trace" 2>&1 &
 tracer=$!
-sleep 1 # minictl trace prints nothing when it attaches; give it a moment
+wait_for "minictl trace attached" trace_attached "$tmp/trace"
 
 step "1. A Deployment of 2 nginx pods; each new pod must be ready 2s to count as available"
 send POST "$APPS/deployments" '{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"nginx"},"spec":{"replicas":2,"minReadySeconds":2,"selector":{"matchLabels":{"app":"nginx"}},"template":{"metadata":{"labels":{"app":"nginx"}},"spec":{"containers":[{"name":"nginx","image":"nginx:1.27"}]}}}}' application/json

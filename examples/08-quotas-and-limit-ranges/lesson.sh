@@ -47,6 +47,7 @@ fi
 # Follow the timeline of the namespace, as `minictl trace` in a second terminal would.
 "$MINICTL" trace --server "$API" --namespace "$NS" >"$tmp/trace" 2>&1 &
 tracer=$!
+wait_for "minictl trace attached" trace_attached "$tmp/trace"
 
 step "1. A namespace with a ResourceQuota"
 post /api/v1/namespaces "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$NS\"}}" | jq -c '{kind, name: .metadata.name}'
