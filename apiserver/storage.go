@@ -208,8 +208,12 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 		}
 		offered := next.DeepCopyObject().(api.Object) // next is the caller's answer
 		newRev, err := rs.write(key, offered, data, func() (int64, error) { return rs.store.Update(ctx, key, data, rev) })
-		if cached != nil && err != nil {
-			cached = nil // stale, or gone: decide again on what etcd holds
+		if cached != nil && (errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound)) {
+			// etcd's comparison refused the guess (stale, or the object is
+			// gone): decide again on what etcd holds. Any other error may
+			// have come after etcd applied the write, so it is answered as
+			// it is, never retried on top of a write that may have happened.
+			cached = nil
 			continue
 		}
 		if errors.Is(err, store.ErrConflict) {
