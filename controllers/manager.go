@@ -302,6 +302,10 @@ func (m *Manager) Run(ctx context.Context) error {
 		return m.runTerm(ctx)
 	}
 	for ctx.Err() == nil {
+		// A term that fails to build its controllers ends the election
+		// too: holding the lease with no controllers running would keep
+		// every other manager from taking over.
+		ectx, stopElection := context.WithCancel(ctx)
 		var termErr error
 		el, err := leaderelection.New(leaderelection.Config{
 			Client: m.rc, Namespace: m.cfg.LeaseNamespace, Name: m.cfg.LeaseName, Identity: m.identity,
@@ -310,7 +314,9 @@ func (m *Manager) Run(ctx context.Context) error {
 			OnStartedLeading: func(ctx context.Context) {
 				m.isLeader.Set(1)
 				m.log.Info("became leader; starting controllers", "lease", m.cfg.LeaseNamespace+"/"+m.cfg.LeaseName)
-				termErr = m.runTerm(ctx)
+				if termErr = m.runTerm(ctx); termErr != nil {
+					stopElection()
+				}
 			},
 			OnStoppedLeading: func() {
 				m.isLeader.Set(0)
@@ -323,12 +329,14 @@ func (m *Manager) Run(ctx context.Context) error {
 			},
 		})
 		if err != nil {
+			stopElection()
 			return err
 		}
 		m.mu.Lock()
 		m.elector = el
 		m.mu.Unlock()
-		err = el.Run(ctx)
+		err = el.Run(ectx)
+		stopElection()
 		if termErr != nil {
 			return termErr
 		}

@@ -1,13 +1,16 @@
 package controllers
 
 import (
-	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/controllers/internal/controllertest"
 )
 
 // TestEnabled follows kube-controller-manager's --controllers: "-name"
@@ -64,26 +67,41 @@ func TestUnknownControllerListsKnownOnes(t *testing.T) {
 // --cluster-cidr) makes Run return its error rather than hang with the
 // others half started.
 func TestBuildErrorStopsTheTerm(t *testing.T) {
-	rc, err := client.New(&client.Config{Server: "http://127.0.0.1:1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.LeaderElect = false
-	cfg.Controllers = []string{"replicaset", "nodeipam"}
-	cfg.Timings.ClusterCIDR = "not-a-cidr"
-	m, err := NewManager(rc, cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- m.Run(context.Background()) }()
-	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "nodeipam") {
-			t.Errorf("Run returned %v, want the nodeipam build error", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not return after a controller failed to build")
+	for _, elect := range []bool{false, true} {
+		t.Run(fmt.Sprintf("leader election %v", elect), func(t *testing.T) {
+			env := controllertest.Start(t)
+			cfg := DefaultConfig()
+			cfg.LeaderElect = elect
+			cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod = 2*time.Second, time.Second, 100*time.Millisecond
+			cfg.Controllers = []string{"replicaset", "nodeipam"}
+			cfg.Timings.ClusterCIDR = "not-a-cidr"
+			m, err := NewManager(env.Client, cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// With leader election, a manager that kept the lease after its
+			// controllers failed to build would run nothing and keep every
+			// other manager waiting: Run must end, and let the lease go.
+			done := make(chan error, 1)
+			go func() { done <- m.Run(t.Context()) }()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), "nodeipam") {
+					t.Errorf("Run returned %v, want the nodeipam build error", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("Run did not return after a controller failed to build")
+			}
+			if !elect {
+				return
+			}
+			lease, err := client.For[*coordinationv1.Lease](env.Client).Get(t.Context(), cfg.LeaseNamespace, cfg.LeaseName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
+				t.Errorf("the lease is still held by %q after the manager stopped", *h)
+			}
+		})
 	}
 }
