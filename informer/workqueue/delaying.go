@@ -117,11 +117,13 @@ func (q *Queue[T]) waitingLoop() {
 		stopTimer()
 		var fire <-chan time.Time
 		if ok {
-			timer = q.clock.NewTimer(next.Sub(now))
+			// The wait runs from now, not from the loop's start: adding
+			// the ready items took time.
+			timer = q.clock.NewTimer(next.Sub(q.clock.Now()))
 			fire = timer.C()
-			// The clock may have moved between reading now and starting
-			// the timer, which then ends that much late: if next has come
-			// meanwhile, look again at once.
+			// The clock may still move between that reading and the
+			// timer's start, which then ends that much late: if next has
+			// come meanwhile, look again at once.
 			if !q.clock.Now().Before(next) {
 				continue
 			}
