@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 )
@@ -58,6 +59,10 @@ func (h *harness) runNamespace(ctx context.Context, rep int) error {
 		return err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+		return fmt.Errorf("watch namespaces: %s: %s", resp.Status, body)
+	}
 	gone := make(chan time.Time, 1)
 	go func() {
 		r := bufio.NewReaderSize(resp.Body, 1<<16)

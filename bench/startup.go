@@ -26,7 +26,9 @@ func (h *harness) runStartup(ctx context.Context, rep int) error {
 	}
 	dir := c.DataDir
 	defer func() {
-		c.stop()
+		if c != nil { // nil when the restart failed
+			c.stop()
+		}
 	}()
 	h.res.addDuration("start-up", "ready, empty data dir", c.Ready)
 

@@ -141,6 +141,9 @@ func (t *podTracker) wait(w *waiter, timeout time.Duration) (time.Time, error) {
 	case <-t.done:
 		t.mu.Lock()
 		defer t.mu.Unlock()
+		if t.err == nil { // the watch ended without an error: the run was stopped
+			return time.Time{}, errors.New("the pod watch ended")
+		}
 		return time.Time{}, t.err
 	case <-timer.C:
 		return time.Time{}, fmt.Errorf("not reached within %s (%s)", timeout, t.summary())
