@@ -1,6 +1,9 @@
 package apiserver_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -68,15 +71,28 @@ func TestQuotaConcurrentCreates(t *testing.T) {
 	createNamespace(t, env, "race")
 	quotaReady(t, env, "race", corev1.ResourceList{corev1.ResourcePods: resource.MustParse("5")})
 	var wg sync.WaitGroup
-	codes := make([]int, 20)
+	codes, errs := make([]int, 20), make([]error, 20)
 	for i := range codes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			codes[i] = do(t, env, "POST", "/api/v1/namespaces/race/pods", jsonType, pod(fmt.Sprintf("p%d", i), "", nil)).code
-		}()
+		body, err := json.Marshal(pod(fmt.Sprintf("p%d", i), "", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Not do: it fails the test with t.Fatal, which only the test's
+		// own goroutine may call.
+		wg.Go(func() {
+			resp, err := env.Client().Post(env.URL+"/api/v1/namespaces/race/pods", jsonType, bytes.NewReader(body))
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			resp.Body.Close()
+			codes[i] = resp.StatusCode
+		})
 	}
 	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
 	created, refused := 0, 0
 	for _, c := range codes {
 		switch c {
