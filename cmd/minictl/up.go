@@ -125,14 +125,17 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	// The servers close their listeners when they stop; these cover the
+	// returns before they start (closing twice does no harm).
+	defer ln.Close()
 	// Every listener is open before anything starts, so that a taken port
 	// is an error before any goroutine runs.
 	var cmListener net.Listener
 	if cf != nil {
 		if cmListener, err = net.Listen("tcp", cf.cmAddress); err != nil {
-			ln.Close()
 			return fmt.Errorf("controller manager listen: %w", err)
 		}
+		defer cmListener.Close()
 	}
 	srv, err := apiserver.New(apiserver.Config{
 		Store: st, Logger: log, Timeline: bus,
