@@ -33,6 +33,23 @@ code() {
   curl -sS -o /dev/null -w '%{http_code}' -X "$1" -H "Content-Type: ${4:-application/json}" "$API$2" ${3:+--data-binary "$3"}
 }
 
+# say METHOD PATH [BODY] [CONTENT-TYPE]: print the curl line (on stderr, so
+# that $(say ...) keeps only the answer), then send the request.
+say() {
+  local type=${4:-application/json}
+  if [ -n "${3:-}" ]; then
+    printf "\$ curl -s -X %s '%s%s' -H 'Content-Type: %s' -d '%s'\n" "$1" "$API" "$2" "$type" "$(jq -c . <<<"$3")" >&2
+    curl -sS -X "$1" -H "Content-Type: $type" "$API$2" --data-binary "$3"
+  else
+    printf "\$ curl -s -X %s '%s%s'\n" "$1" "$API" "$2" >&2
+    curl -sS -X "$1" "$API$2"
+  fi
+}
+
+# equals WANT COMMAND...: true when COMMAND prints WANT (for wait_for, which
+# runs its command again on every try).
+equals() { local want=$1; shift; [ "$("$@")" == "$want" ]; }
+
 # expect WHAT ACTUAL EXPECTED: the lesson's claims, checked.
 expect() {
   if [ "$2" == "$3" ]; then

@@ -20,9 +20,6 @@ trap cleanup EXIT
 LEASE=/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager
 RS=/apis/apps/v1/namespaces/default/replicasets
 
-# equals WANT COMMAND...: true when COMMAND prints WANT (for wait_for, which
-# runs its command again on every try).
-equals() { local want=$1; shift; [ "$("$@")" == "$want" ]; }
 # start_cm NAME: start a controller manager in the background, its output in $work/NAME.log.
 start_cm() {
   printf '$ %s\n' "minictl controller-manager --fast --server $API --address 127.0.0.1:0 &    # $1"
@@ -44,18 +41,6 @@ replicaset() {
     "spec": {"replicas": '"$2"', "selector": {"matchLabels": {"app": "'"$1"'"}},
       "template": {"metadata": {"labels": {"app": "'"$1"'"}},
         "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]}}}}' >/dev/null
-}
-# say METHOD PATH [BODY] [CONTENT-TYPE]: print the curl line (on stderr, so
-# that $(say ...) keeps only the answer), then send the request.
-say() {
-  local type=${4:-application/json}
-  if [ -n "${3:-}" ]; then
-    printf "\$ curl -s -X %s '%s%s' -H 'Content-Type: %s' -d '%s'\n" "$1" "$API" "$2" "$type" "$(jq -c . <<<"$3")" >&2
-    curl -sS -X "$1" -H "Content-Type: $type" "$API$2" --data-binary "$3"
-  else
-    printf "\$ curl -s -X %s '%s%s'\n" "$1" "$API" "$2" >&2
-    curl -sS -X "$1" "$API$2"
-  fi
 }
 # pods APP: every pod labelled app=APP, whatever its state.
 pods() { get "/api/v1/namespaces/default/pods?labelSelector=app%3D$1" | jq '.items | length'; }

@@ -23,21 +23,6 @@ A=/api/v1/namespaces/team-a
 D=/apis/apps/v1/namespaces/team-a/deployments
 CM=$A/configmaps/pods-by-node
 
-# say METHOD PATH [BODY] [CONTENT-TYPE]: print the curl line (on stderr, so
-# that $(say ...) keeps only the answer), then send the request.
-say() {
-  local type=${4:-application/json}
-  if [ -n "${3:-}" ]; then
-    printf "\$ curl -s -X %s '%s%s' -H 'Content-Type: %s' -d '%s'\n" "$1" "$API" "$2" "$type" "$(jq -c . <<<"$3")" >&2
-    curl -sS -X "$1" -H "Content-Type: $type" "$API$2" --data-binary "$3"
-  else
-    printf "\$ curl -s -X %s '%s%s'\n" "$1" "$API" "$2" >&2
-    curl -sS -X "$1" "$API$2"
-  fi
-}
-# equals WANT COMMAND...: true when COMMAND prints WANT (for wait_for, which
-# runs its command again on every try).
-equals() { local want=$1; shift; [ "$("$@")" == "$want" ]; }
 # expected NS: what the ConfigMap of NS should hold, computed from the pods
 # the API server has (node → sorted, comma-separated names), as sorted JSON.
 expected() {
