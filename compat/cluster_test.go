@@ -3,6 +3,7 @@ package compat
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // The tests share one `minictl up` and one kubectl, started and built by
@@ -99,23 +102,8 @@ func build() error {
 	return nil
 }
 
-// upFlags are the optional flags of `minictl up` these tests use, when the
-// binary has them: --fast plays the cluster's timings out in seconds, and a
-// free port for the controller manager keeps parallel test runs apart.
-func upFlags() []string {
-	out, _ := exec.Command(env.minictl, "up", "-h").CombinedOutput()
-	var flags []string
-	if bytes.Contains(out, []byte("-fast")) {
-		flags = append(flags, "--fast")
-	}
-	if bytes.Contains(out, []byte("-controller-manager-address")) {
-		flags = append(flags, "--controller-manager-address", "127.0.0.1:0")
-	}
-	return flags
-}
-
-// startCluster starts `minictl up`, waits for /readyz and writes a
-// kubeconfig. stop ends it with SIGTERM, as Ctrl-C does.
+// startCluster starts `minictl up`, waits for /readyz and for its nodes,
+// and writes a kubeconfig. stop ends it with SIGTERM, as Ctrl-C does.
 func startCluster() (stop func() error, err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -124,8 +112,11 @@ func startCluster() (stop func() error, err error) {
 	addr := ln.Addr().String()
 	ln.Close()
 	env.url = "http://" + addr
-	args := append([]string{"up", "--listen", addr, "--data-dir", filepath.Join(env.dir, "data"),
-		"--etcd-client-url", "http://127.0.0.1:0"}, upFlags()...)
+	args := []string{"up", "--listen", addr, "--data-dir", filepath.Join(env.dir, "data"),
+		"--etcd-client-url", "http://127.0.0.1:0",
+		// --fast plays the cluster's timings out in seconds; a free port
+		// for the controller manager keeps parallel test runs apart.
+		"--fast", "--controller-manager-address", "127.0.0.1:0"}
 	cmd := exec.Command(env.minictl, args...)
 	logs := &syncWriter{}
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -141,6 +132,7 @@ func startCluster() (stop func() error, err error) {
 			return err
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
+			<-exited
 			return fmt.Errorf("minictl up did not stop within 30s of SIGTERM")
 		}
 	}
@@ -163,6 +155,12 @@ func startCluster() (stop func() error, err error) {
 			return nil, fmt.Errorf("minictl up not ready after 60s\n%s", logs.String())
 		}
 	}
+	// The tests run pods, so they start once up's 3 simulated nodes are
+	// Ready, not merely once the API answers.
+	if err := waitNodesReady(3, 60*time.Second); err != nil {
+		_ = stop()
+		return nil, fmt.Errorf("%v\n%s", err, logs.String())
+	}
 	kc, err := exec.Command(env.minictl, "kubeconfig", "--server", env.url).Output()
 	if err != nil {
 		_ = stop()
@@ -174,6 +172,34 @@ func startCluster() (stop func() error, err error) {
 		return nil, err
 	}
 	return stop, nil
+}
+
+// waitNodesReady waits until n nodes report Ready=True.
+func waitNodesReady(n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	ready := 0
+	for time.Now().Before(deadline) {
+		var l corev1.NodeList
+		if resp, err := http.Get(env.url + "/api/v1/nodes"); err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&l)
+			resp.Body.Close()
+			if err == nil {
+				ready = 0
+				for _, node := range l.Items {
+					for _, c := range node.Status.Conditions {
+						if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+							ready++
+						}
+					}
+				}
+				if ready >= n {
+					return nil
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("%d of %d nodes Ready after %s", ready, n, timeout)
 }
 
 // syncWriter is minictl's output: stdout and stderr write to it at once.
@@ -341,20 +367,5 @@ func eventually(t *testing.T, within time.Duration, what string, check func() (b
 			t.Fatalf("%s: not within %v; last saw:\n%s", what, within, saw)
 		}
 		time.Sleep(200 * time.Millisecond) // polling interval, not synchronisation
-	}
-}
-
-// haveNodes reports whether the cluster runs simulated nodes; tests of
-// pods that run need them.
-func haveNodes(t *testing.T) bool {
-	t.Helper()
-	out := kubectl(t, "get", "nodes", "-o", "name")
-	return strings.TrimSpace(out) != ""
-}
-
-func skipWithoutNodes(t *testing.T) {
-	t.Helper()
-	if !haveNodes(t) {
-		t.Skip("`kubectl get nodes` shows none: this minictl up runs no simulated nodes, so pods never run")
 	}
 }

@@ -67,7 +67,7 @@ func TestKubectlGetNamespaces(t *testing.T) {
 func TestKubectlGetNodes(t *testing.T) {
 	out := kubectl(t, "get", "nodes")
 	if strings.TrimSpace(out) == "" {
-		t.Skip("`kubectl get nodes` shows none: this minictl up runs no simulated nodes")
+		t.Fatal("`kubectl get nodes` shows none; minictl up registers 3")
 	}
 	tb := parseTable(t, out)
 	wantHeader(t, tb, "NAME", "STATUS", "ROLES", "AGE", "VERSION")
@@ -181,12 +181,10 @@ func TestKubectlCreateAndGet(t *testing.T) {
 			t.Errorf("get all lacks %s:\n%s", want, all)
 		}
 	}
-	if haveNodes(t) {
-		eventually(t, 30*time.Second, "get all shows the replica set and pods", func() (bool, string) {
-			all := kubectl(t, "get", "all", "-n", ns)
-			return strings.Contains(all, "replicaset.apps/web-") && strings.Contains(all, "pod/web-"), all
-		})
-	}
+	eventually(t, 30*time.Second, "get all shows the replica set and pods", func() (bool, string) {
+		all := kubectl(t, "get", "all", "-n", ns)
+		return strings.Contains(all, "replicaset.apps/web-") && strings.Contains(all, "pod/web-"), all
+	})
 
 	// -o yaml and -o name go through the same API without tables.
 	if out := kubectl(t, "get", "deploy", "web", "-n", ns, "-o", "name"); strings.TrimSpace(out) != "deployment.apps/web" {
@@ -250,12 +248,10 @@ func TestKubectlApply(t *testing.T) {
 	if got := kubectl(t, "get", "deploy", "web", "-n", ns, "-o", "jsonpath={.spec.replicas}"); got != "3" {
 		t.Errorf("replicas %s after scale, want 3", got)
 	}
-	if haveNodes(t) {
-		eventually(t, 60*time.Second, "deployment READY 3/3", func() (bool, string) {
-			tb := parseTable(t, kubectl(t, "get", "deploy", "web", "-n", ns))
-			return tb.col(t, tb.rows[0], "READY") == "3/3", strings.Join(tb.rows[0], " ")
-		})
-	}
+	eventually(t, 60*time.Second, "deployment READY 3/3", func() (bool, string) {
+		tb := parseTable(t, kubectl(t, "get", "deploy", "web", "-n", ns))
+		return tb.col(t, tb.rows[0], "READY") == "3/3", strings.Join(tb.rows[0], " ")
+	})
 }
 
 func TestKubectlValidation(t *testing.T) {
@@ -334,9 +330,6 @@ spec:
 		t.Errorf("pods left after delete:\n%s", out)
 	}
 
-	if !haveNodes(t) {
-		t.Skip("`kubectl get nodes` shows none: running pods, their deletion and their events need simulated nodes")
-	}
 	kubectl(t, "run", "solo", "-n", ns, "--image=nginx:1.27")
 	eventually(t, 30*time.Second, "pod solo Running", func() (bool, string) {
 		tb := parseTable(t, kubectl(t, "get", "pod", "solo", "-n", ns, "-o", "wide"))
@@ -374,9 +367,6 @@ func TestKubectlDescribeDeployment(t *testing.T) {
 			t.Errorf("describe deployment lacks %q:\n%s", want, out)
 		}
 	}
-	if !haveNodes(t) {
-		return
-	}
 	eventually(t, 30*time.Second, "describe deployment shows the controller's events", func() (bool, string) {
 		out := kubectl(t, "describe", "deployment", "web", "-n", ns)
 		return strings.Contains(out, "ScalingReplicaSet") && strings.Contains(out, "NewReplicaSet:"), out
@@ -389,7 +379,6 @@ func TestKubectlWatch(t *testing.T) {
 	const ns = "compat-watch"
 	kubectl(t, "create", "namespace", ns)
 	t.Cleanup(func() { kubectlRun(t, "", nil, "delete", "namespace", ns, "--wait=false") })
-	nodes := haveNodes(t)
 
 	before := podWatchers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -399,8 +388,8 @@ func TestKubectlWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &syncWriter{} // kubectl writes it while the test reads it
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +399,11 @@ func TestKubectlWatch(t *testing.T) {
 		defer close(lines)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			lines <- sc.Text()
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
 		}
 	}()
 	var seen []string
@@ -442,13 +435,9 @@ func TestKubectlWatch(t *testing.T) {
 	kubectl(t, "run", "w1", "-n", ns, "--image=nginx:1.27", "--restart=Never")
 	await("the header", regexp.MustCompile(`^EVENT\s+NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE$`))
 	await("ADDED w1 Pending", regexp.MustCompile(`^ADDED\s+w1\s+0/1\s+Pending\s+0\s+\d+s$`))
-	if nodes {
-		await("w1 Running", regexp.MustCompile(`^MODIFIED\s+w1\s+1/1\s+Running\s+0\s+\d+s$`))
-	}
+	await("w1 Running", regexp.MustCompile(`^MODIFIED\s+w1\s+1/1\s+Running\s+0\s+\d+s$`))
 	kubectl(t, "delete", "pod", "w1", "-n", ns, "--wait=false")
-	if nodes {
-		await("w1 Terminating", regexp.MustCompile(`^MODIFIED\s+w1\s+\d/1\s+Terminating\s+`))
-	}
+	await("w1 Terminating", regexp.MustCompile(`^MODIFIED\s+w1\s+\d/1\s+Terminating\s+`))
 	await("DELETED w1", regexp.MustCompile(`^DELETED\s+w1\s+`))
 	t.Logf("kubectl get pods -w --output-watch-events printed:\n%s", strings.Join(seen, "\n"))
 }
