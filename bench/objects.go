@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/minictl/minictl/internal/minitest"
 )
 
 // unscheduled is the schedulerName of pods no scheduler places: the
@@ -162,27 +164,9 @@ func countItems(data []byte) (int, error) {
 func waitNodesReady(ctx context.Context, c *cluster, n int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		data, err := expect(ctx, http.StatusOK, http.MethodGet, c.URL+"/api/v1/nodes", "", nil)
+		ready, err := minitest.ReadyNodes(c.URL)
 		if err != nil {
 			return err
-		}
-		var l struct {
-			Items []struct {
-				Status struct {
-					Conditions []struct{ Type, Status string } `json:"conditions"`
-				} `json:"status"`
-			} `json:"items"`
-		}
-		if err := json.Unmarshal(data, &l); err != nil {
-			return err
-		}
-		ready := 0
-		for _, it := range l.Items {
-			for _, cond := range it.Status.Conditions {
-				if cond.Type == "Ready" && cond.Status == "True" {
-					ready++
-				}
-			}
 		}
 		if ready >= n {
 			return nil
@@ -190,7 +174,11 @@ func waitNodesReady(ctx context.Context, c *cluster, n int, timeout time.Duratio
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%d of %d nodes ready after %s", ready, n, timeout)
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 

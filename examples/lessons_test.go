@@ -5,7 +5,6 @@
 package examples
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,19 +33,8 @@ func Up(t testing.TB, extra ...string) *Cluster {
 	addr := minitest.FreeAddr(t)
 	p := minitest.Up(t, true, addr, t.TempDir(), append([]string{"--fast"}, extra...)...)
 	c := &Cluster{URL: "http://" + addr, Stderr: p.Stdout}
-	deadline := time.Now().Add(60 * time.Second)
-	for !nodesReady(c.URL) {
-		if time.Now().After(deadline) {
-			t.Fatalf("nodes not ready:\n%s", c.Stderr)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	p.WaitNodesReady(t, c.URL, 3, 60*time.Second)
 	return c
-}
-
-func nodesReady(url string) bool {
-	out, err := exec.Command("bash", "-c", `curl -s `+url+`/api/v1/nodes | jq -e '[.items[] | select(any(.status.conditions[]; .type=="Ready" and .status=="True"))] | length >= 3'`).CombinedOutput()
-	return err == nil && bytes.Contains(out, []byte("true"))
 }
 
 var etcdLine = regexp.MustCompile(`(?m)^\s*etcd:\s+(\S+)`)
@@ -88,10 +76,11 @@ func LessonFlags(t testing.TB, dir string) []string {
 func RunScript(t testing.TB, c *Cluster, script string, env ...string) string {
 	t.Helper()
 	cmd := exec.Command("bash", script)
-	base := []string{"API=" + c.URL, "MINICTL=" + Binary(t), "NO_COLOR=1"}
-	if etcd := c.EtcdURL(); etcd != "" {
-		base = append(base, "ETCD="+etcd)
+	etcd := c.EtcdURL()
+	if etcd == "" {
+		t.Fatalf("minictl up printed no etcd URL (lesson 1 reads etcd there):\n%s", c.Stderr)
 	}
+	base := []string{"API=" + c.URL, "MINICTL=" + Binary(t), "NO_COLOR=1", "ETCD=" + etcd}
 	cmd.Env = append(append(os.Environ(), base...), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -114,8 +114,13 @@ expect "details name the object" "$(val '.details.kind + " " + .details.name')" 
 expect "nothing was created (a failed request changes nothing)" "$(code GET "$NS/pods/Bad_Name")" 404
 
 step "12. The key in etcd: /registry/<group>/<resource>/<namespace>/<name>"
+etcd_given=${ETCD:+yes}
 ETCD=${ETCD:-http://127.0.0.1:2379}
 if ! curl -sf -o /dev/null --max-time 2 "$ETCD/version"; then
+  if [ -n "$etcd_given" ]; then
+    printf '  \033[31m✘\033[0m no etcd at %s, the URL ETCD names\n' "$ETCD" >&2
+    exit 1
+  fi
   echo "  (no etcd at $ETCD: set ETCD to the URL minictl up printed, to see this part)"
 else
   key=/registry/core/configmaps/default/greeting

@@ -129,36 +129,6 @@ func startCluster(t *testing.T) string {
 	addr := minitest.FreeAddr(t)
 	up := minitest.Up(t, true, addr, t.TempDir(), "--fast")
 	url := "http://" + addr
-	rc, err := client.New(&client.Config{Server: url, Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodes := client.For[*corev1.Node](rc)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if list, err := nodes.List(context.Background(), "", metav1.ListOptions{}); err == nil && readyNodes(list.Items) >= 3 {
-			return url
-		}
-		select {
-		case <-up.Exited():
-			t.Fatalf("minictl up exited:\n%s", up.Stdout)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no 3 Ready nodes after a minute:\n%s", up.Stdout)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func readyNodes(nodes []*corev1.Node) int {
-	n := 0
-	for _, node := range nodes {
-		for _, c := range node.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				n++
-			}
-		}
-	}
-	return n
+	up.WaitNodesReady(t, url, 3, time.Minute)
+	return url
 }

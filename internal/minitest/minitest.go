@@ -10,6 +10,7 @@ package minitest
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -20,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 var (
@@ -134,22 +137,65 @@ func (p *Process) Stop() error {
 // process exits first or timeout passes.
 func (p *Process) WaitReady(t testing.TB, url string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	p.waitFor(t, "ready", timeout, func() bool {
 		resp, err := http.Get(url + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// WaitNodesReady waits until n nodes of the cluster at url report
+// Ready=True; the test fails if the process exits first or timeout passes.
+func (p *Process) WaitNodesReady(t testing.TB, url string, n int, timeout time.Duration) {
+	t.Helper()
+	p.waitFor(t, fmt.Sprintf("%d nodes Ready", n), timeout, func() bool {
+		ready, err := ReadyNodes(url)
+		return err == nil && ready >= n
+	})
+}
+
+// ReadyNodes counts the nodes of the cluster at url that report
+// Ready=True.
+func ReadyNodes(url string) (int, error) {
+	resp, err := http.Get(url + "/api/v1/nodes")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("list nodes: %s", resp.Status)
+	}
+	var l corev1.NodeList
+	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
+		return 0, err
+	}
+	ready := 0
+	for _, node := range l.Items {
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				ready++
 			}
 		}
+	}
+	return ready, nil
+}
+
+// waitFor asks cond every 50ms until it holds; the test fails, naming
+// what it waited for, if the process exits first or timeout passes.
+func (p *Process) waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
 		select {
 		case <-p.exited:
-			t.Fatalf("minictl %s exited early: %v\n%s", p.Cmd.Args[1], p.waitErr, p.Stderr)
+			t.Fatalf("minictl %s exited before %s: %v\n%s", p.Cmd.Args[1], what, p.waitErr, p.Stderr)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("minictl %s not ready after %s\n%s", p.Cmd.Args[1], timeout, p.Stderr)
+			t.Fatalf("minictl %s not %s after %s\n%s", p.Cmd.Args[1], what, timeout, p.Stderr)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
