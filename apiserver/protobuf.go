@@ -90,12 +90,13 @@ func writeProtobuf(w http.ResponseWriter, res *api.Resource, obj api.Object) err
 	return writeProtobufData(w, data, err)
 }
 
-// writeProtobufList answers a <Kind>List of objs in protobuf.
-func writeProtobufList(w http.ResponseWriter, res *api.Resource, lm metav1.ListMeta, objs []api.Object) error {
-	items := make([][]byte, len(objs))
-	for i, obj := range objs {
+// writeProtobufList answers a <Kind>List of n objects in protobuf; msg
+// gives the i-th one's own protobuf bytes.
+func writeProtobufList(w http.ResponseWriter, res *api.Resource, lm metav1.ListMeta, n int, msg func(i int) ([]byte, error)) error {
+	items := make([][]byte, n)
+	for i := range items {
 		var err error
-		if items[i], err = api.ProtobufMessage(obj); err != nil {
+		if items[i], err = msg(i); err != nil {
 			return apierrors.NewInternalError(err)
 		}
 	}

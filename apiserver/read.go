@@ -191,7 +191,17 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, ri *requestIn
 		for i, it := range items {
 			objs[i], raws[i] = it.obj, it.raw
 		}
-		return out.writeListAs(w, ri.res, metav1.ListMeta{ResourceVersion: strconv.FormatInt(rv, 10)}, objs, raws)
+		// The protobuf a cached object keeps for watchers holds its own
+		// bytes: a list reuses them instead of encoding each object again.
+		msg := func(i int) ([]byte, error) {
+			env, err := items[i].protobuf(ri.res)
+			if err != nil {
+				return nil, err
+			}
+			_, _, m, err := api.ProtobufObject(env)
+			return m, err
+		}
+		return out.writeListAs(w, ri.res, metav1.ListMeta{ResourceVersion: strconv.FormatInt(rv, 10)}, objs, raws, msg)
 	}
 	return s.listFromStore(w, r.Context(), ri, o, out)
 }
@@ -260,7 +270,7 @@ func (s *Server) listFromStore(w http.ResponseWriter, ctx context.Context, ri *r
 			opts.Limit = o.limit - int64(len(raws))
 		}
 	}
-	return out.writeListAs(w, ri.res, meta, objs, raws)
+	return out.writeListAs(w, ri.res, meta, objs, raws, nil)
 }
 
 // writeList writes a <Kind>List around items that are already JSON.

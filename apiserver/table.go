@@ -184,8 +184,10 @@ func (o *output) writeObjectAs(w http.ResponseWriter, res *api.Resource, obj api
 }
 
 // writeListAs answers a list in the negotiated form. raws are the objects'
-// JSON, in the same order as objs.
-func (o *output) writeListAs(w http.ResponseWriter, res *api.Resource, lm metav1.ListMeta, objs []api.Object, raws [][]byte) error {
+// JSON, in the same order as objs; msg, if not nil, gives the i-th
+// object's protobuf bytes when they are at hand already (else they are
+// encoded from objs).
+func (o *output) writeListAs(w http.ResponseWriter, res *api.Resource, lm metav1.ListMeta, objs []api.Object, raws [][]byte, msg func(i int) ([]byte, error)) error {
 	switch o.kind {
 	case asTable:
 		t, err := o.table(res, lm, objs, raws, true)
@@ -205,7 +207,10 @@ func (o *output) writeListAs(w http.ResponseWriter, res *api.Resource, lm metav1
 		writeJSON(w, http.StatusOK, list)
 	default:
 		if o.protobuf {
-			return writeProtobufList(w, res, lm, objs)
+			if msg == nil {
+				msg = func(i int) ([]byte, error) { return api.ProtobufMessage(objs[i]) }
+			}
+			return writeProtobufList(w, res, lm, len(objs), msg)
 		}
 		return writeList(w, res, lm, raws)
 	}
