@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"slices"
@@ -443,7 +444,7 @@ var eventTable = printer([]metav1.TableColumnDefinition{
 }, func(ev *corev1.Event, now time.Time) []any {
 	first := age(ev.FirstTimestamp, now)
 	if ev.FirstTimestamp.IsZero() {
-		first = microAge(ev.EventTime, now)
+		first = age(metav1.Time(ev.EventTime), now)
 	}
 	last := age(ev.LastTimestamp, now)
 	if ev.LastTimestamp.IsZero() {
@@ -451,7 +452,7 @@ var eventTable = printer([]metav1.TableColumnDefinition{
 	}
 	count := ev.Count
 	if ev.Series != nil {
-		last, count = microAge(ev.Series.LastObservedTime, now), ev.Series.Count
+		last, count = age(metav1.Time(ev.Series.LastObservedTime), now), ev.Series.Count
 	} else if count == 0 {
 		count = 1 // singleton events of the events.k8s.io API have no count
 	}
@@ -459,9 +460,9 @@ var eventTable = printer([]metav1.TableColumnDefinition{
 	if ev.InvolvedObject.Name != "" {
 		target += "/" + ev.InvolvedObject.Name
 	}
-	component := firstNonEmpty(ev.Source.Component, ev.ReportingController)
+	component := cmp.Or(ev.Source.Component, ev.ReportingController)
 	source := component
-	if host := firstNonEmpty(ev.Source.Host, ev.ReportingInstance); host != "" {
+	if host := cmp.Or(ev.Source.Host, ev.ReportingInstance); host != "" {
 		source = component + ", " + host
 	}
 	return []any{
@@ -469,22 +470,6 @@ var eventTable = printer([]metav1.TableColumnDefinition{
 		strings.TrimSpace(ev.Message), first, int64(count), ev.Name,
 	}
 })
-
-func microAge(t metav1.MicroTime, now time.Time) string {
-	if t.IsZero() {
-		return "<unknown>"
-	}
-	return duration.HumanDuration(now.Sub(t.Time))
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
-}
 
 var leaseTable = printer([]metav1.TableColumnDefinition{
 	nameColumn,

@@ -419,7 +419,7 @@ func (e *eventEncoder) line(it watchItem) []byte {
 	if it.typ == watch.Bookmark {
 		return e.bookmark(it.rv, nil)
 	}
-	if e.out != nil && e.out.protobuf {
+	if e.out.protobuf {
 		env, err := it.obj.protobuf(e.res)
 		if err != nil {
 			return e.errorLine(apierrors.NewInternalError(err))
@@ -427,7 +427,7 @@ func (e *eventEncoder) line(it watchItem) []byte {
 		return api.ProtobufWatchFrame(string(it.typ), env)
 	}
 	raw := it.obj.raw
-	if e.out != nil && e.out.kind != asObject {
+	if e.out.kind != asObject {
 		var err error
 		if raw, err = e.out.eventObject(e.res, it, !e.sent, nil); err != nil {
 			return e.errorLine(apierrors.NewInternalError(err))
@@ -445,11 +445,11 @@ func (e *eventEncoder) bookmark(rv int64, annotations map[string]string) []byte 
 	obj.SetResourceVersion(strconv.FormatInt(rv, 10))
 	obj.SetAnnotations(annotations)
 	var raw []byte
-	if e.out != nil && e.out.protobuf {
+	if e.out.protobuf {
 		env, _ := protobufOf(e.res, obj)
 		return api.ProtobufWatchFrame(string(watch.Bookmark), env)
 	}
-	if e.out != nil && e.out.kind != asObject {
+	if e.out.kind != asObject {
 		raw, _ = e.out.eventObject(e.res, watchItem{}, !e.sent, obj)
 	} else {
 		raw, _ = json.Marshal(obj)
@@ -467,7 +467,7 @@ func (e *eventEncoder) initialEventsEnd(rv int64) []byte {
 func (e *eventEncoder) errorLine(se *apierrors.StatusError) []byte {
 	st := se.Status()
 	st.Kind, st.APIVersion = "Status", "v1"
-	if e.out != nil && e.out.protobuf {
+	if e.out.protobuf {
 		env, _ := api.MarshalProtobuf(&st)
 		return api.ProtobufWatchFrame(string(watch.Error), env)
 	}

@@ -226,12 +226,10 @@ func (c *watchCache) takeOffered(key string, value []byte, rev int64) *cachedObj
 // current returns the cached object under key, or nil when the cache has
 // none or is not filled yet.
 func (c *watchCache) current(key string) *cachedObject {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if !c.ready {
-		return nil
+	if o, ready := c.get(key); ready {
+		return o
 	}
-	return c.objects[key]
+	return nil
 }
 
 // run lists the resource from etcd, then follows one etcd watch from the
