@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/minictl/minictl/api"
@@ -268,29 +269,11 @@ func (w *Watcher[T]) decodeFrames(ctx context.Context) error {
 // protobufEvent decodes the object of one protobuf event; env is the
 // object with its envelope. Decoding copies what it keeps out of env.
 func (w *Watcher[T]) protobufEvent(typ watch.EventType, env []byte) (Event[T], error) {
-	ev := Event[T]{Type: typ}
 	_, _, msg, err := api.ProtobufObject(env)
 	if err != nil {
-		return ev, fmt.Errorf("%s event: %w", typ, err)
+		return Event[T]{Type: typ}, fmt.Errorf("%s event: %w", typ, err)
 	}
-	switch typ {
-	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
-		obj := w.res.New().(T)
-		if err := api.UnmarshalProtobuf(msg, obj); err != nil {
-			return ev, fmt.Errorf("decode %s object: %w", typ, err)
-		}
-		obj.GetObjectKind().SetGroupVersionKind(w.res.GroupVersion().WithKind(w.res.Kind))
-		ev.Object = obj
-	case watch.Error:
-		st := &metav1.Status{}
-		if err := st.Unmarshal(msg); err != nil {
-			return ev, fmt.Errorf("decode ERROR status: %w", err)
-		}
-		ev.Status = st
-	default:
-		return ev, fmt.Errorf("unknown event type %q", typ)
-	}
-	return ev, nil
+	return w.decodeEvent(typ, msg, api.UnmarshalProtobuf)
 }
 
 // deliver hands ev to the consumer; false once ctx is done.
@@ -303,28 +286,35 @@ func (w *Watcher[T]) deliver(ctx context.Context, ev Event[T]) bool {
 	}
 }
 
-// event decodes the object of one wire event according to its type.
+// event decodes the object of one JSON wire event.
 func (w *Watcher[T]) event(we wireEvent) (Event[T], error) {
-	ev := Event[T]{Type: we.Type}
 	if len(we.Object) == 0 || string(we.Object) == "null" {
-		return ev, fmt.Errorf("%s event without an object", we.Type)
+		return Event[T]{Type: we.Type}, fmt.Errorf("%s event without an object", we.Type)
 	}
-	switch we.Type {
+	return w.decodeEvent(we.Type, we.Object, func(data []byte, into runtime.Object) error { return json.Unmarshal(data, into) })
+}
+
+// decodeEvent decodes data, an event's object encoded as unmarshal reads
+// it (JSON or protobuf), according to the event's type: an object of the
+// watched kind, or the Status of an ERROR.
+func (w *Watcher[T]) decodeEvent(typ watch.EventType, data []byte, unmarshal func([]byte, runtime.Object) error) (Event[T], error) {
+	ev := Event[T]{Type: typ}
+	switch typ {
 	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
 		obj := w.res.New().(T)
-		if err := json.Unmarshal(we.Object, obj); err != nil {
-			return ev, fmt.Errorf("decode %s object: %w", we.Type, err)
+		if err := unmarshal(data, obj); err != nil {
+			return ev, fmt.Errorf("decode %s object: %w", typ, err)
 		}
 		obj.GetObjectKind().SetGroupVersionKind(w.res.GroupVersion().WithKind(w.res.Kind))
 		ev.Object = obj
 	case watch.Error:
 		st := &metav1.Status{}
-		if err := json.Unmarshal(we.Object, st); err != nil {
+		if err := unmarshal(data, st); err != nil {
 			return ev, fmt.Errorf("decode ERROR status: %w", err)
 		}
 		ev.Status = st
 	default:
-		return ev, fmt.Errorf("unknown event type %q", we.Type)
+		return ev, fmt.Errorf("unknown event type %q", typ)
 	}
 	return ev, nil
 }
