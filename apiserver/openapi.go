@@ -14,10 +14,7 @@ import (
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
 	"google.golang.org/protobuf/proto"
-	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -119,20 +116,6 @@ func (s *Server) openAPIV3(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeRaw(w, http.StatusOK, doc)
-}
-
-// openAPIScheme knows the Go types of the kinds the catalogue serves and
-// of their lists.
-func openAPIScheme() (*runtime.Scheme, error) {
-	sc := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme, autoscalingv1.AddToScheme,
-	} {
-		if err := add(sc); err != nil {
-			return nil, err
-		}
-	}
-	return sc, nil
 }
 
 // kindDefinitions adds, for each served resource of gv ("" for all), the
@@ -305,7 +288,7 @@ var paramDocs = map[string]struct{ typ, doc string }{
 // buildOpenAPIV2 builds the Swagger 2.0 document, as JSON and as gnostic's
 // protobuf.
 func buildOpenAPIV2() (jsonDoc, protoDoc []byte, err error) {
-	sc, err := openAPIScheme()
+	sc, err := servedScheme()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -394,7 +377,7 @@ func v2Operation(op operation) map[string]any {
 // buildOpenAPIV3 builds one OpenAPI 3.0 document per group version, keyed
 // as /openapi/v3 lists them: "api/v1", "apis/apps/v1".
 func buildOpenAPIV3() (map[string][]byte, error) {
-	sc, err := openAPIScheme()
+	sc, err := servedScheme()
 	if err != nil {
 		return nil, err
 	}

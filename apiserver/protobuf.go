@@ -13,7 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/minictl/minictl/api"
 )
@@ -26,9 +26,11 @@ import (
 // client accepts whatever it asked for.
 const mimeProtobuf = api.ProtobufMediaType
 
-// protobufDecoder decodes the "k8s\x00" envelope into the Go type its
-// apiVersion and kind name; built once, it is never changed.
-var protobufDecoder = sync.OnceValues(func() (*protobuf.Serializer, error) {
+// servedScheme knows the Go types of the kinds the catalogue serves, of
+// their lists, and of the other bodies requests carry (DeleteOptions,
+// Scale, Binding's kin): what OpenAPI describes and what a protobuf body
+// of a subresource or a delete is decoded into. Built once, never changed.
+var servedScheme = sync.OnceValues(func() (*runtime.Scheme, error) {
 	sc := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme, autoscalingv1.AddToScheme, metav1.AddMetaToScheme,
@@ -37,7 +39,7 @@ var protobufDecoder = sync.OnceValues(func() (*protobuf.Serializer, error) {
 			return nil, err
 		}
 	}
-	return protobuf.NewSerializer(sc, sc), nil
+	return sc, nil
 })
 
 // decodeProtobuf reads an object of res from a protobuf body, straight
@@ -59,18 +61,27 @@ func decodeProtobuf(res *api.Resource, body []byte) (api.Object, error) {
 	return obj, nil
 }
 
-// protobufToJSON turns a protobuf body into the JSON of the same object,
-// so that every write takes one path from there on.
+// protobufToJSON turns a protobuf body of any kind servedScheme knows into
+// the JSON of the same object, so that every write takes one path from
+// there on.
 func protobufToJSON(body []byte) ([]byte, error) {
-	dec, err := protobufDecoder()
+	sc, err := servedScheme()
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	obj, gvk, err := dec.Decode(body, nil, nil)
+	apiVersion, kind, msg, err := api.ProtobufObject(body)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a protobuf object minictl knows: %v", err))
 	}
-	obj.GetObjectKind().SetGroupVersionKind(*gvk)
+	gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
+	obj, err := sc.New(gvk)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a protobuf object minictl knows: %v", err))
+	}
+	if err := api.UnmarshalProtobuf(msg, obj); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a valid %s in protobuf: %v", kind, err))
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	return json.Marshal(obj)
 }
 
