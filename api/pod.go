@@ -57,7 +57,6 @@ func defaultPod(pod *corev1.Pod) {
 		spec.ServiceAccountName = DefaultServiceAccountName
 		spec.DeprecatedServiceAccount = DefaultServiceAccountName
 	}
-	AddDefaultTolerations(pod, DefaultTolerationSeconds)
 }
 
 // defaultPodSpec sets the defaults of a PodSpec wherever it appears: in a

@@ -84,8 +84,8 @@ func New(cfg Config) (*Server, error) {
 		bookmark: cfg.BookmarkInterval,
 		timeline: cfg.Timeline,
 		tolerations: map[string]int64{
-			corev1.TaintNodeNotReady:    cmp.Or(cfg.DefaultNotReadyTolerationSeconds, 300),
-			corev1.TaintNodeUnreachable: cmp.Or(cfg.DefaultUnreachableTolerationSeconds, 300),
+			corev1.TaintNodeNotReady:    cmp.Or(cfg.DefaultNotReadyTolerationSeconds, api.DefaultTolerationSeconds),
+			corev1.TaintNodeUnreachable: cmp.Or(cfg.DefaultUnreachableTolerationSeconds, api.DefaultTolerationSeconds),
 		},
 		stores: map[*api.Resource]*resourceStore{},
 		caches: map[*api.Resource]*watchCache{},

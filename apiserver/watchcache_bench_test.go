@@ -41,6 +41,7 @@ func benchPod(name string) *corev1.Pod {
 		},
 	}}
 	api.Pods.Default(pod)
+	api.AddDefaultTolerations(pod, api.DefaultTolerationSeconds)
 	setTypeMeta(api.Pods, pod)
 	return pod
 }

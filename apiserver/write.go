@@ -81,8 +81,8 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Ob
 		obj.SetName(generateName(obj.GetGenerateName()))
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
-		// The DefaultTolerationSeconds admission, before defaults, so that
-		// the server's configured seconds win over the built-in 300.
+		// The DefaultTolerationSeconds admission: on create only, with the
+		// server's configured seconds, as kube-apiserver's plugin does.
 		for _, taint := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
 			api.AddDefaultToleration(pod, taint, s.tolerations[taint])
 		}
