@@ -3,9 +3,6 @@ package namespace
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,8 +12,7 @@ import (
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
-	"github.com/minictl/minictl/informer"
-	"github.com/minictl/minictl/internal/testenv"
+	"github.com/minictl/minictl/controllers/internal/controllertest"
 )
 
 // These tests run the controller against a real API server on a real etcd
@@ -35,30 +31,14 @@ type running struct {
 // both stop when the test ends.
 func runController(t *testing.T) *running {
 	t.Helper()
-	env := testenv.Start(t)
-	rc, err := client.New(&client.Config{Server: env.URL, Timeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})
+	env := controllertest.Start(t)
 	rec := &record.FakeRecorder{}
-	c, err := New(Options{Client: rc, Informers: factory, Recorder: rec, Logger: testLogger(t)})
+	c, err := New(Options{Client: env.Client, Informers: env.Informers, Recorder: rec, Logger: controllertest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	factory.Start(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.Run(ctx, 2)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		factory.Shutdown()
-	})
-	return &running{rc: rc, recorder: rec, ctrl: c}
+	controllertest.Run(t, env.Informers, 2, c)
+	return &running{rc: env.Client, recorder: rec, ctrl: c}
 }
 
 // testCtx bounds a test's own requests.
@@ -68,49 +48,11 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-// testLogger logs to t.Log (shown for failures and -v) until the test ends.
-func testLogger(t *testing.T) *slog.Logger {
-	w := &testWriter{t: t}
-	t.Cleanup(w.close)
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type testWriter struct {
-	mu     sync.Mutex
-	t      *testing.T
-	closed bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.closed {
-		w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-func (w *testWriter) close() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.closed = true
-}
-
 // waitFor polls cond until it holds, failing the test after 45s with the
 // last explanation cond gave.
 func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(45 * time.Second)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %s", what, why)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	controllertest.Poll{Timeout: 45 * time.Second, Interval: 50 * time.Millisecond}.Until(t, what, cond)
 }
 
 // create creates obj or fails the test.
