@@ -77,10 +77,12 @@ func (h *harness) startCluster(ctx context.Context, o clusterOptions) (*cluster,
 	c.stderr = stderr
 	c.cmd = exec.Command(h.bin, args...)
 	c.cmd.Stderr = stderr
-	stdout, err := c.cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
+	// Stdout goes through a pipe of our own rather than StdoutPipe, which
+	// must be read to the end before Wait is called: here Wait runs at
+	// once, copies stdout into the pipe until the process ends, and then
+	// the pipe is closed, which ends the reader.
+	stdout, stdoutW := io.Pipe()
+	c.cmd.Stdout = stdoutW
 	etcdURL := make(chan string, 1)
 	start := time.Now()
 	if err := c.cmd.Start(); err != nil {
@@ -100,6 +102,7 @@ func (h *harness) startCluster(ctx context.Context, o clusterOptions) (*cluster,
 	}()
 	go func() {
 		c.exitErr = c.cmd.Wait()
+		stdoutW.Close()
 		close(c.exited)
 	}()
 
