@@ -13,7 +13,7 @@ import (
 )
 
 // target is what a figure should reach: value compared with op ("<",
-// "<=", ">=", "=="). A worst-case target is checked against the worst
+// ">=", "==", the comparisons the targets use). A worst-case target is checked against the worst
 // repetition (max for "<", min for ">="), the others against the median.
 type target struct {
 	op    string
@@ -36,8 +36,6 @@ func (t *target) met(v float64) bool {
 	switch t.op {
 	case "<":
 		return v < t.value
-	case "<=":
-		return v <= t.value
 	case ">=":
 		return v >= t.value
 	case "==":
