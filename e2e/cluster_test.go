@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -247,40 +245,30 @@ func TestRollingUpdate(t *testing.T) {
 
 // controllerManager is one `minictl controller-manager` process.
 type controllerManager struct {
-	cmd      *exec.Cmd
+	p        *minitest.Process
 	identity string
 }
 
 func startControllerManager(t *testing.T, server string) *controllerManager {
 	t.Helper()
-	cmd := exec.Command(minitest.Binary(t), "controller-manager", "--fast", "--server", server, "--address", "127.0.0.1:0")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := &minitest.Buffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() {
-		t.Fatalf("controller manager printed nothing:\n%s", stderr.String())
-	}
-	// "controller manager <identity>: /healthz and /metrics on ..."
-	f := strings.Fields(sc.Text())
-	if len(f) < 3 {
-		t.Fatalf("unexpected first line %q", sc.Text())
-	}
-	go func() {
-		for sc.Scan() {
+	p := minitest.Start(t, false, "controller-manager", "--fast", "--server", server, "--address", "127.0.0.1:0")
+	// Its first line: "controller manager <identity>: /healthz and /metrics on ..."
+	var first string
+	eventually(t, "the controller manager's first line", func() (bool, string) {
+		line, _, ok := strings.Cut(p.Stdout.String(), "\n")
+		first = line
+		select {
+		case <-p.Exited():
+			t.Fatalf("controller manager exited:\n%s", p.Stderr)
+		default:
 		}
-	}()
-	return &controllerManager{cmd: cmd, identity: strings.TrimSuffix(f[2], ":")}
+		return ok, p.Stderr.String()
+	})
+	f := strings.Fields(first)
+	if len(f) < 3 {
+		t.Fatalf("unexpected first line %q", first)
+	}
+	return &controllerManager{p: p, identity: strings.TrimSuffix(f[2], ":")}
 }
 
 // TestLeaderElectionFailover runs two controller managers against one
@@ -346,10 +334,10 @@ func TestLeaderElectionFailover(t *testing.T) {
 		return len(livePods(t, pods, "failover")) == 3, fmt.Sprint(len(livePods(t, pods, "failover")))
 	})
 
-	if err := leader.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := leader.p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = leader.cmd.Wait()
+	<-leader.p.Exited()
 	eventually(t, "the standby to take the lease", func() (bool, string) {
 		l, err := leases.Get(ctx, "kube-system", "kube-controller-manager")
 		if err != nil || l.Spec.HolderIdentity == nil {
