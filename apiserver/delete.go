@@ -121,9 +121,10 @@ func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, namespace,
 			if rs.res == api.Namespaces && slices.Contains(protectedNamespaces, name) {
 				return nil, apierrors.NewForbidden(rs.res.GroupResource(), name, errors.New("this namespace may not be deleted"))
 			}
-			policyChanged := applyPropagationPolicy(cur, opts)
+			fins, policyChanged := policyFinalizers(cur, opts)
+			cur.SetFinalizers(fins)
 			grace := gracePeriod(cur, opts)
-			if len(cur.GetFinalizers()) == 0 && grace == 0 && !hasNamespaceFinalizers(cur) {
+			if removedAtOnce(cur, fins, grace) {
 				removeNow = true
 				return cur, nil
 			}
@@ -174,11 +175,11 @@ func checkPreconditions(res *api.Resource, cur api.Object, p *metav1.Preconditio
 	return nil
 }
 
-// applyPropagationPolicy records the policy for the garbage collector the
-// way Kubernetes does: Orphan as the "orphan" finalizer, Foreground as
-// "foregroundDeletion", Background as neither. It reports whether the
-// finalizers changed.
-func applyPropagationPolicy(obj api.Object, opts *metav1.DeleteOptions) bool {
+// policyFinalizers are obj's finalizers with the deletion's propagation
+// policy recorded for the garbage collector the way Kubernetes does:
+// Orphan as the "orphan" finalizer, Foreground as "foregroundDeletion",
+// Background as neither. changed reports whether they differ from obj's.
+func policyFinalizers(obj api.Object, opts *metav1.DeleteOptions) (fins []string, changed bool) {
 	var policy metav1.DeletionPropagation
 	switch {
 	case opts.PropagationPolicy != nil:
@@ -189,10 +190,10 @@ func applyPropagationPolicy(obj api.Object, opts *metav1.DeleteOptions) bool {
 			policy = metav1.DeletePropagationOrphan
 		}
 	default:
-		return false
+		return obj.GetFinalizers(), false
 	}
 	before := obj.GetFinalizers()
-	fins := slices.DeleteFunc(slices.Clone(before), func(f string) bool {
+	fins = slices.DeleteFunc(slices.Clone(before), func(f string) bool {
 		return f == metav1.FinalizerOrphanDependents || f == metav1.FinalizerDeleteDependents
 	})
 	switch policy {
@@ -202,13 +203,20 @@ func applyPropagationPolicy(obj api.Object, opts *metav1.DeleteOptions) bool {
 		fins = append(fins, metav1.FinalizerDeleteDependents)
 	}
 	if slices.Equal(before, fins) {
-		return false
+		return before, false
 	}
 	if len(fins) == 0 {
 		fins = nil
 	}
-	obj.SetFinalizers(fins)
-	return true
+	return fins, true
+}
+
+// removedAtOnce is the one rule of what a delete waits for: an object whose
+// finalizers (fins, the policy's included) are none, that is not a
+// namespace with finalizers of its own, and whose grace period is 0 is
+// removed without being marked first.
+func removedAtOnce(obj api.Object, fins []string, grace int64) bool {
+	return len(fins) == 0 && grace == 0 && !hasNamespaceFinalizers(obj)
 }
 
 // gracePeriod is how long a deletion waits before the object may go. Only
@@ -345,20 +353,12 @@ func (s *Server) deleteListed(ctx context.Context, rs *resourceStore, it *cached
 
 // removableAsListed reports whether deleteObject would remove obj at once
 // without changing it first: no preconditions to check, no dry run, not a
-// namespace, no finalizers now and none the propagation policy adds, and
-// no grace period.
+// namespace, finalizers the propagation policy leaves as they are, and
+// removedAtOnce.
 func removableAsListed(res *api.Resource, obj api.Object, opts *metav1.DeleteOptions) bool {
 	if opts.Preconditions != nil || len(opts.DryRun) > 0 || res == api.Namespaces {
 		return false
 	}
-	if len(obj.GetFinalizers()) > 0 || hasNamespaceFinalizers(obj) || gracePeriod(obj, opts) != 0 {
-		return false
-	}
-	switch {
-	case opts.PropagationPolicy != nil:
-		return *opts.PropagationPolicy == metav1.DeletePropagationBackground
-	case opts.OrphanDependents != nil: //nolint:staticcheck
-		return !*opts.OrphanDependents //nolint:staticcheck
-	}
-	return true
+	fins, changed := policyFinalizers(obj, opts)
+	return !changed && removedAtOnce(obj, fins, gracePeriod(obj, opts))
 }
