@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // cluster is one running `minictl up` process.
@@ -166,6 +168,12 @@ func (c *cluster) stop() {
 			os.RemoveAll(c.DataDir)
 		}
 	})
+}
+
+// etcd is a client of the cluster's embedded etcd, as the raw puts and
+// the stored-pod writes reach it: over its client URL, from outside.
+func (c *cluster) etcd() (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{Endpoints: []string{c.EtcdURL}, DialTimeout: 5 * time.Second})
 }
 
 // keepData makes stop leave the data dir, for a restart on it.

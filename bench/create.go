@@ -42,16 +42,16 @@ func (h *harness) runCreate(ctx context.Context, rep int) error {
 	if err := createNamespace(ctx, c, ns); err != nil {
 		return err
 	}
-	size, err := storedPodSize(ctx, c, ns)
-	if err != nil {
-		return err
-	}
-
-	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{c.EtcdURL}, DialTimeout: 5 * time.Second})
+	etcd, err := c.etcd()
 	if err != nil {
 		return err
 	}
 	defer etcd.Close()
+	size, err := storedPodSize(ctx, c, etcd, ns)
+	if err != nil {
+		return err
+	}
+
 	cpu, own := c.cpuTime(), harnessCPU()
 	etcdLat, etcdElapsed, err := rawPuts(ctx, etcd, n, clients, size)
 	if err != nil {
@@ -107,15 +107,10 @@ func (h *harness) runCreate(ctx context.Context, rep int) error {
 
 // storedPodSize creates one pod and reads how many bytes etcd holds for
 // it, then deletes it: the raw puts write values of that size.
-func storedPodSize(ctx context.Context, c *cluster, ns string) (int, error) {
+func storedPodSize(ctx context.Context, c *cluster, etcd *clientv3.Client, ns string) (int, error) {
 	if _, err := expect(ctx, http.StatusCreated, http.MethodPost, podsURL(c, ns), "application/json", podJSON(ns, "probe", unscheduled)); err != nil {
 		return 0, err
 	}
-	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{c.EtcdURL}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		return 0, err
-	}
-	defer etcd.Close()
 	resp, err := etcd.Get(ctx, "/registry/core/pods/"+ns+"/probe")
 	if err != nil {
 		return 0, err

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -40,7 +39,7 @@ func (h *harness) runStartup(ctx context.Context, rep int) error {
 		podJSON(ns, "template-pod", unscheduled)); err != nil {
 		return err
 	}
-	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{c.EtcdURL}, DialTimeout: 5 * time.Second})
+	etcd, err := c.etcd()
 	if err != nil {
 		return err
 	}
