@@ -226,9 +226,13 @@ func (c *cluster) cpuTime() time.Duration {
 }
 
 // harnessCPU is the CPU time this process (the load generator) has used.
-func harnessCPU() time.Duration {
+func harnessCPU() time.Duration { return rusageCPU(syscall.RUSAGE_SELF) }
+
+// rusageCPU is the user and system CPU getrusage reports for who
+// (RUSAGE_SELF or RUSAGE_CHILDREN); 0 if it fails.
+func rusageCPU(who int) time.Duration {
 	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	if err := syscall.Getrusage(who, &ru); err != nil {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())

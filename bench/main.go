@@ -250,13 +250,7 @@ func cpuBusy() time.Duration {
 
 // ownCPU is the CPU time of the harness and of the minictl processes it
 // started and waited for.
-func ownCPU() time.Duration {
-	var self, children syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
-	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
-	tv := func(t syscall.Timeval) time.Duration { return time.Duration(t.Nano()) }
-	return tv(self.Utime) + tv(self.Stime) + tv(children.Utime) + tv(children.Stime)
-}
+func ownCPU() time.Duration { return rusageCPU(syscall.RUSAGE_SELF) + rusageCPU(syscall.RUSAGE_CHILDREN) }
 
 // profiling reports whether clusters start with --profiling.
 func (h *harness) profiling() bool { return h.pprofDir != "" }
