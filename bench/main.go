@@ -250,7 +250,9 @@ func cpuBusy() time.Duration {
 
 // ownCPU is the CPU time of the harness and of the minictl processes it
 // started and waited for.
-func ownCPU() time.Duration { return rusageCPU(syscall.RUSAGE_SELF) + rusageCPU(syscall.RUSAGE_CHILDREN) }
+func ownCPU() time.Duration {
+	return rusageCPU(syscall.RUSAGE_SELF) + rusageCPU(syscall.RUSAGE_CHILDREN)
+}
 
 // profiling reports whether clusters start with --profiling.
 func (h *harness) profiling() bool { return h.pprofDir != "" }

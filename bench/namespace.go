@@ -16,22 +16,12 @@ import (
 // DELETED watch event).
 func (h *harness) runNamespace(ctx context.Context, rep int) error {
 	pods, nodes := h.cfg.nsPods, h.cfg.nsNodes
-	c, err := h.startCluster(ctx, clusterOptions{Profiling: h.profiling(), Args: []string{"--nodes", fmt.Sprint(nodes)}})
+	const ns = "doomed"
+	c, tr, err := h.startWithNodes(ctx, nodes, ns)
 	if err != nil {
 		return err
 	}
 	defer c.stop()
-	if err := waitNodesReady(ctx, c, nodes, 60*time.Second); err != nil {
-		return err
-	}
-	const ns = "doomed"
-	if err := createNamespace(ctx, c, ns); err != nil {
-		return err
-	}
-	tr, err := trackPods(ctx, c, ns)
-	if err != nil {
-		return err
-	}
 	defer tr.stop()
 	running := tr.when(func(t *podTracker) bool { return t.runningLocked() >= pods })
 	if _, err := createPods(ctx, c, ns, podBodies(ns, "pod-%05d", "", pods), 32); err != nil {

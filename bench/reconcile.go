@@ -20,25 +20,12 @@ import (
 func (h *harness) runReconcile(ctx context.Context, rep int) error {
 	replicas, nodes := h.cfg.replicas, h.cfg.nodes
 	victims := replicas / 10
-	c, err := h.startCluster(ctx, clusterOptions{Profiling: h.profiling(), Args: []string{"--nodes", fmt.Sprint(nodes)}})
+	const ns = "rs"
+	c, tr, err := h.startWithNodes(ctx, nodes, ns)
 	if err != nil {
 		return err
 	}
 	defer c.stop()
-	if err := waitNodesReady(ctx, c, nodes, 60*time.Second); err != nil {
-		return err
-	}
-	if err := waitLeader(ctx, c, 60*time.Second); err != nil {
-		return err
-	}
-	const ns = "rs"
-	if err := createNamespace(ctx, c, ns); err != nil {
-		return err
-	}
-	tr, err := trackPods(ctx, c, ns)
-	if err != nil {
-		return err
-	}
 	defer tr.stop()
 
 	rsURL := c.URL + "/apis/apps/v1/namespaces/" + ns + "/replicasets"
@@ -157,4 +144,32 @@ func deletePods(ctx context.Context, c *cluster, ns string, names []string, clie
 	default:
 		return nil
 	}
+}
+
+// startWithNodes starts `minictl up --nodes nodes` for a scenario whose pods
+// run: it returns once the nodes are Ready and the controller manager
+// leads, with namespace ns made and its pods tracked. The caller stops
+// both.
+func (h *harness) startWithNodes(ctx context.Context, nodes int, ns string) (*cluster, *podTracker, error) {
+	c, err := h.startCluster(ctx, clusterOptions{Profiling: h.profiling(), Args: []string{"--nodes", fmt.Sprint(nodes)}})
+	if err != nil {
+		return nil, nil, err
+	}
+	tr, err := func() (*podTracker, error) {
+		if err := waitNodesReady(ctx, c, nodes, 60*time.Second); err != nil {
+			return nil, err
+		}
+		if err := waitLeader(ctx, c, 60*time.Second); err != nil {
+			return nil, err
+		}
+		if err := createNamespace(ctx, c, ns); err != nil {
+			return nil, err
+		}
+		return trackPods(ctx, c, ns)
+	}()
+	if err != nil {
+		c.stop()
+		return nil, nil, err
+	}
+	return c, tr, nil
 }
