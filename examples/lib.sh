@@ -50,6 +50,21 @@ say() {
 # runs its command again on every try).
 equals() { local want=$1; shift; [ "$("$@")" == "$want" ]; }
 
+# write METHOD PATH BODY [CONTENT-TYPE]: print the curl line, run it, and
+# print the resourceVersion it produced (kept in $rv); a failed write stops
+# the lesson.
+write() {
+  local ctype=${4:-application/json}
+  printf "\$ curl -s -X %s %s%s -H 'Content-Type: %s' -d '%s'\n" "$1" "$API" "$2" "$ctype" "$3"
+  rv=$(curl -sS -X "$1" -H "Content-Type: $ctype" "$API$2" --data-binary "$3" | jq -r .metadata.resourceVersion)
+  echo "  → resourceVersion $rv"
+  [[ "$rv" =~ ^[0-9]+$ ]] || { echo "  ✘ the write failed" >&2; exit 1; }
+}
+
+# events FILTER [NAMESPACE]: the Events of NAMESPACE (default: default) that
+# FILTER, a jq boolean over one Event, selects, as a JSON array.
+events() { get "/api/v1/namespaces/${2:-default}/events" | jq -c "[.items[] | select($1)]"; }
+
 # expect WHAT ACTUAL EXPECTED: the lesson's claims, checked.
 expect() {
   if [ "$2" == "$3" ]; then

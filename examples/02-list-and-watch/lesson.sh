@@ -22,20 +22,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# write METHOD PATH BODY [CONTENT-TYPE]: print the curl line, run it, and
-# print the resourceVersion it produced (kept in $rv).
-write() {
-  local ctype=${4:-application/json}
-  printf "\$ curl -s -X %s %s%s -H 'Content-Type: %s' -d '%s'\n" "$1" "$API" "$2" "$ctype" "$3"
-  rv=$(curl -sS -X "$1" -H "Content-Type: $ctype" "$API$2" --data-binary "$3" | jq -r .metadata.resourceVersion)
-  echo "  → resourceVersion $rv"
-  [[ "$rv" =~ ^[0-9]+$ ]] || { echo "  ✘ the write failed" >&2; exit 1; }
-}
 # lines FILE: how many events a watch wrote to FILE so far.
 lines() { if [ -f "$1" ]; then grep -c . "$1" || true; else echo 0; fi; }
 has_lines() { [ "$(lines "$1")" -ge "$2" ]; }
-# events FILE: one compact line per event: type, name, resourceVersion.
-events() { jq -c '[.type, .object.metadata.name, .object.metadata.resourceVersion]' "$1"; }
+# event_lines FILE: one compact line per event: type, name, resourceVersion.
+event_lines() { jq -c '[.type, .object.metadata.name, .object.metadata.resourceVersion]' "$1"; }
 
 # Start clean, so that the lesson can be run again on the same cluster.
 curl -sS -o /dev/null -X DELETE "$API$CM?$ALL"
@@ -78,7 +69,7 @@ wait_for "5 events in the file" has_lines "$tmp/watch" 5
 
 step "4. Read the file: one JSON event per line, in resourceVersion order"
 echo "\$ jq -c '[.type, .object.metadata.name, .object.metadata.resourceVersion]' watch.json"
-events "$tmp/watch" | tee "$tmp/events"
+event_lines "$tmp/watch" | tee "$tmp/events"
 expect "the event types" "$(jq -s -c 'map(.type)' "$tmp/watch")" '["ADDED","MODIFIED","ADDED","DELETED","DELETED"]'
 expect "the objects" "$(jq -s -c 'map(.object.metadata.name)' "$tmp/watch")" '["colour","colour","shape","shape","colour"]'
 expect "ADDED carries the create's resourceVersion" "$(jq -s -r '.[0].object.metadata.resourceVersion' "$tmp/watch")" "$rv_create"
@@ -104,14 +95,14 @@ m2=$rv
 step "6. Resume from the last resourceVersion seen: exactly the missed events"
 echo "\$ curl -sN '$API$CM?watch=true&$SEL&resourceVersion=$last&timeoutSeconds=2'"
 curl -sSN "$API$CM?watch=true&$SEL&resourceVersion=$last&timeoutSeconds=2" >"$tmp/resumed"
-events "$tmp/resumed"
+event_lines "$tmp/resumed"
 expect "the missed events, and nothing else" "$(jq -s -c 'map([.type, .object.metadata.name, .object.metadata.resourceVersion])' "$tmp/resumed")" \
   "[[\"ADDED\",\"missed\",\"$m1\"],[\"MODIFIED\",\"missed\",\"$m2\"]]"
 
 step "7. A watch without a resourceVersion starts with the current state, as ADDED events"
 echo "\$ curl -sN '$API$CM?watch=true&$SEL&timeoutSeconds=1'"
 curl -sSN "$API$CM?watch=true&$SEL&timeoutSeconds=1" >"$tmp/fresh"
-events "$tmp/fresh"
+event_lines "$tmp/fresh"
 expect "one synthetic ADDED per object that exists now" "$(jq -s -c 'map([.type, .object.metadata.name])' "$tmp/fresh")" '[["ADDED","missed"]]'
 
 step "8. Three watchers, one etcd watch: the watch cache fans out"
@@ -169,7 +160,7 @@ curl -sSN "$API$CM?watch=true&$SEL&resourceVersion=$new_rv" >"$tmp/rewatch" &
 pids+=($!)
 write PATCH "$CM/old-news" '{"data":{"v":"2"}}' application/merge-patch+json
 wait_for "the new watch to see the change" has_lines "$tmp/rewatch" 1
-events "$tmp/rewatch"
+event_lines "$tmp/rewatch"
 expect "the watch works again" "$(jq -s -c 'map([.type, .object.metadata.name, .object.metadata.resourceVersion])' "$tmp/rewatch")" \
   "[[\"MODIFIED\",\"old-news\",\"$rv\"]]"
 

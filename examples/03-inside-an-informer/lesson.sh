@@ -20,15 +20,6 @@ trap cleanup EXIT
 # A pod nobody else touches: no scheduler serves schedulerName "nobody", so
 # the only changes to it are ours.
 pod() { printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s"},"spec":{"schedulerName":"nobody","containers":[{"name":"app","image":"nginx"}]}}' "$1"; }
-# write METHOD PATH BODY [CONTENT-TYPE]: print the curl line, run it, keep
-# the resourceVersion it produced in $rv.
-write() {
-  local ctype=${4:-application/json}
-  printf "\$ curl -s -X %s %s%s -H 'Content-Type: %s' -d '%s'\n" "$1" "$API" "$2" "$ctype" "$3"
-  rv=$(curl -sS -X "$1" -H "Content-Type: $ctype" "$API$2" --data-binary "$3" | jq -r .metadata.resourceVersion)
-  echo "  → resourceVersion $rv"
-  [[ "$rv" =~ ^[0-9]+$ ]] || { echo "  ✘ the write failed" >&2; exit 1; }
-}
 # stages KEY: the stages logged for KEY so far, one per line:
 # "stage type resourceVersion" (type and resourceVersion when the line has them).
 stages() {

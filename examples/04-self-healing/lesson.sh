@@ -30,8 +30,6 @@ names() {
 }
 count_is() { [ "$(running redis)" -eq "$1" ]; }
 gone() { [ "$(code GET "$PODS/$1")" == 404 ]; }
-# events FILTER: the events of the default namespace that FILTER selects.
-events() { get "/api/v1/namespaces/default/events" | jq -c "[.items[] | select($1)]"; }
 
 # Start clean, so that the lesson can be run again on the same cluster: the
 # same template gives the same ReplicaSet name, so its old events go too.

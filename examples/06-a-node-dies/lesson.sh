@@ -51,8 +51,6 @@ ip_in_cidr() {
   mask=$(((0xffffffff << (32 - bits)) & 0xffffffff))
   [ $(($(ip2int "$1") & mask)) -eq $(($(ip2int "${2%/*}") & mask)) ]
 }
-# events FILTER: the events of the default namespace that FILTER selects.
-events() { get "/api/v1/namespaces/default/events" | jq -c "[.items[] | select($1)]"; }
 
 # Start clean, so that the lesson can be run again on the same cluster.
 heal

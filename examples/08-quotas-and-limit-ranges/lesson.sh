@@ -35,7 +35,6 @@ create() {
   curl -sS -o "$tmp/$1" -w '%{http_code}' -X POST -H 'Content-Type: application/json' "$API$PODS" --data-binary "$2" >"$tmp/$1.code"
   jq -c '{kind, code, message}' "$tmp/$1"
 }
-events() { get "$BASE/events" | jq -c "[.items[] | select($1)]"; }
 
 # Start clean, so that the lesson can be run again on the same cluster.
 if [ "$(code GET "/api/v1/namespaces/$NS")" == 200 ]; then
@@ -143,15 +142,15 @@ body='{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},
     "template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"web","image":"nginx"}]}}}}'
 printf "\$ curl -s -X POST %s%s/deployments -H 'Content-Type: application/json' -d '%s'\n" "$API" "$APPS" "$body"
 post "$APPS/deployments" "$body" | jq -c '{kind, name: .metadata.name, replicas: .spec.replicas}'
-failed() { [ "$(events '.reason == "FailedCreate"' | jq length)" -ge 1 ]; }
+failed() { [ "$(events '.reason == "FailedCreate"' "$NS" | jq length)" -ge 1 ]; }
 wait_for "a FailedCreate event" failed
 web_running() { [ "$(running web "$NS")" -eq "$1" ]; }
 wait_for "1 web pod Running" web_running 1
 rs=$(get "$APPS/replicasets?labelSelector=app%3Dweb" | jq -r '.items[0].metadata.name')
 echo "\$ curl -s '$API$BASE/events?fieldSelector=reason%3DFailedCreate'"
 get "$BASE/events?fieldSelector=reason%3DFailedCreate" | jq -r '.items[] | [.type, .involvedObject.name, .count, .message] | @tsv'
-expect_match "the ReplicaSet could not create the rest" "$(events '.reason == "FailedCreate"' | jq -r '.[0] | [.type, .involvedObject.kind, .involvedObject.name] | join(" ")')" "^Warning ReplicaSet $rs\$"
-expect_match "and says why" "$(events '.reason == "FailedCreate"' | jq -r '.[0].message')" \
+expect_match "the ReplicaSet could not create the rest" "$(events '.reason == "FailedCreate"' "$NS" | jq -r '.[0] | [.type, .involvedObject.kind, .involvedObject.name] | join(" ")')" "^Warning ReplicaSet $rs\$"
+expect_match "and says why" "$(events '.reason == "FailedCreate"' "$NS" | jq -r '.[0].message')" \
   "^Error creating: pods \"$rs-[a-z0-9]{5}\" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=3, limited: pods=3\$"
 echo "\$ curl -s $API$APPS/replicasets/$rs | jq -c '.status | {replicas, conditions}'"
 get "$APPS/replicasets/$rs" | jq -c '.status | {replicas, conditions}'
@@ -160,11 +159,11 @@ expect "and carries the failure" "$(get "$APPS/replicasets/$rs" | jq -c '[.statu
 retried() { [ "$(grep -cE "replicaset +$NS/$rs +sync failed, will retry" "$tmp/trace")" -ge 2 ]; }
 wait_for "the ReplicaSet controller to retry" retried
 grep -E "replicaset +$NS/$rs" "$tmp/trace" | head -6
-combined() { [ "$(events '.reason == "FailedCreate" and (.message | startswith("(combined from similar events)"))' | jq length)" -ge 1 ]; }
+combined() { [ "$(events '.reason == "FailedCreate" and (.message | startswith("(combined from similar events)"))' "$NS" | jq length)" -ge 1 ]; }
 wait_for "the event recorder to combine the repeats" combined
-events '.reason == "FailedCreate" and (.message | startswith("(combined"))' | jq -r '.[] | [.type, .reason, .count, .message] | @tsv'
+events '.reason == "FailedCreate" and (.message | startswith("(combined"))' "$NS" | jq -r '.[] | [.type, .reason, .count, .message] | @tsv'
 expect_match "into one Event, with the latest message" \
-  "$(events '.reason == "FailedCreate" and (.message | startswith("(combined"))' | jq -r '.[0].message')" \
+  "$(events '.reason == "FailedCreate" and (.message | startswith("(combined"))' "$NS" | jq -r '.[0].message')" \
   "^\(combined from similar events\): Error creating: pods \"$rs-[a-z0-9]{5}\" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=3, limited: pods=3\$"
 
 step "11. Make room: the ReplicaSet's next retry succeeds"
