@@ -6,7 +6,7 @@
 # resourceVersion whose history etcd has compacted away gets 410 Gone, and
 # the client lists again.
 #
-# Part 4 needs a cluster that compacts often. By hand:
+# Steps 9 and 10 (the README's part 5) need a cluster that compacts often. By hand:
 #   go run ./cmd/minictl up --etcd-compaction-interval=5s
 # (the tests read the same flag from the file "flags" next to this script).
 . "$(dirname "$0")/../lib.sh"
