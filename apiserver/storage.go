@@ -28,11 +28,11 @@ type resourceStore struct {
 	// watch cache sets it.
 	cached func(key string) *cachedObject
 	// offer, if set, tells the watch cache what this server is about to
-	// write under key: obj, and data, its stored bytes. When etcd's watch
-	// reports that value, the cache takes obj instead of decoding the
-	// value and encoding the object again. withdraw drops the offer when
-	// the write fails. The watch cache sets it.
-	offer func(key string, obj api.Object, data []byte) (withdraw func())
+	// write under key: an object and its stored bytes. When etcd's watch
+	// reports that value, the cache takes the object instead of decoding
+	// the value and encoding the object again. withdraw drops the offer
+	// when the write fails. The watch cache sets it.
+	offer func(key string, o *offered) (withdraw func())
 }
 
 func newResourceStore(res *api.Resource, st *store.Store, m *metrics) *resourceStore {
@@ -112,12 +112,13 @@ func (rs *resourceStore) create(ctx context.Context, obj api.Object) ([]byte, er
 		return nil, apierrors.NewInternalError(err)
 	}
 	key := rs.key(obj.GetNamespace(), obj.GetName())
-	rev, err := rs.write(key, obj, data, func() (int64, error) { return rs.store.Create(ctx, key, data) })
+	o := &offered{obj: obj, data: data}
+	rev, err := rs.write(key, o, func() (int64, error) { return rs.store.Create(ctx, key, data) })
 	if err != nil {
 		return nil, rs.storageError(err, obj.GetName())
 	}
-	if raw, ok := withResourceVersion(data, rev); ok {
-		return raw, nil
+	if raw, ok := o.stamped(rev); ok {
+		return raw, nil // the same bytes the watch cache holds
 	}
 	// data has no shape to splice into. takeOffered splices the same data
 	// and gives up on the same answer without touching obj, so obj is
@@ -131,13 +132,13 @@ func (rs *resourceStore) create(ctx context.Context, obj api.Object) ([]byte, er
 	return raw, nil
 }
 
-// write runs write, which stores data, obj's encoding, under key; first
-// it offers the watch cache obj (see offer), which the caller hands over.
-func (rs *resourceStore) write(key string, obj api.Object, data []byte, write func() (int64, error)) (int64, error) {
+// write runs write, which stores o's data under key; first it offers the
+// watch cache o (see offer), whose object the caller hands over.
+func (rs *resourceStore) write(key string, o *offered, write func() (int64, error)) (int64, error) {
 	if rs.offer == nil {
 		return write()
 	}
-	withdraw := rs.offer(key, obj, data)
+	withdraw := rs.offer(key, o)
 	rev, err := write()
 	if err != nil {
 		withdraw()
@@ -206,8 +207,8 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 			next.SetResourceVersion(strconv.FormatInt(rev, 10))
 			return next, nil
 		}
-		offered := next.DeepCopyObject().(api.Object) // next is the caller's answer
-		newRev, err := rs.write(key, offered, data, func() (int64, error) { return rs.store.Update(ctx, key, data, rev) })
+		o := &offered{obj: next.DeepCopyObject().(api.Object), data: data} // next is the caller's answer
+		newRev, err := rs.write(key, o, func() (int64, error) { return rs.store.Update(ctx, key, data, rev) })
 		if cached != nil && (errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound)) {
 			// etcd's comparison refused the guess (stale, or the object is
 			// gone): decide again on what etcd holds. Any other error may

@@ -63,6 +63,28 @@ type watchCache struct {
 type offered struct {
 	obj  api.Object
 	data []byte
+
+	// data stamped with a revision: spliced once, for the writer's answer
+	// and the cache alike.
+	stampMu sync.Mutex
+	stampRV int64
+	stamp   []byte
+}
+
+// stamped returns data with metadata.resourceVersion set to rev (see
+// withResourceVersion), splicing it only once for a given rev. The bytes
+// are shared: nobody may change them.
+func (o *offered) stamped(rev int64) ([]byte, bool) {
+	o.stampMu.Lock()
+	defer o.stampMu.Unlock()
+	if o.stamp == nil || o.stampRV != rev {
+		raw, ok := withResourceVersion(o.data, rev)
+		if !ok {
+			return nil, false
+		}
+		o.stamp, o.stampRV = raw, rev
+	}
+	return o.stamp, true
 }
 
 // cachedObject is one object as the cache holds it: decoded, encoded once,
@@ -171,15 +193,14 @@ func newWatchCache(rs *resourceStore, log *slog.Logger, m *metrics, capacity, bu
 	return c
 }
 
-// offer is told, before this server writes data under key, the object
-// data encodes. If etcd's watch then reports exactly data under key, apply
-// takes obj instead of decoding the value and encoding it again: equal
-// bytes are what makes the object the same. The caller hands obj over and
-// never changes it afterwards; withdraw drops the offer, if it is still
+// offer is told, before this server writes o.data under key, the object
+// o.obj that data encodes. If etcd's watch then reports exactly that data
+// under key, apply takes o.obj instead of decoding the value and encoding
+// it again: equal bytes are what makes the object the same. The caller
+// hands o.obj over and never changes it afterwards; withdraw drops the offer, if it is still
 // there, when the write fails. A later offer for the same key replaces an
 // earlier one, whose event is then decoded as usual.
-func (c *watchCache) offer(key string, obj api.Object, data []byte) (withdraw func()) {
-	o := &offered{obj: obj, data: data}
+func (c *watchCache) offer(key string, o *offered) (withdraw func()) {
 	c.offeredMu.Lock()
 	c.offered[key] = o
 	c.offeredMu.Unlock()
@@ -215,7 +236,7 @@ func (c *watchCache) takeOffered(key string, value []byte, rev int64) *cachedObj
 	}
 	delete(c.offered, key)
 	c.offeredMu.Unlock()
-	raw, ok := withResourceVersion(o.data, rev)
+	raw, ok := o.stamped(rev)
 	if !ok {
 		return nil
 	}
