@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -47,7 +48,7 @@ type ListResult struct {
 func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(value))).
+		Then(clientv3.OpPut(key, unsafeString(value))).
 		Commit()
 	if err != nil {
 		return 0, fmt.Errorf("store: create %s: %w", key, err)
@@ -114,7 +115,7 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expectedRe
 			clientv3.Compare(clientv3.CreateRevision(key), ">", 0),
 			clientv3.Compare(clientv3.ModRevision(key), "=", expectedRevision),
 		).
-		Then(clientv3.OpPut(key, string(value))).
+		Then(clientv3.OpPut(key, unsafeString(value))).
 		Else(clientv3.OpGet(key, clientv3.WithKeysOnly())).
 		Commit()
 	if err != nil {
@@ -185,4 +186,13 @@ func pick(a, b int64) int64 {
 		return a
 	}
 	return b
+}
+
+// unsafeString is value as a string without copying it. clientv3.OpPut
+// takes its value as a string and copies it into the request at once, so
+// converting with string(value) would copy an object's bytes twice per
+// write. value must not change until OpPut returns: Create and Update
+// only read it.
+func unsafeString(value []byte) string {
+	return unsafe.String(unsafe.SliceData(value), len(value))
 }
