@@ -73,12 +73,55 @@ func ProtobufEnvelope(apiVersion, kind string, msg []byte) ([]byte, error) {
 // MarshalProtobuf encodes obj, whose TypeMeta names its kind, with the
 // envelope.
 func MarshalProtobuf(obj runtime.Object) ([]byte, error) {
-	msg, err := ProtobufMessage(obj)
-	if err != nil {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	return MarshalProtobufAs(gvk.GroupVersion().String(), gvk.Kind, obj)
+}
+
+// sizedMessage is the part of k8s.io/api's generated protobuf code that
+// encodes into a buffer the caller made.
+type sizedMessage interface {
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
+}
+
+// MarshalProtobufAs encodes obj with the envelope naming apiVersion and
+// kind: the bytes ProtobufEnvelope makes of obj's own, written into one
+// buffer instead of encoding the object and then copying it in.
+func MarshalProtobufAs(apiVersion, kind string, obj runtime.Object) ([]byte, error) {
+	m, ok := obj.(sizedMessage)
+	if !ok {
+		msg, err := ProtobufMessage(obj)
+		if err != nil {
+			return nil, err
+		}
+		return ProtobufEnvelope(apiVersion, kind, msg)
+	}
+	// runtime.Unknown{TypeMeta: {apiVersion, kind}, Raw: the object,
+	// ContentEncoding: "", ContentType: ""}, its fields in order; the
+	// generated code writes the two empty strings too.
+	n := m.Size()
+	typeMeta := protowire.SizeTag(1) + protowire.SizeBytes(len(apiVersion)) + protowire.SizeTag(2) + protowire.SizeBytes(len(kind))
+	size := len(protobufMagic) + protowire.SizeTag(1) + protowire.SizeBytes(typeMeta) +
+		protowire.SizeTag(2) + protowire.SizeBytes(n) + 2*(protowire.SizeTag(3)+protowire.SizeBytes(0))
+	b := make([]byte, 0, size)
+	b = append(b, protobufMagic...)
+	b = protowire.AppendTag(b, 1, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(typeMeta))
+	b = protowire.AppendTag(b, 1, protowire.BytesType)
+	b = protowire.AppendString(b, apiVersion)
+	b = protowire.AppendTag(b, 2, protowire.BytesType)
+	b = protowire.AppendString(b, kind)
+	b = protowire.AppendTag(b, 2, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(n))
+	start := len(b)
+	b = b[:start+n]
+	if _, err := m.MarshalToSizedBuffer(b[start:]); err != nil {
 		return nil, err
 	}
-	gvk := obj.GetObjectKind().GroupVersionKind()
-	return ProtobufEnvelope(gvk.GroupVersion().String(), gvk.Kind, msg)
+	b = protowire.AppendTag(b, 3, protowire.BytesType)
+	b = protowire.AppendString(b, "")
+	b = protowire.AppendTag(b, 4, protowire.BytesType)
+	return protowire.AppendString(b, ""), nil
 }
 
 // ProtobufList is the list of kind listKind around items, each an
@@ -149,18 +192,26 @@ func ProtobufListItems(msg []byte) (metav1.ListMeta, [][]byte, error) {
 // ProtobufWatchFrame is one watch event of type typ, whose object is env
 // (an object with its envelope), as a length-prefixed frame.
 func ProtobufWatchFrame(typ string, env []byte) []byte {
+	head := AppendProtobufWatchFrameHead(make([]byte, 0, 32+len(env)), typ, len(env))
+	return append(head, env...)
+}
+
+// AppendProtobufWatchFrameHead appends to b the start of the frame of a
+// watch event of type typ whose object, with its envelope, is size bytes
+// long: the frame is that start followed by the object's bytes. A server
+// writing one object to many watchers writes each its own start and the
+// same object bytes, and copies nothing.
+func AppendProtobufWatchFrameHead(b []byte, typ string, size int) []byte {
 	// metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: env}}
-	ext := protowire.SizeTag(1) + protowire.SizeBytes(len(env))
-	size := protowire.SizeTag(1) + protowire.SizeBytes(len(typ)) + protowire.SizeTag(2) + protowire.SizeBytes(ext)
-	b := make([]byte, 4, 4+size)
-	binary.BigEndian.PutUint32(b, uint32(size))
+	ext := protowire.SizeTag(1) + protowire.SizeBytes(size)
+	frame := protowire.SizeTag(1) + protowire.SizeBytes(len(typ)) + protowire.SizeTag(2) + protowire.SizeBytes(ext)
+	b = binary.BigEndian.AppendUint32(b, uint32(frame))
 	b = protowire.AppendTag(b, 1, protowire.BytesType)
 	b = protowire.AppendString(b, typ)
 	b = protowire.AppendTag(b, 2, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(ext))
 	b = protowire.AppendTag(b, 1, protowire.BytesType)
-	b = protowire.AppendBytes(b, env)
-	return b
+	return protowire.AppendVarint(b, uint64(size))
 }
 
 // ReadProtobufWatchFrame reads the next frame from r into buf (grown as

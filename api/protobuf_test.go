@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"reflect"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +23,13 @@ func TestProtobufEveryKind(t *testing.T) {
 		env, err := MarshalProtobuf(obj)
 		if err != nil {
 			t.Fatalf("%s: %v", r.Kind, err)
+		}
+		msg, err := ProtobufMessage(obj)
+		if err != nil {
+			t.Fatalf("%s: %v", r.Kind, err)
+		}
+		if wrapped, err := ProtobufEnvelope(r.APIVersion(), r.Kind, msg); err != nil || !bytes.Equal(env, wrapped) {
+			t.Errorf("%s: MarshalProtobuf and ProtobufEnvelope disagree (%v):\n%q\n%q", r.Kind, err, env, wrapped)
 		}
 		apiVersion, kind, msg, err := ProtobufObject(env)
 		if err != nil || apiVersion != r.APIVersion() || kind != r.Kind {
@@ -42,6 +51,31 @@ func TestProtobufEveryKind(t *testing.T) {
 		meta, items, err := ProtobufListItems(listMsg)
 		if err != nil || meta.ResourceVersion != "7" || len(items) != 2 || string(items[1]) != string(msg) {
 			t.Errorf("%s list: meta %+v, %d items (%v)", r.Kind, meta, len(items), err)
+		}
+	}
+}
+
+// MarshalProtobufAs writes what ProtobufEnvelope wraps, for objects whose
+// lengths take one, two and three bytes to write.
+func TestMarshalProtobufAsSizes(t *testing.T) {
+	for _, size := range []int{0, 100, 1000, 100000} {
+		obj := Pods.NewObject()
+		obj.SetName("x")
+		obj.SetAnnotations(map[string]string{"note": strings.Repeat("n", size)})
+		env, err := MarshalProtobufAs("v1", "Pod", obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := ProtobufMessage(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ProtobufEnvelope("v1", "Pod", msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(env, want) {
+			t.Errorf("annotation of %d bytes: MarshalProtobufAs and ProtobufEnvelope disagree", size)
 		}
 	}
 }

@@ -88,11 +88,7 @@ func protobufToJSON(body []byte) ([]byte, error) {
 // protobufOf is obj, an object of res, in protobuf with its envelope,
 // which names res's apiVersion and kind whatever obj's TypeMeta says.
 func protobufOf(res *api.Resource, obj api.Object) ([]byte, error) {
-	msg, err := api.ProtobufMessage(obj)
-	if err != nil {
-		return nil, err
-	}
-	return api.ProtobufEnvelope(res.APIVersion(), res.Kind, msg)
+	return api.MarshalProtobufAs(res.APIVersion(), res.Kind, obj)
 }
 
 // writeProtobuf answers one object of res in protobuf.

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -363,7 +364,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 	dl := &writeDeadline{rc: http.NewResponseController(w)}
 	for _, it := range items {
 		dl.arm()
-		if _, err := w.Write(enc.line(it)); err != nil {
+		if err := enc.write(w, it); err != nil {
 			return nil
 		}
 	}
@@ -380,7 +381,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 				return nil
 			}
 			dl.arm()
-			if _, err := w.Write(enc.line(it)); err != nil {
+			if err := enc.write(w, it); err != nil {
 				return nil
 			}
 			// Write what is already queued before flushing once.
@@ -390,7 +391,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 					break
 				}
 				dl.arm()
-				if _, err := w.Write(enc.line(it)); err != nil {
+				if err := enc.write(w, it); err != nil {
 					return nil
 				}
 			}
@@ -412,19 +413,35 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 type eventEncoder struct {
 	res  *api.Resource
 	out  *output
-	sent bool // an event has been written: later tables carry no columns
+	sent bool   // an event has been written: later tables carry no columns
+	head []byte // scratch for a protobuf frame's start
 }
 
+// write writes the event it to w.
+func (e *eventEncoder) write(w io.Writer, it watchItem) error {
+	if !e.out.protobuf || it.typ == watch.Bookmark {
+		_, err := w.Write(e.line(it))
+		return err
+	}
+	env, err := it.obj.protobuf(e.res)
+	if err != nil {
+		_, err = w.Write(e.errorLine(apierrors.NewInternalError(err)))
+		return err
+	}
+	// The frame's start, then the object's bytes as the cache holds them
+	// for every watcher.
+	e.head = api.AppendProtobufWatchFrameHead(e.head[:0], string(it.typ), len(env))
+	if _, err := w.Write(e.head); err != nil {
+		return err
+	}
+	_, err = w.Write(env)
+	return err
+}
+
+// line is the event it as a JSON line, or a bookmark in either encoding.
 func (e *eventEncoder) line(it watchItem) []byte {
 	if it.typ == watch.Bookmark {
 		return e.bookmark(it.rv, nil)
-	}
-	if e.out.protobuf {
-		env, err := it.obj.protobuf(e.res)
-		if err != nil {
-			return e.errorLine(apierrors.NewInternalError(err))
-		}
-		return api.ProtobufWatchFrame(string(it.typ), env)
 	}
 	raw := it.obj.raw
 	if e.out.kind != asObject {
