@@ -63,6 +63,7 @@ func TestBadRequests(t *testing.T) {
 				return d
 			}(), 422, metav1.StatusReasonInvalid, "spec.template.metadata.labels"},
 		{"4 MiB body", http.MethodPost, cmPath("default", ""), jsonType, huge, 413, metav1.StatusReasonRequestEntityTooLarge, ""},
+		{"4 MiB body without a Content-Length", http.MethodPost, cmPath("default", ""), jsonType, strings.NewReader(huge), 413, metav1.StatusReasonRequestEntityTooLarge, ""},
 		{"Content-Type text/plain", http.MethodPost, cmPath("default", ""), "text/plain", `{"metadata":{"name":"plain"}}`, 415, metav1.StatusReasonUnsupportedMediaType, ""},
 		{"patch with Content-Type application/json", http.MethodPatch, cmPath("default", "existing"), jsonType, `{"data":{"k":"x"}}`, 415, metav1.StatusReasonUnsupportedMediaType, ""},
 		{"malformed merge patch", http.MethodPatch, cmPath("default", "existing"), mergePatch, `{"data":`, 400, metav1.StatusReasonBadRequest, ""},
@@ -121,5 +122,17 @@ func TestBadRequests(t *testing.T) {
 	}
 	if got := get[corev1.Pod](t, env, podPath("default", "existing")); got.Spec.NodeName != "" {
 		t.Errorf("existing pod was bound to %q", got.Spec.NodeName)
+	}
+}
+
+// TestBodyWithoutLength sends a create chunked, with no Content-Length, as
+// a client streaming its body does: the server reads it whole.
+func TestBodyWithoutLength(t *testing.T) {
+	env := testenv.Start(t)
+	value := strings.Repeat("v", 5000) // well past the first read buffer
+	body := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"chunked"},"data":{"k":"` + value + `"}}`
+	do(t, env, http.MethodPost, cmPath("default", ""), jsonType, strings.NewReader(body)).want(t, http.StatusCreated)
+	if got := get[corev1.ConfigMap](t, env, cmPath("default", "chunked")); got.Data["k"] != value {
+		t.Errorf("stored value has %d bytes, want %d", len(got.Data["k"]), len(value))
 	}
 }

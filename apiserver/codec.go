@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -28,12 +29,35 @@ var objectMediaTypes = []string{"application/json", "application/yaml", mimeProt
 // 413 RequestEntityTooLarge. The buffer grows with what arrives, never with
 // what the client announces: a Content-Length alone reserves nothing.
 func readBody(r *http.Request, limit int64) ([]byte, error) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("read request body: %v", err))
+	tooLarge := func() error {
+		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", limit))
+	}
+	if r.ContentLength > limit {
+		return nil, tooLarge()
+	}
+	// Read into a buffer of the announced size, one byte more to see the
+	// end without growing it; a body of unknown size grows as it comes.
+	size := int64(512)
+	if r.ContentLength >= 0 {
+		size = r.ContentLength + 1
+	}
+	body := make([]byte, 0, size)
+	in := io.LimitReader(r.Body, limit+1)
+	for {
+		if len(body) == cap(body) {
+			body = slices.Grow(body, len(body))
+		}
+		n, err := in.Read(body[len(body):cap(body)])
+		body = body[:len(body)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("read request body: %v", err))
+		}
 	}
 	if int64(len(body)) > limit {
-		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", limit))
+		return nil, tooLarge()
 	}
 	return body, nil
 }

@@ -44,7 +44,8 @@ type reply struct {
 }
 
 // do sends one request. body may be nil, a []byte or string sent as is,
-// or anything else, sent as JSON.
+// an io.Reader sent chunked (with no Content-Length), or anything else,
+// sent as JSON.
 func do(t testing.TB, env *testenv.Env, method, path, contentType string, body any) *reply {
 	t.Helper()
 	var rd io.Reader
@@ -54,6 +55,8 @@ func do(t testing.TB, env *testenv.Env, method, path, contentType string, body a
 		rd = bytes.NewReader(b)
 	case string:
 		rd = strings.NewReader(b)
+	case io.Reader:
+		rd = struct{ io.Reader }{b} // hides the length http.NewRequest would find
 	default:
 		data, err := json.Marshal(b)
 		if err != nil {
