@@ -698,47 +698,43 @@ func PodIsReady(pod *corev1.Pod) bool {
 // set, Guaranteed when every container limits both and requests equal
 // limits, Burstable otherwise.
 func PodQOSClass(pod *corev1.Pod) corev1.PodQOSClass {
-	requests, limits := corev1.ResourceList{}, corev1.ResourceList{}
+	// The sums of the positive cpu and memory requests and limits, and
+	// whether any container set each.
+	names := [2]corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+	var requests, limits [2]resource.Quantity
+	var requested, limited [2]bool
 	guaranteed := true
-	containers := append(append([]corev1.Container(nil), pod.Spec.Containers...), pod.Spec.InitContainers...)
-	for _, c := range containers {
-		addPositive(requests, c.Resources.Requests)
-		if addPositive(limits, c.Resources.Limits) < 2 {
-			guaranteed = false // a container that does not limit both cpu and memory
-		}
-	}
-	if len(requests) == 0 && len(limits) == 0 {
-		return corev1.PodQOSBestEffort
-	}
-	if guaranteed && len(requests) == len(limits) {
-		for name, req := range requests {
-			if lim, ok := limits[name]; !ok || lim.Cmp(req) != 0 {
-				guaranteed = false
-				break
+	for _, containers := range [2][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range containers {
+			res := &containers[i].Resources
+			both := true
+			for k, name := range names {
+				if q, ok := res.Requests[name]; ok && q.Sign() > 0 {
+					requests[k].Add(q)
+					requested[k] = true
+				}
+				if q, ok := res.Limits[name]; ok && q.Sign() > 0 {
+					limits[k].Add(q)
+					limited[k] = true
+				} else {
+					both = false
+				}
+			}
+			if !both {
+				guaranteed = false // a container that does not limit both cpu and memory
 			}
 		}
-		if guaranteed {
-			return corev1.PodQOSGuaranteed
+	}
+	if requested == [2]bool{} && limited == [2]bool{} {
+		return corev1.PodQOSBestEffort
+	}
+	if guaranteed && requested == limited {
+		for k := range names {
+			if requested[k] && limits[k].Cmp(requests[k]) != 0 {
+				return corev1.PodQOSBurstable
+			}
 		}
+		return corev1.PodQOSGuaranteed
 	}
 	return corev1.PodQOSBurstable
-}
-
-// addPositive adds the positive cpu and memory quantities of from into sum
-// and returns how many of the two it found.
-func addPositive(sum, from corev1.ResourceList) int {
-	found := 0
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		q, ok := from[name]
-		if !ok || q.Sign() <= 0 {
-			continue
-		}
-		found++
-		total := q.DeepCopy()
-		if prev, ok := sum[name]; ok {
-			total.Add(prev)
-		}
-		sum[name] = total
-	}
-	return found
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -346,6 +347,62 @@ func TestPodHelpers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := minimalPod()
 			pod.Spec.Containers[0].Resources = tt.res
+			if got := PodQOSClass(pod); got != tt.want {
+				t.Errorf("PodQOSClass = %s, want %s", got, tt.want)
+			}
+		})
+	}
+
+	// Several containers: the class comes from the sums over all of them,
+	// init containers included, and every container must limit both.
+	guaranteed := corev1.ResourceRequirements{
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem},
+		Requests: corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem},
+	}
+	zero := resource.MustParse("0")
+	several := []struct {
+		name       string
+		containers []corev1.ResourceRequirements
+		init       []corev1.ResourceRequirements
+		want       corev1.PodQOSClass
+	}{
+		{"two guaranteed containers", []corev1.ResourceRequirements{guaranteed, guaranteed}, nil, corev1.PodQOSGuaranteed},
+		{"a second container without limits", []corev1.ResourceRequirements{guaranteed, {}}, nil, corev1.PodQOSBurstable},
+		{"an init container without limits", []corev1.ResourceRequirements{guaranteed}, []corev1.ResourceRequirements{{}}, corev1.PodQOSBurstable},
+		{"a guaranteed init container", []corev1.ResourceRequirements{guaranteed}, []corev1.ResourceRequirements{guaranteed}, corev1.PodQOSGuaranteed},
+		{"zero quantities count as unset", []corev1.ResourceRequirements{{
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: zero, corev1.ResourceMemory: zero},
+			Requests: corev1.ResourceList{corev1.ResourceCPU: zero},
+		}}, nil, corev1.PodQOSBestEffort},
+		{"limits without requests", []corev1.ResourceRequirements{{Limits: guaranteed.Limits}}, nil, corev1.PodQOSBurstable},
+		{"requests summed over containers equal the limits", []corev1.ResourceRequirements{
+			{Limits: guaranteed.Limits, Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: mem}},
+			{Limits: guaranteed.Limits, Requests: corev1.ResourceList{corev1.ResourceMemory: mem}},
+		}, nil, corev1.PodQOSGuaranteed},
+		{"requests summed over containers below the limits", []corev1.ResourceRequirements{
+			{Limits: guaranteed.Limits, Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: mem}},
+			{Limits: guaranteed.Limits, Requests: guaranteed.Requests},
+		}, nil, corev1.PodQOSBurstable},
+		{"only memory requested and limited", []corev1.ResourceRequirements{{
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: mem},
+			Requests: corev1.ResourceList{corev1.ResourceMemory: mem},
+		}}, nil, corev1.PodQOSBurstable},
+	}
+	for _, tt := range several {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := minimalPod()
+			base := pod.Spec.Containers[0]
+			pod.Spec.Containers = nil
+			for i, res := range tt.containers {
+				c := *base.DeepCopy()
+				c.Name, c.Resources = fmt.Sprintf("c%d", i), res
+				pod.Spec.Containers = append(pod.Spec.Containers, c)
+			}
+			for i, res := range tt.init {
+				c := *base.DeepCopy()
+				c.Name, c.Resources = fmt.Sprintf("init%d", i), res
+				pod.Spec.InitContainers = append(pod.Spec.InitContainers, c)
+			}
 			if got := PodQOSClass(pod); got != tt.want {
 				t.Errorf("PodQOSClass = %s, want %s", got, tt.want)
 			}
