@@ -197,9 +197,9 @@ func newWatchCache(rs *resourceStore, log *slog.Logger, m *metrics, capacity, bu
 // o.obj that data encodes. If etcd's watch then reports exactly that data
 // under key, apply takes o.obj instead of decoding the value and encoding
 // it again: equal bytes are what makes the object the same. The caller
-// hands o.obj over and never changes it afterwards; withdraw drops the offer, if it is still
-// there, when the write fails. A later offer for the same key replaces an
-// earlier one, whose event is then decoded as usual.
+// hands o.obj over and never changes it afterwards; withdraw drops the
+// offer, if it is still there, when the write fails. A later offer for the
+// same key replaces an earlier one, whose event is then decoded as usual.
 func (c *watchCache) offer(key string, o *offered) (withdraw func()) {
 	c.offeredMu.Lock()
 	c.offered[key] = o
