@@ -126,7 +126,8 @@ func TestBadRequests(t *testing.T) {
 }
 
 // TestBodyWithoutLength sends a create chunked, with no Content-Length, as
-// a client streaming its body does: the server reads it whole.
+// a client streaming its body does, and one with a length larger than the
+// server reserves up front: the server reads each whole.
 func TestBodyWithoutLength(t *testing.T) {
 	env := testenv.Start(t)
 	value := strings.Repeat("v", 5000) // well past the first read buffer
@@ -134,5 +135,14 @@ func TestBodyWithoutLength(t *testing.T) {
 	do(t, env, http.MethodPost, cmPath("default", ""), jsonType, strings.NewReader(body)).want(t, http.StatusCreated)
 	if got := get[corev1.ConfigMap](t, env, cmPath("default", "chunked")); got.Data["k"] != value {
 		t.Errorf("stored value has %d bytes, want %d", len(got.Data["k"]), len(value))
+	}
+
+	// A body with a length past what the server reserves up front grows
+	// as it arrives, and is read whole too.
+	large := strings.Repeat("l", 200<<10)
+	body = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"large"},"data":{"k":"` + large + `"}}`
+	do(t, env, http.MethodPost, cmPath("default", ""), jsonType, body).want(t, http.StatusCreated)
+	if got := get[corev1.ConfigMap](t, env, cmPath("default", "large")); got.Data["k"] != large {
+		t.Errorf("stored value has %d bytes, want %d", len(got.Data["k"]), len(large))
 	}
 }

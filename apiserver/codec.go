@@ -25,9 +25,15 @@ const DefaultMaxRequestBodyBytes = 3 << 20
 
 var objectMediaTypes = []string{"application/json", "application/yaml", mimeProtobuf}
 
+// presizeBodyBytes bounds what a request's Content-Length alone makes
+// readBody reserve: enough for an ordinary object in one buffer, while a
+// client that announces megabytes and sends nothing holds little.
+const presizeBodyBytes = 64 << 10
+
 // readBody reads at most limit bytes of the request body; a longer body is a
-// 413 RequestEntityTooLarge. The buffer grows with what arrives, never with
-// what the client announces: a Content-Length alone reserves nothing.
+// 413 RequestEntityTooLarge, refused before reading when its Content-Length
+// says so. Beyond presizeBodyBytes the buffer grows with what arrives, never
+// with what the client announces.
 func readBody(r *http.Request, limit int64) ([]byte, error) {
 	tooLarge := func() error {
 		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", limit))
@@ -36,10 +42,11 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 		return nil, tooLarge()
 	}
 	// Read into a buffer of the announced size, one byte more to see the
-	// end without growing it; a body of unknown size grows as it comes.
+	// end without growing it; a larger body, or one of unknown size, grows
+	// as it comes.
 	size := int64(512)
 	if r.ContentLength >= 0 {
-		size = r.ContentLength + 1
+		size = min(r.ContentLength+1, presizeBodyBytes)
 	}
 	body := make([]byte, 0, size)
 	in := io.LimitReader(r.Body, limit+1)
