@@ -264,6 +264,12 @@ func embedConfig(dir string, client, peer url.URL, progress time.Duration, log *
 	// make it leader in milliseconds instead of about a second.
 	ec.TickMs = 10
 	ec.ElectionMs = 100
+	// etcd keeps the last entries of its raft log in memory (5,000 by
+	// default) so that a slow follower can catch up without a snapshot, and
+	// every 100 applied entries it copies them into a new slice. A single
+	// member has no follower: keeping 100 saves every write about 3.7 KB of
+	// allocation (BenchmarkServeCreate) and the garbage collector's time.
+	ec.SnapshotCatchUpEntries = 100
 	ec.LogLevel = "error"
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newZapLogger(log.With(slog.String("component", "etcd"))))
 	return ec

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -154,6 +155,12 @@ func TestRestartKeepsDataAndRevisions(t *testing.T) {
 	}
 	created := mustCreate(t, first, "/registry/a", "1")
 	mustCreate(t, first, "/registry/b", "2")
+	// More writes than the raft log keeps in memory (see embedConfig):
+	// the restart must bring back every one of them from the WAL.
+	const many = 300
+	for i := range many {
+		mustCreate(t, first, fmt.Sprintf("/registry/many/%03d", i), strconv.Itoa(i))
+	}
 	if err := first.Compact(ctx, created); err != nil {
 		t.Fatalf("Compact: %v", err)
 	}
@@ -169,6 +176,15 @@ func TestRestartKeepsDataAndRevisions(t *testing.T) {
 	kv, err := second.Get(ctx, "/registry/a")
 	if err != nil || string(kv.Value) != "1" || kv.Revision != created {
 		t.Errorf("Get after restart = %+v, %v; want value 1 at %d", kv, err, created)
+	}
+	list, err := second.List(ctx, "/registry/many/", ListOptions{})
+	if err != nil || len(list.Items) != many {
+		t.Fatalf("List after restart: %+v, %v; want %d keys", list, err, many)
+	}
+	for i, kv := range list.Items {
+		if string(kv.Value) != strconv.Itoa(i) {
+			t.Errorf("after restart %s = %q, want %d", kv.Key, kv.Value, i)
+		}
 	}
 	if got := mustRevision(t, second); got != before {
 		t.Errorf("Revision after restart = %d, want %d", got, before)
