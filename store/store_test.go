@@ -156,7 +156,7 @@ func TestRestartKeepsDataAndRevisions(t *testing.T) {
 	created := mustCreate(t, first, "/registry/a", "1")
 	mustCreate(t, first, "/registry/b", "2")
 	// More writes than the raft log keeps in memory (see embedConfig):
-	// the restart must bring back every one of them from the WAL.
+	// every one of them must be there after the restart.
 	const many = 300
 	for i := range many {
 		mustCreate(t, first, fmt.Sprintf("/registry/many/%03d", i), strconv.Itoa(i))
