@@ -2,9 +2,15 @@
 // a user does: the end-to-end tests and the lessons in examples.
 //
 // Properties:
-//   - The binary is built once per test binary, from this module's source.
+//   - The binary is built once per test binary, from this module's source,
+//     with the race detector when the test binary has it (go test -race),
+//     so that a whole minictl up is race-checked too.
 //   - Every process started here is stopped when its test ends (SIGTERM,
 //     then SIGKILL after 30s), and listens on loopback only.
+//   - No process outlives the test binary: each leads a process group of
+//     its own and dies with the test binary (Linux's parent-death signal),
+//     and a package whose TestMain calls Main also kills them before the
+//     -timeout stops the test binary, and fails if one survives the tests.
 //   - A process's output can be read while it runs.
 package minitest
 
@@ -41,7 +47,11 @@ func Binary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "minictl")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/minictl/minictl/cmd/minictl").CombinedOutput()
+		args := []string{"build", "-o", binPath}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, "github.com/minictl/minictl/cmd/minictl")...).CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -50,6 +60,14 @@ func Binary(t testing.TB) string {
 		t.Fatal(buildErr)
 	}
 	return binPath
+}
+
+// builtDir is the directory Binary built into, "" if it built nothing.
+func builtDir() string {
+	if binPath == "" {
+		return ""
+	}
+	return filepath.Dir(binPath)
 }
 
 // FreeAddr returns a loopback address nothing listened on a moment ago.
@@ -82,6 +100,17 @@ func (b *Buffer) String() string {
 	return b.b.String()
 }
 
+// Command returns `minictl args...`, not yet started, for a test that
+// runs it itself: like every process minitest starts, it will lead a
+// process group of its own and die with the test binary. The test must
+// still end it (Process.Kill and Wait in a Cleanup).
+func Command(t testing.TB, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(Binary(t), args...)
+	cmd.SysProcAttr = procAttr()
+	return cmd
+}
+
 // Process is one running minictl command.
 type Process struct {
 	Cmd    *exec.Cmd
@@ -96,7 +125,7 @@ type Process struct {
 // stderr go to one Buffer.
 func Start(t testing.TB, merged bool, args ...string) *Process {
 	t.Helper()
-	p := &Process{Cmd: exec.Command(Binary(t), args...), Stdout: &Buffer{}, exited: make(chan struct{})}
+	p := &Process{Cmd: Command(t, args...), Stdout: &Buffer{}, exited: make(chan struct{})}
 	p.Stderr = p.Stdout
 	if !merged {
 		p.Stderr = &Buffer{}
@@ -105,7 +134,14 @@ func Start(t testing.TB, merged bool, args ...string) *Process {
 	if err := p.Cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { p.waitErr = p.Cmd.Wait(); close(p.exited) }()
+	pgid := p.Cmd.Process.Pid
+	trackGroup(pgid, "minictl "+args[0])
+	go func() {
+		p.waitErr = p.Cmd.Wait()
+		_ = syscall.Kill(-pgid, syscall.SIGKILL) // anything it left behind
+		untrackGroup(pgid)
+		close(p.exited)
+	}()
 	t.Cleanup(func() { _ = p.Stop() })
 	return p
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package minitest
+
+const raceEnabled = false
