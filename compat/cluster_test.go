@@ -118,6 +118,7 @@ func startCluster() (stop func() error, err error) {
 		// for the controller manager keeps parallel test runs apart.
 		"--fast", "--controller-manager-address", "127.0.0.1:0"}
 	cmd := exec.Command(env.minictl, args...)
+	cmd.SysProcAttr = procAttr()
 	logs := &syncWriter{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
@@ -224,6 +225,7 @@ func (s *syncWriter) String() string {
 // its own (its discovery and OpenAPI cache live there).
 func kubectlCmd(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, env.kubectl, args...)
+	cmd.SysProcAttr = procAttr()
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.kubeconfig, "HOME="+filepath.Join(env.dir, "home"), "KUBE_EDITOR=", "EDITOR=")
 	return cmd
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -96,7 +95,7 @@ func TestTimeline(t *testing.T) {
 func TestTrace(t *testing.T) {
 	t.Parallel()
 	c := Up(t)
-	trace := exec.Command(Binary(t), "trace", "--server", c.URL, "--namespace", "default")
+	trace := minitest.Command(t, "trace", "--server", c.URL, "--namespace", "default")
 	stdout, err := trace.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
