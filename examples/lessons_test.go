@@ -71,23 +71,29 @@ func LessonFlags(t testing.TB, dir string) []string {
 	return flags
 }
 
-// RunScript runs a lesson script against c and returns its output; the
-// test fails if the script does.
+// RunScript runs a lesson script against c and returns its output. The
+// test fails, with the script's output and what minictl up printed, if the
+// script fails, leaves a process running behind it, or is still running
+// when the test's deadline nears: minitest.RunGroup runs it in a process
+// group of its own, with its output in a file, and ends the whole group
+// when the script exits, so no child can keep the test waiting.
 func RunScript(t testing.TB, c *Cluster, script string, env ...string) string {
 	t.Helper()
-	cmd := exec.Command("bash", script)
 	etcd := c.EtcdURL()
 	if etcd == "" {
 		t.Fatalf("minictl up printed no etcd URL (lesson 1 reads etcd there):\n%s", c.Stderr)
 	}
+	cmd := exec.Command("bash", script)
 	base := []string{"API=" + c.URL, "MINICTL=" + Binary(t), "NO_COLOR=1", "ETCD=" + etcd}
 	cmd.Env = append(append(os.Environ(), base...), env...)
-	out, err := cmd.CombinedOutput()
+	out, err := minitest.RunGroup(minitest.Context(t), cmd)
 	if err != nil {
 		t.Fatalf("%s failed: %v\n--- lesson output:\n%s\n--- minictl up:\n%s", script, err, out, c.Stderr)
 	}
 	return string(out)
 }
+
+func TestMain(m *testing.M) { os.Exit(minitest.Main(m)) }
 
 // TestLessons runs every examples/NN-*/lesson.sh against its own cluster,
 // started with the extra flags of the lesson's "flags" file, if any.

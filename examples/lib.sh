@@ -13,6 +13,58 @@ for tool in curl jq; do
   command -v "$tool" >/dev/null || { echo "this lesson needs $tool" >&2; exit 1; }
 done
 
+# The lesson's own things, and how they end. Every lesson gets $work, a
+# scratch directory, and starts each process that outlives a step with
+# `background`. Whatever way the lesson exits (done, a failed expect, ^C),
+# the exit trap below stops those processes, waits for them, runs the
+# lesson's at_exit commands and removes $work: a lesson leaves nothing
+# running behind it, and nothing that would keep its caller waiting.
+work=$(mktemp -d)
+_background=() # the pids `background` started
+_at_exit=()    # the commands at_exit registered, in order
+
+# background FILE COMMAND...: run COMMAND in the background with its output
+# (stdout and stderr) in FILE, never on the lesson's own output; $! is its
+# pid. The process also dies with the lesson's shell if that is killed
+# outright (setpriv's parent-death signal, where util-linux has it).
+background() {
+  local out=$1; shift
+  local pdeath=()
+  command -v setpriv >/dev/null && pdeath=(setpriv --pdeathsig KILL --)
+  "${pdeath[@]}" "$@" >"$out" 2>&1 </dev/null &
+  _background+=($!)
+}
+
+# at_exit "COMMAND": run COMMAND when the lesson exits, after its background
+# processes have stopped (to print a log on failure, or undo a change).
+at_exit() { _at_exit+=("$1"); }
+
+_any_alive() {
+  local pid
+  for pid; do kill -0 "$pid" 2>/dev/null && return 0; done
+  return 1
+}
+
+# _finish: the exit trap. SIGTERM to every background process, SIGKILL to
+# any still alive 3s later, then the lesson's own commands; the lesson's
+# exit status is kept.
+_finish() {
+  local status=$? tries cmd
+  if [ ${#_background[@]} -gt 0 ]; then
+    kill "${_background[@]}" 2>/dev/null || true
+    for ((tries = 0; tries < 30; tries++)); do
+      _any_alive "${_background[@]}" || break
+      sleep 0.1
+    done
+    kill -KILL "${_background[@]}" 2>/dev/null || true
+    wait "${_background[@]}" 2>/dev/null || true
+  fi
+  for cmd in ${_at_exit[@]+"${_at_exit[@]}"}; do eval "$cmd" || true; done
+  rm -rf "$work"
+  exit "$status"
+}
+trap _finish EXIT
+
 # step "text": a heading for what comes next.
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 

@@ -8,23 +8,21 @@
 
 NS=/api/v1/namespaces/default
 CM=$NS/configmaps
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
 # req METHOD PATH [BODY]: print the curl line a learner types, run it, and
-# keep the answer in $tmp/out and the HTTP status code in $status.
+# keep the answer in $work/out and the HTTP status code in $status.
 req() {
   local method=$1 path=$2 body=${3:-}
   if [ -n "$body" ]; then
     printf "\$ curl -s -X %s %s%s -H 'Content-Type: application/json' -d '%s'\n" "$method" "$API" "$path" "$body"
-    status=$(curl -sS -o "$tmp/out" -w '%{http_code}' -X "$method" -H 'Content-Type: application/json' "$API$path" --data-binary "$body")
+    status=$(curl -sS -o "$work/out" -w '%{http_code}' -X "$method" -H 'Content-Type: application/json' "$API$path" --data-binary "$body")
   else
     printf '$ curl -s -X %s %s%s\n' "$method" "$API" "$path"
-    status=$(curl -sS -o "$tmp/out" -w '%{http_code}' -X "$method" "$API$path")
+    status=$(curl -sS -o "$work/out" -w '%{http_code}' -X "$method" "$API$path")
   fi
 }
-out() { jq -c "${1:-.}" "$tmp/out"; }
-val() { jq -r "$1" "$tmp/out"; }
+out() { jq -c "${1:-.}" "$work/out"; }
+val() { jq -r "$1" "$work/out"; }
 
 # Start clean, so that the lesson can be run again on the same cluster.
 curl -sS -o /dev/null -X DELETE "$API$CM/greeting"
@@ -76,7 +74,7 @@ expect "and keeps the resourceVersion" "$(val .metadata.resourceVersion)" "$rv3"
 
 step "7. Bob read greeting at $rv1 too; his PUT carries that stale resourceVersion"
 req PUT "$CM/greeting" '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"greeting","resourceVersion":"'"$rv1"'"},"data":{"text":"hello from bob"}}'
-jq . "$tmp/out"
+jq . "$work/out"
 expect "Bob gets" "$status" 409
 expect "the answer is a Status" "$(val .kind)" Status
 expect "its reason" "$(val .reason)" Conflict
@@ -127,13 +125,13 @@ else
   # etcd's JSON gateway wants keys in base64; etcdctl does this for you:
   #   etcdctl --endpoints $ETCD get $key -w json
   printf "\$ curl -s %s/v3/kv/range -d '{\"key\":\"%s\"}'   # base64 of %s\n" "$ETCD" "$(printf %s $key | base64 | tr -d '\n')" "$key"
-  curl -sS "$ETCD/v3/kv/range" -d '{"key":"'"$(printf %s $key | base64 | tr -d '\n')"'"}' >"$tmp/kv"
-  jq '.kvs[0] | {key: (.key | @base64d), create_revision, mod_revision, version, value: (.value | @base64d | fromjson)}' "$tmp/kv" | tee "$tmp/kvd"
-  expect "the key" "$(jq -r .key "$tmp/kvd")" "$key"
-  expect "the key's mod_revision is the object's resourceVersion" "$(jq -r .mod_revision "$tmp/kvd")" "$rv5"
-  expect "its create_revision is the resourceVersion create returned" "$(jq -r .create_revision "$tmp/kvd")" "$rv1"
-  expect "its version counts the writes: create, Alice, Bob, overwrite" "$(jq -r .version "$tmp/kvd")" 4
-  expect "the stored JSON has no resourceVersion: etcd keeps it as the revision" "$(jq -r '.value.metadata | has("resourceVersion")' "$tmp/kvd")" false
+  curl -sS "$ETCD/v3/kv/range" -d '{"key":"'"$(printf %s $key | base64 | tr -d '\n')"'"}' >"$work/kv"
+  jq '.kvs[0] | {key: (.key | @base64d), create_revision, mod_revision, version, value: (.value | @base64d | fromjson)}' "$work/kv" | tee "$work/kvd"
+  expect "the key" "$(jq -r .key "$work/kvd")" "$key"
+  expect "the key's mod_revision is the object's resourceVersion" "$(jq -r .mod_revision "$work/kvd")" "$rv5"
+  expect "its create_revision is the resourceVersion create returned" "$(jq -r .create_revision "$work/kvd")" "$rv1"
+  expect "its version counts the writes: create, Alice, Bob, overwrite" "$(jq -r .version "$work/kvd")" 4
+  expect "the stored JSON has no resourceVersion: etcd keeps it as the revision" "$(jq -r '.value.metadata | has("resourceVersion")' "$work/kvd")" false
 fi
 
 step "13. Delete both ConfigMaps"

@@ -14,13 +14,7 @@
 CM=/api/v1/namespaces/default/configmaps
 SEL='labelSelector=lesson%3D02'
 ALL='labelSelector=lesson%20in%20(02,elsewhere)' # what this lesson creates
-tmp=$(mktemp -d)
 pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
 
 # lines FILE: how many events a watch wrote to FILE so far.
 lines() { if [ -f "$1" ]; then grep -c . "$1" || true; else echo 0; fi; }
@@ -33,26 +27,26 @@ curl -sS -o /dev/null -X DELETE "$API$CM?$ALL"
 
 step "1. List: the current state, and the resourceVersion it was read at"
 echo "\$ curl -s '$API$CM?$SEL'"
-get "$CM?$SEL" >"$tmp/list"
-jq -c '{kind, resourceVersion: .metadata.resourceVersion, items: [.items[].metadata.name]}' "$tmp/list"
-list_rv=$(jq -r .metadata.resourceVersion "$tmp/list")
-expect "nothing labelled lesson=02 yet" "$(jq '.items | length' "$tmp/list")" 0
+get "$CM?$SEL" >"$work/list"
+jq -c '{kind, resourceVersion: .metadata.resourceVersion, items: [.items[].metadata.name]}' "$work/list"
+list_rv=$(jq -r .metadata.resourceVersion "$work/list")
+expect "nothing labelled lesson=02 yet" "$(jq '.items | length' "$work/list")" 0
 
 metric() { get /metrics | awk -v m="$1{resource=\"configmaps\"}" '$1 == m {print $2}'; }
 others=$(metric apiserver_registered_watchers) # the cluster's own watchers of configmaps
 
 step "2. Watch from the list's resourceVersion, in the background, into a file"
 echo "\$ curl -sN '$API$CM?watch=true&$SEL&resourceVersion=$list_rv' > watch.json &"
-curl -sSN -D "$tmp/headers" "$API$CM?watch=true&$SEL&resourceVersion=$list_rv" >"$tmp/watch" &
+background "$work/watch" curl -sSN -D "$work/headers" "$API$CM?watch=true&$SEL&resourceVersion=$list_rv"
 pids+=($!)
 # and, to see the other side of a selector, a second watch of lesson=elsewhere
-curl -sSN "$API$CM?watch=true&labelSelector=lesson%3Delsewhere&resourceVersion=$list_rv" >"$tmp/elsewhere" &
+background "$work/elsewhere" curl -sSN "$API$CM?watch=true&labelSelector=lesson%3Delsewhere&resourceVersion=$list_rv"
 pids+=($!)
-wait_for "the watch to answer" test -s "$tmp/headers"
-tr -d '\r' <"$tmp/headers" | grep -i -E '^(HTTP|content-type|transfer-encoding)'
-expect "the watch answers" "$(head -1 "$tmp/headers" | tr -d '\r' | awk '{print $2}')" 200
-expect "with JSON" "$(tr -d '\r' <"$tmp/headers" | grep -i '^content-type' | awk '{print $2}')" application/json
-expect "as a chunked stream" "$(tr -d '\r' <"$tmp/headers" | grep -i '^transfer-encoding' | awk '{print tolower($2)}')" chunked
+wait_for "the watch to answer" test -s "$work/headers"
+tr -d '\r' <"$work/headers" | grep -i -E '^(HTTP|content-type|transfer-encoding)'
+expect "the watch answers" "$(head -1 "$work/headers" | tr -d '\r' | awk '{print $2}')" 200
+expect "with JSON" "$(tr -d '\r' <"$work/headers" | grep -i '^content-type' | awk '{print $2}')" application/json
+expect "as a chunked stream" "$(tr -d '\r' <"$work/headers" | grep -i '^transfer-encoding' | awk '{print tolower($2)}')" chunked
 
 step "3. Write while the watch is open: create, patch, leave the selector, delete"
 write POST "$CM" '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"colour","labels":{"lesson":"02"}},"data":{"v":"red"}}'
@@ -65,24 +59,24 @@ write PATCH "$CM/shape" '{"metadata":{"labels":{"lesson":"elsewhere"}}}' applica
 rv_leave=$rv
 printf '$ curl -s -X DELETE %s%s/colour\n' "$API" "$CM"
 delete "$CM/colour" | jq -c '{kind, status}'
-wait_for "5 events in the file" has_lines "$tmp/watch" 5
+wait_for "5 events in the file" has_lines "$work/watch" 5
 
 step "4. Read the file: one JSON event per line, in resourceVersion order"
 echo "\$ jq -c '[.type, .object.metadata.name, .object.metadata.resourceVersion]' watch.json"
-event_lines "$tmp/watch" | tee "$tmp/events"
-expect "the event types" "$(jq -s -c 'map(.type)' "$tmp/watch")" '["ADDED","MODIFIED","ADDED","DELETED","DELETED"]'
-expect "the objects" "$(jq -s -c 'map(.object.metadata.name)' "$tmp/watch")" '["colour","colour","shape","shape","colour"]'
-expect "ADDED carries the create's resourceVersion" "$(jq -s -r '.[0].object.metadata.resourceVersion' "$tmp/watch")" "$rv_create"
-expect "MODIFIED carries the patch's" "$(jq -s -r '.[1].object.metadata.resourceVersion' "$tmp/watch")" "$rv_patch"
-expect "MODIFIED carries the new state" "$(jq -s -r '.[1].object.data.v' "$tmp/watch")" green
-expect "shape left the selector: DELETED for this watch, at the patch's resourceVersion" "$(jq -s -r '.[3].object.metadata.resourceVersion' "$tmp/watch")" "$rv_leave"
+event_lines "$work/watch" | tee "$work/events"
+expect "the event types" "$(jq -s -c 'map(.type)' "$work/watch")" '["ADDED","MODIFIED","ADDED","DELETED","DELETED"]'
+expect "the objects" "$(jq -s -c 'map(.object.metadata.name)' "$work/watch")" '["colour","colour","shape","shape","colour"]'
+expect "ADDED carries the create's resourceVersion" "$(jq -s -r '.[0].object.metadata.resourceVersion' "$work/watch")" "$rv_create"
+expect "MODIFIED carries the patch's" "$(jq -s -r '.[1].object.metadata.resourceVersion' "$work/watch")" "$rv_patch"
+expect "MODIFIED carries the new state" "$(jq -s -r '.[1].object.data.v' "$work/watch")" green
+expect "shape left the selector: DELETED for this watch, at the patch's resourceVersion" "$(jq -s -r '.[3].object.metadata.resourceVersion' "$work/watch")" "$rv_leave"
 expect "yet shape still exists" "$(code GET "$CM/shape")" 200
-wait_for "the lesson=elsewhere watch to see shape" has_lines "$tmp/elsewhere" 1
+wait_for "the lesson=elsewhere watch to see shape" has_lines "$work/elsewhere" 1
 expect "and a watch of lesson=elsewhere got it as ADDED, at the same resourceVersion" \
-  "$(jq -s -c 'map([.type, .object.metadata.name, .object.metadata.resourceVersion])' "$tmp/elsewhere")" "[[\"ADDED\",\"shape\",\"$rv_leave\"]]"
-expect "the resourceVersions only grow" "$(jq -s '[.[].object.metadata.resourceVersion | tonumber] | . == sort and (unique | length) == length' "$tmp/watch")" true
-expect "DELETED carries the last state of the object" "$(jq -s -r '.[4].object.data.v' "$tmp/watch")" green
-last=$(jq -s -r '.[-1].object.metadata.resourceVersion' "$tmp/watch")
+  "$(jq -s -c 'map([.type, .object.metadata.name, .object.metadata.resourceVersion])' "$work/elsewhere")" "[[\"ADDED\",\"shape\",\"$rv_leave\"]]"
+expect "the resourceVersions only grow" "$(jq -s '[.[].object.metadata.resourceVersion | tonumber] | . == sort and (unique | length) == length' "$work/watch")" true
+expect "DELETED carries the last state of the object" "$(jq -s -r '.[4].object.data.v' "$work/watch")" green
+last=$(jq -s -r '.[-1].object.metadata.resourceVersion' "$work/watch")
 kill "${pids[0]}" "${pids[1]}" 2>/dev/null || true
 echo "The connection drops. The last resourceVersion this client saw: $last"
 
@@ -94,20 +88,20 @@ m2=$rv
 
 step "6. Resume from the last resourceVersion seen: exactly the missed events"
 echo "\$ curl -sN '$API$CM?watch=true&$SEL&resourceVersion=$last&timeoutSeconds=2'"
-curl -sSN "$API$CM?watch=true&$SEL&resourceVersion=$last&timeoutSeconds=2" >"$tmp/resumed"
-event_lines "$tmp/resumed"
-expect "the missed events, and nothing else" "$(jq -s -c 'map([.type, .object.metadata.name, .object.metadata.resourceVersion])' "$tmp/resumed")" \
+curl -sSN "$API$CM?watch=true&$SEL&resourceVersion=$last&timeoutSeconds=2" >"$work/resumed"
+event_lines "$work/resumed"
+expect "the missed events, and nothing else" "$(jq -s -c 'map([.type, .object.metadata.name, .object.metadata.resourceVersion])' "$work/resumed")" \
   "[[\"ADDED\",\"missed\",\"$m1\"],[\"MODIFIED\",\"missed\",\"$m2\"]]"
 
 step "7. A watch without a resourceVersion starts with the current state, as ADDED events"
 echo "\$ curl -sN '$API$CM?watch=true&$SEL&timeoutSeconds=1'"
-curl -sSN "$API$CM?watch=true&$SEL&timeoutSeconds=1" >"$tmp/fresh"
-event_lines "$tmp/fresh"
-expect "one synthetic ADDED per object that exists now" "$(jq -s -c 'map([.type, .object.metadata.name])' "$tmp/fresh")" '[["ADDED","missed"]]'
+curl -sSN "$API$CM?watch=true&$SEL&timeoutSeconds=1" >"$work/fresh"
+event_lines "$work/fresh"
+expect "one synthetic ADDED per object that exists now" "$(jq -s -c 'map([.type, .object.metadata.name])' "$work/fresh")" '[["ADDED","missed"]]'
 
 step "8. Three watchers, one etcd watch: the watch cache fans out"
 for i in 1 2 3; do
-  curl -sSN "$API$CM?watch=true&$SEL&resourceVersion=$m2" >/dev/null &
+  background /dev/null curl -sSN "$API$CM?watch=true&$SEL&resourceVersion=$m2"
   pids+=($!)
 done
 watchers_at_least() { [ "$(metric apiserver_registered_watchers)" -ge "$1" ]; }
@@ -121,8 +115,8 @@ write POST "$CM" '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"old-
 old=$rv
 echo "Remember $old, and wait for the API server to compact etcd past it (--etcd-compaction-interval)."
 gone() {
-  gone_status=$(curl -sSN -o "$tmp/gone" -w '%{http_code}' "$API$CM?watch=true&$SEL&resourceVersion=$old&timeoutSeconds=1")
-  [ "$(head -1 "$tmp/gone" | jq -r .type 2>/dev/null)" = ERROR ] # (jq 1.6's -e is true on empty input)
+  gone_status=$(curl -sSN -o "$work/gone" -w '%{http_code}' "$API$CM?watch=true&$SEL&resourceVersion=$old&timeoutSeconds=1")
+  [ "$(head -1 "$work/gone" | jq -r .type 2>/dev/null)" = ERROR ] # (jq 1.6's -e is true on empty input)
 }
 deadline=$((SECONDS + 40))
 until gone; do
@@ -134,34 +128,34 @@ until gone; do
   sleep 1
 done
 echo "\$ curl -sN '$API$CM?watch=true&$SEL&resourceVersion=$old'"
-jq . "$tmp/gone"
+jq . "$work/gone"
 expect "the watch itself answers (the error is in the stream)" "$gone_status" 200
-expect "one event, and the stream ends" "$(lines "$tmp/gone")" 1
-expect "the event type" "$(jq -r .type "$tmp/gone")" ERROR
-expect "its object is a Status" "$(jq -r .object.kind "$tmp/gone")" Status
-expect "with code" "$(jq -r .object.code "$tmp/gone")" 410
-expect "and reason" "$(jq -r .object.reason "$tmp/gone")" Expired
-expect_match "saying" "$(jq -r .object.message "$tmp/gone")" "^too old resource version: $old \\([0-9]+\\)$"
-oldest=$(jq -r .object.message "$tmp/gone" | sed -E 's/.*\(([0-9]+)\)$/\1/')
+expect "one event, and the stream ends" "$(lines "$work/gone")" 1
+expect "the event type" "$(jq -r .type "$work/gone")" ERROR
+expect "its object is a Status" "$(jq -r .object.kind "$work/gone")" Status
+expect "with code" "$(jq -r .object.code "$work/gone")" 410
+expect "and reason" "$(jq -r .object.reason "$work/gone")" Expired
+expect_match "saying" "$(jq -r .object.message "$work/gone")" "^too old resource version: $old \\([0-9]+\\)$"
+oldest=$(jq -r .object.message "$work/gone" | sed -E 's/.*\(([0-9]+)\)$/\1/')
 expect "in brackets, the oldest resourceVersion a watch may still start from: newer than $old" "$((oldest > old))" 1
 echo "\$ curl -s '$API$CM?$SEL&resourceVersion=$old&resourceVersionMatch=Exact'"
-get "$CM?$SEL&resourceVersion=$old&resourceVersionMatch=Exact" >"$tmp/exact"
-jq -c '{code, reason}' "$tmp/exact"
-expect "a list at that exact revision is gone too" "$(jq -r .code "$tmp/exact")" 410
+get "$CM?$SEL&resourceVersion=$old&resourceVersionMatch=Exact" >"$work/exact"
+jq -c '{code, reason}' "$work/exact"
+expect "a list at that exact revision is gone too" "$(jq -r .code "$work/exact")" 410
 
 step "10. The client relists, and watches from the new list's resourceVersion"
 echo "\$ curl -s '$API$CM?$SEL'"
-get "$CM?$SEL" >"$tmp/relist"
-jq -c '{resourceVersion: .metadata.resourceVersion, items: [.items[].metadata.name]}' "$tmp/relist"
-expect "the list has today's state" "$(jq -c '[.items[].metadata.name]' "$tmp/relist")" '["missed","old-news"]'
-new_rv=$(jq -r .metadata.resourceVersion "$tmp/relist")
+get "$CM?$SEL" >"$work/relist"
+jq -c '{resourceVersion: .metadata.resourceVersion, items: [.items[].metadata.name]}' "$work/relist"
+expect "the list has today's state" "$(jq -c '[.items[].metadata.name]' "$work/relist")" '["missed","old-news"]'
+new_rv=$(jq -r .metadata.resourceVersion "$work/relist")
 echo "\$ curl -sN '$API$CM?watch=true&$SEL&resourceVersion=$new_rv' > watch.json &"
-curl -sSN "$API$CM?watch=true&$SEL&resourceVersion=$new_rv" >"$tmp/rewatch" &
+background "$work/rewatch" curl -sSN "$API$CM?watch=true&$SEL&resourceVersion=$new_rv"
 pids+=($!)
 write PATCH "$CM/old-news" '{"data":{"v":"2"}}' application/merge-patch+json
-wait_for "the new watch to see the change" has_lines "$tmp/rewatch" 1
-event_lines "$tmp/rewatch"
-expect "the watch works again" "$(jq -s -c 'map([.type, .object.metadata.name, .object.metadata.resourceVersion])' "$tmp/rewatch")" \
+wait_for "the new watch to see the change" has_lines "$work/rewatch" 1
+event_lines "$work/rewatch"
+expect "the watch works again" "$(jq -s -c 'map([.type, .object.metadata.name, .object.metadata.resourceVersion])' "$work/rewatch")" \
   "[[\"MODIFIED\",\"old-news\",\"$rv\"]]"
 
 curl -sS -o /dev/null -X DELETE "$API$CM?$ALL"

@@ -9,13 +9,6 @@
 command -v go >/dev/null || { echo "this lesson needs go" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
 PODS=/api/v1/namespaces/default/pods
-tmp=$(mktemp -d)
-tracer=
-cleanup() {
-  [ -n "$tracer" ] && kill "$tracer" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
 
 # A pod nobody else touches: no scheduler serves schedulerName "nobody", so
 # the only changes to it are ours.
@@ -23,10 +16,10 @@ pod() { printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s"},"spec":
 # stages KEY: the stages logged for KEY so far, one per line:
 # "stage type resourceVersion" (type and resourceVersion when the line has them).
 stages() {
-  grep -E " key=$1( |\$)" "$tmp/trace" | sed -E 's/.*stage="([^"]+)".*/\1/' | tr ' ' _ >"$tmp/s1" || true
-  grep -E " key=$1( |\$)" "$tmp/trace" | sed -E -n 's/.* type=([A-Za-z]+).*/\1/p; t; s/.*/-/p' >"$tmp/s2" || true
-  grep -E " key=$1( |\$)" "$tmp/trace" | sed -E -n 's/.* resourceVersion=([0-9]+).*/\1/p; t; s/.*/-/p' >"$tmp/s3" || true
-  paste -d' ' "$tmp/s1" "$tmp/s2" "$tmp/s3"
+  grep -E " key=$1( |\$)" "$work/trace" | sed -E 's/.*stage="([^"]+)".*/\1/' | tr ' ' _ >"$work/s1" || true
+  grep -E " key=$1( |\$)" "$work/trace" | sed -E -n 's/.* type=([A-Za-z]+).*/\1/p; t; s/.*/-/p' >"$work/s2" || true
+  grep -E " key=$1( |\$)" "$work/trace" | sed -E -n 's/.* resourceVersion=([0-9]+).*/\1/p; t; s/.*/-/p' >"$work/s3" || true
+  paste -d' ' "$work/s1" "$work/s2" "$work/s3"
 }
 count() { stages "$1" | grep -c "^$2" || true; }
 reconciled() { [ "$(count "$1" worker_reconciled)" -ge "$2" ]; }
@@ -45,20 +38,19 @@ rv_before=$rv
 
 step "2. Build and start the program (a controller with one informer on pods)"
 echo "\$ go build -o informer-trace ./examples/informer-trace"
-(cd "$here/.." && go build -o "$tmp/informer-trace" ./informer-trace)
+(cd "$here/.." && go build -o "$work/informer-trace" ./informer-trace)
 echo "\$ ./informer-trace --server $API --namespace default > trace.log &"
-"$tmp/informer-trace" --server "$API" --namespace default --duration 10m >"$tmp/trace" 2>&1 &
-tracer=$!
-wait_for "the program's cache to sync (it logs \"watching pods\")" grep -q 'msg="watching pods"' "$tmp/trace"
+background "$work/trace" "$work/informer-trace" --server "$API" --namespace default --duration 10m
+wait_for "the program's cache to sync (it logs \"watching pods\")" grep -q 'msg="watching pods"' "$work/trace"
 
 step "3. The initial list: the Reflector LISTs, the DeltaFIFO gets Replaced deltas"
 echo "\$ grep 'key=default/before' trace.log"
-grep -E ' key=default/before( |$)' "$tmp/trace" | cut -d' ' -f3-
+grep -E ' key=default/before( |$)' "$work/trace" | cut -d' ' -f3-
 wait_for "the worker to reconcile default/before" reconciled default/before 1
 expect "the stages of default/before, in order" "$(stages default/before | tr '\n' '|')" \
   "$(journey LIST Replaced "$rv_before" OnAdd | tr '\n' '|')"
-synced=$(grep -n 'msg="watching pods"' "$tmp/trace" | cut -d: -f1)
-first_reconcile=$(grep -n 'stage="worker reconciled"' "$tmp/trace" | head -1 | cut -d: -f1)
+synced=$(grep -n 'msg="watching pods"' "$work/trace" | cut -d: -f1)
+first_reconcile=$(grep -n 'stage="worker reconciled"' "$work/trace" | head -1 | cut -d: -f1)
 expect "no worker runs before the cache has synced" "$((first_reconcile > synced))" 1
 
 step "4. One change, seven stages: create a pod while the program watches"
@@ -66,7 +58,7 @@ write POST "$PODS" "$(pod journey)"
 rv_create=$rv
 wait_for "the worker to reconcile default/journey" reconciled default/journey 1
 echo "\$ grep 'key=default/journey' trace.log"
-grep -E ' key=default/journey( |$)' "$tmp/trace" | cut -d' ' -f3-
+grep -E ' key=default/journey( |$)' "$work/trace" | cut -d' ' -f3-
 expect "the stages, in order" "$(stages default/journey | tr '\n' '|')" \
   "$(journey ADDED Added "$rv_create" OnAdd | tr '\n' '|')"
 
@@ -97,9 +89,9 @@ step "7. Delete: DELETED / Deleted / OnDelete, and the worker finds the key gone
 printf '$ curl -s -X DELETE %s%s/journey\n' "$API" "$PODS"
 delete "$PODS/journey" >/dev/null
 expect "a pod on no node is removed at once" "$(code GET "$PODS/journey")" 404
-deleted() { grep -E ' key=default/journey( |$)' "$tmp/trace" | tail -1 | grep -q 'observed=deleted'; }
+deleted() { grep -E ' key=default/journey( |$)' "$work/trace" | tail -1 | grep -q 'observed=deleted'; }
 wait_for "the worker to see default/journey deleted" deleted
-grep -E ' key=default/journey( |$)' "$tmp/trace" | tail -7 | cut -d' ' -f3-
+grep -E ' key=default/journey( |$)' "$work/trace" | tail -7 | cut -d' ' -f3-
 expect "the deletion's stages" "$(stages default/journey | tail -7 | cut -d' ' -f1,2 | tr '\n' '|')" \
   "reflector_received DELETED|deltafifo_queued Deleted|deltafifo_popped Deleted|indexer_updated Deleted|handler_called OnDelete|key_enqueued -|worker_reconciled -|"
 

@@ -13,16 +13,8 @@ command -v "$MINICTL" >/dev/null || {
 
 APPS=/apis/apps/v1/namespaces/default
 PODS=/api/v1/namespaces/default/pods
-tmp=$(mktemp -d)
-tracer= ktracer=
-cleanup() {
-  [ -n "$tracer" ] && kill "$tracer" 2>/dev/null || true
-  [ -n "$ktracer" ] && kill "$ktracer" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
 
-pods_json() { get "$PODS?labelSelector=app%3Dredis" >"$tmp/pods"; }
+pods_json() { get "$PODS?labelSelector=app%3Dredis" >"$work/pods"; }
 # names: the live (not being deleted) redis pods' names, sorted, on one line.
 names() {
   get "$PODS?labelSelector=app%3Dredis" |
@@ -43,13 +35,11 @@ if [ "$(code GET "$APPS/deployments/redis")" == 200 ]; then
 fi
 
 # Follow the timeline from here on, as `minictl trace` in a second terminal would.
-"$MINICTL" trace --server "$API" --object default/redis >"$tmp/trace" 2>&1 &
-tracer=$!
+background "$work/trace" "$MINICTL" trace --server "$API" --object default/redis
 # The kubelets' lines name their node, not the pod: follow them apart.
-"$MINICTL" trace --server "$API" --component kubelet >"$tmp/ktrace" 2>&1 &
-ktracer=$!
-wait_for "minictl trace attached" trace_attached "$tmp/trace"
-wait_for "minictl trace --component kubelet attached" trace_attached "$tmp/ktrace"
+background "$work/ktrace" "$MINICTL" trace --server "$API" --component kubelet
+wait_for "minictl trace attached" trace_attached "$work/trace"
+wait_for "minictl trace --component kubelet attached" trace_attached "$work/ktrace"
 
 step "1. Create a Deployment: 3 replicas of redis"
 body='{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"redis"},
@@ -62,31 +52,31 @@ step "2. The Deployment controller creates a ReplicaSet it owns"
 has_rs() { [ "$(get "$APPS/replicasets?labelSelector=app%3Dredis" | jq '.items | length')" -eq 1 ]; }
 wait_for "a ReplicaSet for redis" has_rs
 echo "\$ curl -s '$API$APPS/replicasets?labelSelector=app%3Dredis'"
-get "$APPS/replicasets?labelSelector=app%3Dredis" | jq '.items[0]' >"$tmp/rs"
-jq -c '{name: .metadata.name, replicas: .spec.replicas, owner: .metadata.ownerReferences[0] | {kind, name, controller}}' "$tmp/rs"
-rs=$(jq -r .metadata.name "$tmp/rs")
+get "$APPS/replicasets?labelSelector=app%3Dredis" | jq '.items[0]' >"$work/rs"
+jq -c '{name: .metadata.name, replicas: .spec.replicas, owner: .metadata.ownerReferences[0] | {kind, name, controller}}' "$work/rs"
+rs=$(jq -r .metadata.name "$work/rs")
 expect_match "its name is the Deployment's plus a hash of the pod template" "$rs" '^redis-[a-z0-9]+$'
-expect "its template hash is also a label of the ReplicaSet and its pods" "$(jq -r '.spec.template.metadata.labels["pod-template-hash"]' "$tmp/rs")" "${rs#redis-}"
-expect "it wants 3 replicas" "$(jq -r .spec.replicas "$tmp/rs")" 3
-expect "its controlling owner is" "$(jq -c '.metadata.ownerReferences[] | select(.controller) | [.kind, .name]' "$tmp/rs")" '["Deployment","redis"]'
+expect "its template hash is also a label of the ReplicaSet and its pods" "$(jq -r '.spec.template.metadata.labels["pod-template-hash"]' "$work/rs")" "${rs#redis-}"
+expect "it wants 3 replicas" "$(jq -r .spec.replicas "$work/rs")" 3
+expect "its controlling owner is" "$(jq -c '.metadata.ownerReferences[] | select(.controller) | [.kind, .name]' "$work/rs")" '["Deployment","redis"]'
 
 step "3. The ReplicaSet creates 3 pods; the scheduler binds them; the kubelets run them"
 wait_for "3 redis pods Running and Ready" count_is 3
 echo "\$ curl -s '$API$PODS?labelSelector=app%3Dredis'"
 pods_json
-jq -r '.items[] | [.metadata.name, .spec.nodeName, .status.phase, .status.podIP] | @tsv' "$tmp/pods"
-expect "every pod is owned by the ReplicaSet" "$(jq -c '[.items[].metadata.ownerReferences[] | select(.controller) | .name] | unique' "$tmp/pods")" "[\"$rs\"]"
-expect "every pod is on a node" "$(jq '[.items[] | select(.spec.nodeName | test("^node-[0-9]+$"))] | length' "$tmp/pods")" 3
+jq -r '.items[] | [.metadata.name, .spec.nodeName, .status.phase, .status.podIP] | @tsv' "$work/pods"
+expect "every pod is owned by the ReplicaSet" "$(jq -c '[.items[].metadata.ownerReferences[] | select(.controller) | .name] | unique' "$work/pods")" "[\"$rs\"]"
+expect "every pod is on a node" "$(jq '[.items[] | select(.spec.nodeName | test("^node-[0-9]+$"))] | length' "$work/pods")" 3
 expect_match "every pod's name is the ReplicaSet's plus a random suffix" "$(names)" "^($rs-[a-z0-9]{5} ?){3}$"
 before=$(names)
 
 step "4. Delete one pod"
 victim=${before%% *}
 printf '$ curl -s -X DELETE %s%s/%s\n' "$API" "$PODS" "$victim"
-delete "$PODS/$victim" >"$tmp/deleted"
-jq -c '{name: .metadata.name, deletionTimestamp: .metadata.deletionTimestamp, deletionGracePeriodSeconds: .metadata.deletionGracePeriodSeconds}' "$tmp/deleted"
-expect "a pod on a node is deleted gracefully: it gets a grace period" "$(jq -r .metadata.deletionGracePeriodSeconds "$tmp/deleted")" 30
-expect_match "and a deletionTimestamp (when the grace period ends)" "$(jq -r .metadata.deletionTimestamp "$tmp/deleted")" '^[0-9]{4}-[0-9]{2}-[0-9]{2}T'
+delete "$PODS/$victim" >"$work/deleted"
+jq -c '{name: .metadata.name, deletionTimestamp: .metadata.deletionTimestamp, deletionGracePeriodSeconds: .metadata.deletionGracePeriodSeconds}' "$work/deleted"
+expect "a pod on a node is deleted gracefully: it gets a grace period" "$(jq -r .metadata.deletionGracePeriodSeconds "$work/deleted")" 30
+expect_match "and a deletionTimestamp (when the grace period ends)" "$(jq -r .metadata.deletionTimestamp "$work/deleted")" '^[0-9]{4}-[0-9]{2}-[0-9]{2}T'
 wait_for "$victim to be gone (the kubelet stops it, then it is removed)" gone "$victim"
 wait_for "3 redis pods Running again" count_is 3
 after=$(names)
@@ -126,17 +116,17 @@ expect "and stopped the deleted one" "$(kubelet_events "$victim" | jq -c 'map(se
 
 step "6. The timeline: what minictl trace showed while we worked"
 heal="replicaset +default/$rs +want 3, have 2 → create 1"
-healed() { grep -q -E "$heal" "$tmp/trace"; }
+healed() { grep -q -E "$heal" "$work/trace"; }
 wait_for "the ReplicaSet controller's decision in the trace" healed
 echo "\$ $MINICTL trace --object default/redis"
-cat "$tmp/trace"
-expect_match "the decision that healed the set" "$(grep -E "$heal" "$tmp/trace")" "^[0-9:.]+ +$heal\$"
-expect_match "the scheduler placed the new pod" "$(grep -E "scheduler +default/$new " "$tmp/trace")" "→ bind to $node\$"
-ran() { grep -q -E "kubelet +default/$new +\\(on $node\\) Pending → Running" "$tmp/ktrace"; }
+cat "$work/trace"
+expect_match "the decision that healed the set" "$(grep -E "$heal" "$work/trace")" "^[0-9:.]+ +$heal\$"
+expect_match "the scheduler placed the new pod" "$(grep -E "scheduler +default/$new " "$work/trace")" "→ bind to $node\$"
+ran() { grep -q -E "kubelet +default/$new +\\(on $node\\) Pending → Running" "$work/ktrace"; }
 wait_for "the kubelet's line in minictl trace --component kubelet" ran
 echo "\$ $MINICTL trace --component kubelet"
-grep -E "default/($victim|$new) " "$tmp/ktrace"
-expect_match "the kubelet of $node ran the new pod" "$(grep -E "kubelet +default/$new " "$tmp/ktrace" | tail -1)" "\\(on $node\\) Pending → Running \\(ip [0-9.]+\\)\$"
-expect_match "and the victim's kubelet stopped it" "$(grep -E "kubelet +default/$victim .*deleted" "$tmp/ktrace")" "deleted → containers stopped, pod removed\$"
+grep -E "default/($victim|$new) " "$work/ktrace"
+expect_match "the kubelet of $node ran the new pod" "$(grep -E "kubelet +default/$new " "$work/ktrace" | tail -1)" "\\(on $node\\) Pending → Running \\(ip [0-9.]+\\)\$"
+expect_match "and the victim's kubelet stopped it" "$(grep -E "kubelet +default/$victim .*deleted" "$work/ktrace")" "deleted → containers stopped, pod removed\$"
 
 printf '\nLesson 4 done: desired state (3) vs observed state (2) → the controller acts. The Deployment is still there to play with.\n'

@@ -15,19 +15,12 @@ APPS=/apis/apps/v1/namespaces/default
 D=$APPS/deployments/nginx
 PODS=/api/v1/namespaces/default/pods
 SEL='labelSelector=app%3Dnginx'
-tmp=$(mktemp -d)
-tracer=
-cleanup() {
-  [ -n "$tracer" ] && kill "$tracer" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
 
 count_is() { [ "$(running nginx)" -eq "$1" ]; }
 # send METHOD PATH BODY CONTENT-TYPE: print the curl line and run it.
 send() {
   printf "\$ curl -s -X %s %s%s -H 'Content-Type: %s' -d '%s'\n" "$1" "$API" "$2" "$4" "$3"
-  curl -sS -X "$1" -H "Content-Type: $4" "$API$2" --data-binary "$3" >"$tmp/out"
+  curl -sS -X "$1" -H "Content-Type: $4" "$API$2" --data-binary "$3" >"$work/out"
 }
 rs_of_revision() {
   get "$APPS/replicasets?$SEL" | jq -r --arg r "$1" \
@@ -48,15 +41,14 @@ if [ "$(code GET "$D")" == 200 ]; then
   wait_for "the ReplicaSets and pods of an earlier run to go" no_nginx
 fi
 
-"$MINICTL" trace --server "$API" --object default/nginx >"$tmp/trace" 2>&1 &
-tracer=$!
-wait_for "minictl trace attached" trace_attached "$tmp/trace"
+background "$work/trace" "$MINICTL" trace --server "$API" --object default/nginx
+wait_for "minictl trace attached" trace_attached "$work/trace"
 
 step "1. A Deployment of 2 nginx pods; each new pod must be ready 2s to count as available"
 send POST "$APPS/deployments" '{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"nginx"},"spec":{"replicas":2,"minReadySeconds":2,"selector":{"matchLabels":{"app":"nginx"}},"template":{"metadata":{"labels":{"app":"nginx"}},"spec":{"containers":[{"name":"nginx","image":"nginx:1.27"}]}}}}' application/json
-jq -c '{replicas: .spec.replicas, strategy: .spec.strategy}' "$tmp/out"
-expect "the API filled in the default strategy" "$(jq -c .spec.strategy "$tmp/out")" '{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":"25%","maxSurge":"25%"}}'
-expect "and keeps up to 10 old ReplicaSets, for rollbacks" "$(jq -r .spec.revisionHistoryLimit "$tmp/out")" 10
+jq -c '{replicas: .spec.replicas, strategy: .spec.strategy}' "$work/out"
+expect "the API filled in the default strategy" "$(jq -c .spec.strategy "$work/out")" '{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":"25%","maxSurge":"25%"}}'
+expect "and keeps up to 10 old ReplicaSets, for rollbacks" "$(jq -r .spec.revisionHistoryLimit "$work/out")" 10
 wait_for "2 nginx pods Running" count_is 2
 wait_for "the rollout to complete" rolled_out
 rs1=$(rs_of_revision 1)
@@ -64,19 +56,19 @@ expect_match "its ReplicaSet, revision 1" "$rs1" '^nginx-[a-z0-9]+$'
 
 step "2. Scale up through the scale subresource (what kubectl scale and autoscalers use)"
 echo "\$ curl -s $API$D/scale"
-get "$D/scale" | tee "$tmp/scale" | jq -c .
-expect "the scale subresource is an autoscaling/v1 Scale" "$(jq -r '.apiVersion + " " + .kind' "$tmp/scale")" "autoscaling/v1 Scale"
-expect "spec.replicas" "$(jq -r .spec.replicas "$tmp/scale")" 2
-expect "status.selector, as a label selector string" "$(jq -r .status.selector "$tmp/scale")" "app=nginx"
+get "$D/scale" | tee "$work/scale" | jq -c .
+expect "the scale subresource is an autoscaling/v1 Scale" "$(jq -r '.apiVersion + " " + .kind' "$work/scale")" "autoscaling/v1 Scale"
+expect "spec.replicas" "$(jq -r .spec.replicas "$work/scale")" 2
+expect "status.selector, as a label selector string" "$(jq -r .status.selector "$work/scale")" "app=nginx"
 send PATCH "$D/scale" '{"spec":{"replicas":5}}' application/merge-patch+json
-expect "the Scale now wants" "$(jq -r .spec.replicas "$tmp/out")" 5
+expect "the Scale now wants" "$(jq -r .spec.replicas "$work/out")" 5
 expect "and so does the Deployment" "$(get "$D" | jq -r .spec.replicas)" 5
 wait_for "5 nginx pods Running" count_is 5
 expect "the same ReplicaSet grew: no new revision for a scale" "$(get "$APPS/replicasets/$rs1" | jq -r .spec.replicas)" 5
 
 step "3. Scale down with a merge patch of spec.replicas"
 send PATCH "$D" '{"spec":{"replicas":4}}' application/merge-patch+json
-expect "the Deployment wants" "$(jq -r .spec.replicas "$tmp/out")" 4
+expect "the Deployment wants" "$(jq -r .spec.replicas "$work/out")" 4
 wait_for "4 nginx pods Running" count_is 4
 wait_for "the rollout to complete" rolled_out
 expect "still one ReplicaSet" "$(get "$APPS/replicasets?$SEL" | jq -c '[.items[].metadata.name]')" "[\"$rs1\"]"
@@ -85,18 +77,18 @@ step "4. Change the image: a new ReplicaSet, and a rolling update"
 echo "With 4 replicas, maxSurge 25% rounds up to 1 and maxUnavailable 25% rounds down to 1:"
 echo "at most 5 pods, and at least 3 ready, at every moment."
 send PATCH "$D" '{"spec":{"template":{"spec":{"containers":[{"name":"nginx","image":"nginx:1.28"}]}}}}' application/merge-patch+json
-expect "a template change moves the generation" "$(jq -r .metadata.generation "$tmp/out")" "$(($(jq -r .status.observedGeneration "$tmp/out") + 1))"
+expect "a template change moves the generation" "$(jq -r .metadata.generation "$work/out")" "$(($(jq -r .status.observedGeneration "$work/out") + 1))"
 printf '\n  %-8s %-8s %-10s %s\n' "old rs" "new rs" "live pods" "ready pods"
 samples=0 both=0 max_live=0 min_ready=99 last=
 deadline=$((SECONDS + 90))
 while :; do
-  get "$APPS/replicasets?$SEL" >"$tmp/rs"
-  get "$PODS?$SEL" >"$tmp/pods"
-  old=$(jq --arg n "$rs1" '[.items[] | select(.metadata.name == $n) | .spec.replicas] | add // 0' "$tmp/rs")
-  new=$(jq --arg n "$rs1" '[.items[] | select(.metadata.name != $n) | .spec.replicas] | add // 0' "$tmp/rs")
-  live=$(jq '[.items[] | select(.metadata.deletionTimestamp == null)] | length' "$tmp/pods")
+  get "$APPS/replicasets?$SEL" >"$work/rs"
+  get "$PODS?$SEL" >"$work/pods"
+  old=$(jq --arg n "$rs1" '[.items[] | select(.metadata.name == $n) | .spec.replicas] | add // 0' "$work/rs")
+  new=$(jq --arg n "$rs1" '[.items[] | select(.metadata.name != $n) | .spec.replicas] | add // 0' "$work/rs")
+  live=$(jq '[.items[] | select(.metadata.deletionTimestamp == null)] | length' "$work/pods")
   ready=$(jq '[.items[] | select(.metadata.deletionTimestamp == null)
-    | select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length' "$tmp/pods")
+    | select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length' "$work/pods")
   samples=$((samples + 1))
   row=$(printf '  %-8s %-8s %-10s %s' "$old" "$new" "$live" "$ready")
   [ "$row" != "$last" ] && echo "$row" && last=$row
@@ -117,20 +109,20 @@ expect "samples caught both ReplicaSets holding pods at once" "$((both > 0))" 1
 
 step "5. The end: the old ReplicaSet is kept at 0 (for a rollback), the new one has all 4"
 echo "\$ curl -s '$API$APPS/replicasets?$SEL'"
-get "$APPS/replicasets?$SEL" >"$tmp/rs"
-jq -r '.items[] | [.metadata.name, .metadata.annotations["deployment.kubernetes.io/revision"], .spec.replicas, .spec.template.spec.containers[0].image] | @tsv' "$tmp/rs"
+get "$APPS/replicasets?$SEL" >"$work/rs"
+jq -r '.items[] | [.metadata.name, .metadata.annotations["deployment.kubernetes.io/revision"], .spec.replicas, .spec.template.spec.containers[0].image] | @tsv' "$work/rs"
 rs2=$(rs_of_revision 2)
 expect_match "the new ReplicaSet, revision 2" "$rs2" '^nginx-[a-z0-9]+$'
-expect "the old one, revision 1, wants" "$(jq --arg n "$rs1" '.items[] | select(.metadata.name == $n) | .spec.replicas' "$tmp/rs")" 0
-expect "the new one wants" "$(jq --arg n "$rs2" '.items[] | select(.metadata.name == $n) | .spec.replicas' "$tmp/rs")" 4
-expect "the new one runs the new image" "$(jq -r --arg n "$rs2" '.items[] | select(.metadata.name == $n) | .spec.template.spec.containers[0].image' "$tmp/rs")" nginx:1.28
+expect "the old one, revision 1, wants" "$(jq --arg n "$rs1" '.items[] | select(.metadata.name == $n) | .spec.replicas' "$work/rs")" 0
+expect "the new one wants" "$(jq --arg n "$rs2" '.items[] | select(.metadata.name == $n) | .spec.replicas' "$work/rs")" 4
+expect "the new one runs the new image" "$(jq -r --arg n "$rs2" '.items[] | select(.metadata.name == $n) | .spec.template.spec.containers[0].image' "$work/rs")" nginx:1.28
 expect "the Deployment is at revision" "$(get "$D" | jq -r '.metadata.annotations["deployment.kubernetes.io/revision"]')" 2
 wait_for "4 nginx pods Running" count_is 4
 expect "every live pod is the new ReplicaSet's" "$(get "$PODS?$SEL" | jq -c '[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.ownerReferences[0].name] | unique')" "[\"$rs2\"]"
 
 step "6. The timeline of the whole lesson (minictl trace --object default/nginx)"
-cat "$tmp/trace"
-has() { grep -q -E "$1" "$tmp/trace"; }
+cat "$work/trace"
+has() { grep -q -E "$1" "$work/trace"; }
 expect "scaling up, the Deployment controller resizes its one ReplicaSet" "$(has "deployment +default/nginx +want 5, new rs $rs1 \\([0-9]+/[0-9]+\\) → scale $rs1 to 5\$" && echo seen)" seen
 expect "scaling up, the ReplicaSet controller" "$(has "replicaset +default/$rs1 +want 5, have 2 → create 3\$" && echo seen)" seen
 expect "scaling down" "$(has "replicaset +default/$rs1 +want 4, have 5 → delete 1\$" && echo seen)" seen

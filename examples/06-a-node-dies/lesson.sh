@@ -15,8 +15,6 @@ APPS=/apis/apps/v1/namespaces/default
 PODS=/api/v1/namespaces/default/pods
 LEASES=/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases
 HEARTBEAT=sim.minictl.io/heartbeat
-tmp=$(mktemp -d)
-tracer=
 # heal [NODE...]: remove the annotation (from every node by default).
 heal() {
   local nodes=("$@")
@@ -25,12 +23,7 @@ heal() {
     patch "/api/v1/nodes/$n" "{\"metadata\":{\"annotations\":{\"$HEARTBEAT\":null}}}" >/dev/null
   done
 }
-cleanup() {
-  [ -n "$tracer" ] && kill "$tracer" 2>/dev/null || true
-  heal 2>/dev/null || true # never leave a node dead behind us
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+at_exit 'heal 2>/dev/null' # never leave a node dead behind us
 
 # live_pods: the hello pods not being deleted, as "name node ip" lines.
 live_pods() {
@@ -66,19 +59,18 @@ for name in node-2 $(get /api/v1/namespaces/default/events | jq -r '.items[].inv
 done
 
 # Follow the node lifecycle controller, as `minictl trace` in a second terminal would.
-"$MINICTL" trace --server "$API" --component nodelifecycle >"$tmp/trace" 2>&1 &
-tracer=$!
+background "$work/trace" "$MINICTL" trace --server "$API" --component nodelifecycle
 
 step "1. Three nodes, each with its own range of pod IPs"
 echo "\$ curl -s $API/api/v1/nodes"
-get /api/v1/nodes >"$tmp/nodes"
-jq -r '.items[] | [.metadata.name, .spec.podCIDR, (.status.conditions[] | select(.type == "Ready") | "Ready=" + .status)] | @tsv' "$tmp/nodes"
-expect "the nodes" "$(jq -r '[.items[].metadata.name] | sort | join(" ")' "$tmp/nodes")" "node-1 node-2 node-3"
+get /api/v1/nodes >"$work/nodes"
+jq -r '.items[] | [.metadata.name, .spec.podCIDR, (.status.conditions[] | select(.type == "Ready") | "Ready=" + .status)] | @tsv' "$work/nodes"
+expect "the nodes" "$(jq -r '[.items[].metadata.name] | sort | join(" ")' "$work/nodes")" "node-1 node-2 node-3"
 expect "each has a /24 podCIDR cut from 10.244.0.0/16 (nodeipam)" \
-  "$(jq '[.items[].spec.podCIDR | select(test("^10\\.244\\.[0-9]+\\.0/24$"))] | length' "$tmp/nodes")" 3
-expect "no two nodes share one" "$(jq '[.items[].spec.podCIDR] | unique | length' "$tmp/nodes")" 3
-expect "spec.podCIDRs holds the same range" "$(jq '[.items[] | select(.spec.podCIDRs == [.spec.podCIDR])] | length' "$tmp/nodes")" 3
-cidr_of() { jq -r --arg n "$1" '.items[] | select(.metadata.name == $n) | .spec.podCIDR' "$tmp/nodes"; }
+  "$(jq '[.items[].spec.podCIDR | select(test("^10\\.244\\.[0-9]+\\.0/24$"))] | length' "$work/nodes")" 3
+expect "no two nodes share one" "$(jq '[.items[].spec.podCIDR] | unique | length' "$work/nodes")" 3
+expect "spec.podCIDRs holds the same range" "$(jq '[.items[] | select(.spec.podCIDRs == [.spec.podCIDR])] | length' "$work/nodes")" 3
+cidr_of() { jq -r --arg n "$1" '.items[] | select(.metadata.name == $n) | .spec.podCIDR' "$work/nodes"; }
 
 step "2. A Deployment of 6 pods: two on each node"
 body='{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"hello"},
@@ -88,14 +80,14 @@ printf "\$ curl -s -X POST %s%s/deployments -H 'Content-Type: application/json' 
 post "$APPS/deployments" "$body" | jq -c '{kind, name: .metadata.name, replicas: .spec.replicas}'
 wait_for "6 hello pods Running and Ready" count_is 6
 echo "\$ curl -s '$API$PODS?labelSelector=app%3Dhello'"
-live_pods | tee "$tmp/before"
+live_pods | tee "$work/before"
 expect "pods per node (node-1 node-2 node-3)" "$(on node-1) $(on node-2) $(on node-3)" "2 2 2"
 inside=0
 while read -r name node ip; do
   ip_in_cidr "$ip" "$(cidr_of "$node")" && inside=$((inside + 1))
-done <"$tmp/before"
+done <"$work/before"
 expect "every pod's IP is inside its node's podCIDR" "$inside" 6
-first=$(head -1 "$tmp/before" | cut -f1)
+first=$(head -1 "$work/before" | cut -f1)
 tol=$(get "$PODS/$first" | jq -r '.spec.tolerations[] | select(.key == "node.kubernetes.io/unreachable") | .tolerationSeconds')
 echo "\$ curl -s $API$PODS/$first | jq .spec.tolerations"
 get "$PODS/$first" | jq -c '.spec.tolerations[]'
@@ -103,7 +95,7 @@ expect "each pod tolerates not-ready and unreachable, NoExecute, for a while (ad
   "$(get "$PODS/$first" | jq -c '[.spec.tolerations[] | [.key, .operator, .effect]] | sort')" \
   '[["node.kubernetes.io/not-ready","Exists","NoExecute"],["node.kubernetes.io/unreachable","Exists","NoExecute"]]'
 expect_match "for (seconds; 5 under --fast, 300 by default)" "$tol" '^(5|300)$'
-victims=$(awk '$2 == "node-2" {print $1}' "$tmp/before" | tr '\n' ' ')
+victims=$(awk '$2 == "node-2" {print $1}' "$work/before" | tr '\n' ' ')
 victims=${victims% }
 echo "on node-2: $victims"
 
@@ -128,23 +120,23 @@ step "5. After the grace period: Ready=Unknown, and node-2 is tainted unreachabl
 WAIT=120 wait_for "node-2 Ready=Unknown" ready_is node-2 Unknown
 expect "the Lease was not renewed since" "$(renew_time node-2)" "$stopped"
 echo "\$ curl -s $API/api/v1/nodes/node-2 | jq '.status.conditions'"
-get /api/v1/nodes/node-2 >"$tmp/node2"
-jq -r '.status.conditions[] | [.type, .status, .reason, .lastHeartbeatTime, .lastTransitionTime, .message] | @tsv' "$tmp/node2"
-expect "Ready says who decided, and why" "$(jq -c '.status.conditions[] | select(.type == "Ready") | [.status, .reason, .message]' "$tmp/node2")" \
+get /api/v1/nodes/node-2 >"$work/node2"
+jq -r '.status.conditions[] | [.type, .status, .reason, .lastHeartbeatTime, .lastTransitionTime, .message] | @tsv' "$work/node2"
+expect "Ready says who decided, and why" "$(jq -c '.status.conditions[] | select(.type == "Ready") | [.status, .reason, .message]' "$work/node2")" \
   '["Unknown","NodeStatusUnknown","Kubelet stopped posting node status."]'
 expect "the kubelet's other conditions are Unknown too" \
-  "$(jq -c '[.status.conditions[] | select(.type != "Ready") | [.type, .status]] | sort' "$tmp/node2")" \
+  "$(jq -c '[.status.conditions[] | select(.type != "Ready") | [.type, .status]] | sort' "$work/node2")" \
   '[["DiskPressure","Unknown"],["MemoryPressure","Unknown"],["PIDPressure","Unknown"]]'
 expect "Ready's lastHeartbeatTime is still the kubelet's last" \
-  "$(jq -r '.status.conditions[] | select(.type == "Ready") | .lastHeartbeatTime' "$tmp/node2")" "$last_heartbeat"
-silence=$(jq -r --arg r "$stopped" '(.status.conditions[] | select(.type == "Ready") | .lastTransitionTime | fromdateiso8601) - ($r | sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601)' "$tmp/node2")
+  "$(jq -r '.status.conditions[] | select(.type == "Ready") | .lastHeartbeatTime' "$work/node2")" "$last_heartbeat"
+silence=$(jq -r --arg r "$stopped" '(.status.conditions[] | select(.type == "Ready") | .lastTransitionTime | fromdateiso8601) - ($r | sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601)' "$work/node2")
 expect_match "seconds from the last renewal to Unknown (at least the grace period: 5 under --fast)" "$silence" '^([5-9]|[1-9][0-9]+)$'
 tainted() { [ "$(taints_of node-2)" == '["node.kubernetes.io/unreachable:NoExecute","node.kubernetes.io/unreachable:NoSchedule"]' ]; }
 wait_for "node-2's taints" tainted
 echo "\$ curl -s $API/api/v1/nodes/node-2 | jq -c '.spec.taints[]'"
-get /api/v1/nodes/node-2 | jq -c '.spec.taints[]' | tee "$tmp/taints"
-expect "both carry the time they were added" "$(jq -s '[.[] | select(.timeAdded != null)] | length' "$tmp/taints")" 2
-taint_added=$(jq -rs '.[] | select(.effect == "NoExecute") | .timeAdded' "$tmp/taints")
+get /api/v1/nodes/node-2 | jq -c '.spec.taints[]' | tee "$work/taints"
+expect "both carry the time they were added" "$(jq -s '[.[] | select(.timeAdded != null)] | length' "$work/taints")" 2
+taint_added=$(jq -rs '.[] | select(.effect == "NoExecute") | .timeAdded' "$work/taints")
 echo "\$ curl -s '$API/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dnode-2'"
 notready() { [ "$(events '.involvedObject.name == "node-2" and .reason == "NodeNotReady"' | jq length)" -ge 1 ]; }
 wait_for "the NodeNotReady event" notready
@@ -158,15 +150,15 @@ for v in $victims; do
   WAIT=$((tol + 60)) wait_for "$v to be evicted and gone" gone "$v"
 done
 wait_for "6 hello pods Running again" count_is 6
-live_pods | tee "$tmp/after"
+live_pods | tee "$work/after"
 expect "none on node-2" "$(on node-2)" 0
 expect "all on node-1 and node-3" "$(($(on node-1) + $(on node-3)))" 6
-expect "the evicted pods are not among them" "$(grep -c -w -E "${victims// /|}" "$tmp/after" || true)" 0
-expect "the 4 others kept their names, nodes and IPs" "$(comm -12 "$tmp/before" "$tmp/after" | wc -l | tr -d ' ')" 4
+expect "the evicted pods are not among them" "$(grep -c -w -E "${victims// /|}" "$work/after" || true)" 0
+expect "the 4 others kept their names, nodes and IPs" "$(comm -12 "$work/before" "$work/after" | wc -l | tr -d ' ')" 4
 inside=0
 while read -r name node ip; do
   ip_in_cidr "$ip" "$(cidr_of "$node")" && inside=$((inside + 1))
-done <"$tmp/after"
+done <"$work/after"
 expect "the replacements' IPs are inside their new nodes' podCIDRs" "$inside" 6
 echo "\$ curl -s '$API/api/v1/namespaces/default/events?fieldSelector=reason%3DTaintManagerEviction'"
 evicted() { [ "$(events '.reason == "TaintManagerEviction"' | jq length)" -ge 2 ]; }
@@ -180,8 +172,8 @@ expect "each came at least tolerationSeconds after the taint's timeAdded" "$late
 
 step "7. The timeline of the node lifecycle controller"
 echo "\$ $MINICTL trace --component nodelifecycle"
-cat "$tmp/trace"
-line() { grep -E "$1" "$tmp/trace" | head -1; }
+cat "$work/trace"
+line() { grep -E "$1" "$work/trace" | head -1; }
 expect_match "the grace period ran out" "$(line 'node-2 +no heartbeat')" 'node-2 +no heartbeat for [0-9]+s \(grace [0-9]+s\) → Ready=Unknown, taint unreachable:NoExecute$'
 expect_match "NoSchedule follows the condition" "$(line 'node-2 +Ready=Unknown → taint')" 'node-2 +Ready=Unknown → taint unreachable:NoSchedule$'
 for v in $victims; do
@@ -198,21 +190,21 @@ wait_for "node-2's taints to go" untainted
 renewed() { [ "$(renew_time node-2)" != "$stopped" ]; }
 wait_for "its Lease to be renewed again" renewed
 expect "Ready" "$(get /api/v1/nodes/node-2 | jq -c '.status.conditions[] | select(.type == "Ready") | [.status, .reason]')" '["True","KubeletReady"]'
-removed() { grep -q 'node-2 .*remove taint unreachable:NoExecute' "$tmp/trace" && grep -q 'node-2 .*remove taint unreachable:NoSchedule' "$tmp/trace"; }
+removed() { grep -q 'node-2 .*remove taint unreachable:NoExecute' "$work/trace" && grep -q 'node-2 .*remove taint unreachable:NoSchedule' "$work/trace"; }
 wait_for "the controller's decisions in the trace" removed
-grep -E 'node-2 .*remove taint' "$tmp/trace"
+grep -E 'node-2 .*remove taint' "$work/trace"
 expect "nothing moved back: pods on node-2" "$(on node-2)" 0
 
 step "9. Scale to 9: the new pods go where there is room, node-2"
 printf "\$ curl -s -X PATCH %s%s/deployments/hello/scale -H 'Content-Type: application/merge-patch+json' -d '%s'\n" "$API" "$APPS" '{"spec":{"replicas":9}}'
 patch "$APPS/deployments/hello/scale" '{"spec":{"replicas":9}}' | jq -c '{kind, replicas: .spec.replicas}'
 wait_for "9 hello pods Running and Ready" count_is 9
-live_pods | tee "$tmp/scaled"
+live_pods | tee "$work/scaled"
 expect "pods per node (node-1 node-2 node-3)" "$(on node-1) $(on node-2) $(on node-3)" "3 3 3"
 inside=0
 while read -r name node ip; do
   [ "$node" == node-2 ] && ip_in_cidr "$ip" "$(cidr_of node-2)" && inside=$((inside + 1))
-done <"$tmp/scaled"
+done <"$work/scaled"
 expect "node-2's new pods have IPs from node-2's podCIDR" "$inside" 3
 
 step "10. Every node goes silent: disruption mode, no evictions"
@@ -222,19 +214,19 @@ for n in node-1 node-2 node-3; do
 done
 all_unknown() { for n in node-1 node-2 node-3; do ready_is $n Unknown || return 1; done; }
 WAIT=120 wait_for "all three Ready=Unknown" all_unknown
-full() { grep -q 'every zone is in FullDisruption' "$tmp/trace"; }
+full() { grep -q 'every zone is in FullDisruption' "$work/trace"; }
 wait_for "the controller to enter disruption mode" full
-grep -E 'FullDisruption' "$tmp/trace"
+grep -E 'FullDisruption' "$work/trace"
 sleep $((tol + 2)) # longer than the pods' toleration
 echo "\$ curl -s $API/api/v1/nodes | jq -c '.items[] | [.metadata.name, [.spec.taints[]? | .key + \":\" + .effect]]'"
-get /api/v1/nodes | jq -c '.items[] | [.metadata.name, [.spec.taints[]? | .key + ":" + .effect]]' | tee "$tmp/full"
-expect "NoExecute taints on the nodes" "$(grep -c NoExecute "$tmp/full" || true)" 0
-expect "NoSchedule taints (they still follow the conditions)" "$(grep -c 'unreachable:NoSchedule' "$tmp/full" || true)" 3
+get /api/v1/nodes | jq -c '.items[] | [.metadata.name, [.spec.taints[]? | .key + ":" + .effect]]' | tee "$work/full"
+expect "NoExecute taints on the nodes" "$(grep -c NoExecute "$work/full" || true)" 0
+expect "NoSchedule taints (they still follow the conditions)" "$(grep -c 'unreachable:NoSchedule' "$work/full" || true)" 3
 expect "live hello pods, a toleration later: none evicted" "$(live_pods | wc -l | tr -d ' ')" 9
 heal
 wait_for "every node Ready and untainted again" healthy
-left() { grep -q 'leave FullDisruption' "$tmp/trace"; }
+left() { grep -q 'leave FullDisruption' "$work/trace"; }
 wait_for "the controller to leave disruption mode" left
-expect_match "and the controller says so" "$(grep -E 'leave FullDisruption' "$tmp/trace" | head -1)" 'a node is Ready again → leave FullDisruption; every node gets a fresh grace period$'
+expect_match "and the controller says so" "$(grep -E 'leave FullDisruption' "$work/trace" | head -1)" 'a node is Ready again → leave FullDisruption; every node gets a fresh grace period$'
 
 printf '\nLesson 6 done: a silent node is Unknown after the grace period, tainted, and emptied after the tolerations; its work went elsewhere. The Deployment is still there to play with.\n'

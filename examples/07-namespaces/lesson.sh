@@ -7,13 +7,7 @@
 #   bash examples/07-namespaces/lesson.sh
 . "$(dirname "$0")/../lib.sh"
 
-work=$(mktemp -d)
 watches=() # the background processes recording what happens
-cleanup() {
-  kill "${watches[@]}" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
 
 # deploy NS NAME REPLICAS: a Deployment whose pods are labelled app=NAME.
 deploy() {
@@ -46,7 +40,7 @@ done
 
 step "0. Follow the controllers' side of the story: the timeline (what \`minictl trace\` prints)"
 printf '$ %s\n' "curl -sN '$API/debug/timeline?object=shop' &    # or: minictl trace --object shop"
-curl -sN -D "$work/timeline.headers" "$API/debug/timeline?object=shop" >"$work/timeline" &
+background "$work/timeline" curl -sN -D "$work/timeline.headers" "$API/debug/timeline?object=shop"
 watches+=($!)
 wait_for "the timeline stream to open" grep -q '^HTTP/1.1 200' "$work/timeline.headers"
 
@@ -85,10 +79,10 @@ wait_for "1 web pod Running in staging" equals 1 running web staging
 step "4. Record what happens: watch namespace shop and its pods from now on"
 rv=$(get /api/v1/namespaces | jq -r .metadata.resourceVersion)
 printf '$ curl -sN %s\n' "'$API/api/v1/namespaces?watch=true&fieldSelector=metadata.name%3Dshop&resourceVersion=$rv' &"
-curl -sN "$API/api/v1/namespaces?watch=true&fieldSelector=metadata.name%3Dshop&resourceVersion=$rv" >"$work/ns.jsonl" &
+background "$work/ns.jsonl" curl -sN "$API/api/v1/namespaces?watch=true&fieldSelector=metadata.name%3Dshop&resourceVersion=$rv"
 watches+=($!)
 printf '$ curl -sN %s\n' "'$API/api/v1/namespaces/shop/pods?watch=true&resourceVersion=$rv' &"
-curl -sN "$API/api/v1/namespaces/shop/pods?watch=true&resourceVersion=$rv" >"$work/pods.jsonl" &
+background "$work/pods.jsonl" curl -sN "$API/api/v1/namespaces/shop/pods?watch=true&resourceVersion=$rv"
 watches+=($!)
 
 step "5. DELETE the namespace: it is only marked"

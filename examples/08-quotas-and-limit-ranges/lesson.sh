@@ -13,13 +13,6 @@ BASE=/api/v1/namespaces/$NS
 PODS=$BASE/pods
 QUOTA=$BASE/resourcequotas/compute
 APPS=/apis/apps/v1/namespaces/$NS
-tmp=$(mktemp -d)
-tracer=
-cleanup() {
-  [ -n "$tracer" ] && kill "$tracer" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
 
 used() { get "$QUOTA" | jq -c '.status.used'; }
 used_is() { [ "$(used)" == "$1" ]; }
@@ -29,11 +22,11 @@ pod() {
   echo "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"$1\"},\"spec\":{${2:+$2,}\"containers\":[{\"name\":\"app\",\"image\":\"nginx\"}]}}"
 }
 # create NAME BODY: POST a pod, print the curl and the answer's code and
-# message; the answer is kept in $tmp/NAME.
+# message; the answer is kept in $work/NAME.
 create() {
   printf "\$ curl -s -X POST %s%s -H 'Content-Type: application/json' -d '%s'\n" "$API" "$PODS" "$2"
-  curl -sS -o "$tmp/$1" -w '%{http_code}' -X POST -H 'Content-Type: application/json' "$API$PODS" --data-binary "$2" >"$tmp/$1.code"
-  jq -c '{kind, code, message}' "$tmp/$1"
+  curl -sS -o "$work/$1" -w '%{http_code}' -X POST -H 'Content-Type: application/json' "$API$PODS" --data-binary "$2" >"$work/$1.code"
+  jq -c '{kind, code, message}' "$work/$1"
 }
 
 # Start clean, so that the lesson can be run again on the same cluster.
@@ -44,17 +37,16 @@ if [ "$(code GET "/api/v1/namespaces/$NS")" == 200 ]; then
 fi
 
 # Follow the timeline of the namespace, as `minictl trace` in a second terminal would.
-"$MINICTL" trace --server "$API" --namespace "$NS" >"$tmp/trace" 2>&1 &
-tracer=$!
-wait_for "minictl trace attached" trace_attached "$tmp/trace"
+background "$work/trace" "$MINICTL" trace --server "$API" --namespace "$NS"
+wait_for "minictl trace attached" trace_attached "$work/trace"
 
 step "1. A namespace with a ResourceQuota"
 post /api/v1/namespaces "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$NS\"}}" | jq -c '{kind, name: .metadata.name}'
 body='{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"compute"},
   "spec":{"hard":{"pods":"3","requests.cpu":"1","limits.memory":"1Gi"}}}'
 printf "\$ curl -s -X POST %s%s/resourcequotas -H 'Content-Type: application/json' -d '%s'\n" "$API" "$BASE" "$body"
-post "$BASE/resourcequotas" "$body" | tee "$tmp/quota" | jq -c '{kind, name: .metadata.name, spec, status}'
-expect "the API server stores it without a status" "$(jq -c .status "$tmp/quota")" '{}'
+post "$BASE/resourcequotas" "$body" | tee "$work/quota" | jq -c '{kind, name: .metadata.name, spec, status}'
+expect "the API server stores it without a status" "$(jq -c .status "$work/quota")" '{}'
 measured() { [ "$(get "$QUOTA" | jq -c '.status.used // empty')" != "" ]; }
 wait_for "the resourcequota controller to measure it" measured
 echo "\$ curl -s $API$QUOTA | jq .status"
@@ -64,8 +56,8 @@ expect "status.used: nothing used yet" "$(used)" '{"limits.memory":"0","pods":"0
 
 step "2. A pod that says nothing about resources is refused"
 create bare "$(pod bare)"
-expect "code" "$(cat "$tmp/bare.code")" 403
-expect "message" "$(jq -r .message "$tmp/bare")" \
+expect "code" "$(cat "$work/bare.code")" 403
+expect "message" "$(jq -r .message "$work/bare")" \
   'pods "bare" is forbidden: failed quota: compute: must specify limits.memory for: app; requests.cpu for: app'
 
 step "3. A LimitRange: defaults for containers, and a maximum"
@@ -82,32 +74,32 @@ wait_for "the LimitRange in the API server's cache" jqtest "$BASE/limitranges?re
 
 step "4. The same pod is now admitted, with the defaults"
 create app-1 "$(pod app-1)"
-expect "code" "$(cat "$tmp/app-1.code")" 201
-expect "its container's resources" "$(jq -c '.spec.containers[0].resources' "$tmp/app-1")" \
+expect "code" "$(cat "$work/app-1.code")" 201
+expect "its container's resources" "$(jq -c '.spec.containers[0].resources' "$work/app-1")" \
   '{"limits":{"cpu":"500m","memory":"256Mi"},"requests":{"cpu":"250m","memory":"128Mi"}}'
-expect "LimitRanger says what it set" "$(jq -r '.metadata.annotations["kubernetes.io/limit-ranger"]' "$tmp/app-1")" \
+expect "LimitRanger says what it set" "$(jq -r '.metadata.annotations["kubernetes.io/limit-ranger"]' "$work/app-1")" \
   'LimitRanger plugin set: cpu, memory request for container app; cpu, memory limit for container app'
 expect "status.used moved at once (admission charged it)" "$(used)" '{"limits.memory":"256Mi","pods":"1","requests.cpu":"250m"}'
 
 step "5. A pod over the LimitRange's maximum is refused"
 create too-big "$(pod too-big | jq -c '.spec.containers[0].resources = {"limits":{"cpu":"2"}}')"
-expect "code" "$(cat "$tmp/too-big.code")" 403
-expect "message" "$(jq -r .message "$tmp/too-big")" 'pods "too-big" is forbidden: maximum cpu usage per Container is 1, but limit is 2'
+expect "code" "$(cat "$work/too-big.code")" 403
+expect "message" "$(jq -r .message "$work/too-big")" 'pods "too-big" is forbidden: maximum cpu usage per Container is 1, but limit is 2'
 expect "status.used did not move" "$(used)" '{"limits.memory":"256Mi","pods":"1","requests.cpu":"250m"}'
 
 step "6. Two more pods fill the quota"
 create app-2 "$(pod app-2)"
-expect "code" "$(cat "$tmp/app-2.code")" 201
+expect "code" "$(cat "$work/app-2.code")" 201
 create task "$(pod task '"restartPolicy":"Never"')"
-expect "code" "$(cat "$tmp/task.code")" 201
+expect "code" "$(cat "$work/task.code")" 201
 expect "status.used" "$(used)" '{"limits.memory":"768Mi","pods":"3","requests.cpu":"750m"}'
 wait_for "task Running" phase_is task Running
 
 step "7. The 4th pod is refused"
 create app-3 "$(pod app-3)"
-expect "code" "$(cat "$tmp/app-3.code")" 403
-expect "reason" "$(jq -r .reason "$tmp/app-3")" Forbidden
-expect "message" "$(jq -r .message "$tmp/app-3")" \
+expect "code" "$(cat "$work/app-3.code")" 403
+expect "reason" "$(jq -r .reason "$work/app-3")" Forbidden
+expect "message" "$(jq -r .message "$work/app-3")" \
   'pods "app-3" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=3, limited: pods=3'
 expect "and there is no such pod" "$(code GET "$PODS/app-3")" 404
 
@@ -120,7 +112,7 @@ wait_for "the controller to take it off status.used" used_is '{"limits.memory":"
 expect "status.used" "$(used)" '{"limits.memory":"512Mi","pods":"2","requests.cpu":"500m"}'
 expect "the pod is still there" "$(code GET "$PODS/task")" 200
 create app-3 "$(pod app-3)"
-expect "so app-3 now fits" "$(cat "$tmp/app-3.code")" 201
+expect "so app-3 now fits" "$(cat "$work/app-3.code")" 201
 expect "status.used" "$(used)" '{"limits.memory":"768Mi","pods":"3","requests.cpu":"750m"}'
 
 step "9. A deleted pod gives its share back"
@@ -129,11 +121,11 @@ delete "$PODS/app-3" | jq -c '{name: .metadata.name, deletionTimestamp: .metadat
 wait_for "status.used to go down" used_is '{"limits.memory":"512Mi","pods":"2","requests.cpu":"500m"}'
 expect "status.used" "$(used)" '{"limits.memory":"512Mi","pods":"2","requests.cpu":"500m"}'
 echo "\$ $MINICTL trace --namespace $NS   (the resourcequota controller's lines)"
-grep -E 'resourcequota +team-a/compute' "$tmp/trace"
-expect_match "the controller's first measure" "$(grep -E 'resourcequota +team-a/compute' "$tmp/trace" | head -1)" \
+grep -E 'resourcequota +team-a/compute' "$work/trace"
+expect_match "the controller's first measure" "$(grep -E 'resourcequota +team-a/compute' "$work/trace" | head -1)" \
   'team-a/compute +hard limits.memory none→1Gi, pods none→3, requests.cpu none→1; used limits.memory none→0 \(hard 1Gi\), pods none→0 \(hard 3\), requests.cpu none→0 \(hard 1\)$'
 expect "its writes after that: the finished pod, the deleted pod (never the charges admission made)" \
-  "$(grep -E 'resourcequota +team-a/compute +used ' "$tmp/trace" | sed -E 's/.*team-a\/compute +//' | sort -u)" \
+  "$(grep -E 'resourcequota +team-a/compute +used ' "$work/trace" | sed -E 's/.*team-a\/compute +//' | sort -u)" \
   'used limits.memory 768Mi→512Mi (hard 1Gi), pods 3→2 (hard 3), requests.cpu 750m→500m (hard 1)'
 
 step "10. A Deployment that wants more than the quota allows"
@@ -156,9 +148,9 @@ echo "\$ curl -s $API$APPS/replicasets/$rs | jq -c '.status | {replicas, conditi
 get "$APPS/replicasets/$rs" | jq -c '.status | {replicas, conditions}'
 expect "its status counts 1 of 3" "$(get "$APPS/replicasets/$rs" | jq -c '[.spec.replicas, .status.replicas]')" '[3,1]'
 expect "and carries the failure" "$(get "$APPS/replicasets/$rs" | jq -c '[.status.conditions[] | select(.type == "ReplicaFailure") | [.status, .reason]]')" '[["True","FailedCreate"]]'
-retried() { [ "$(grep -cE "replicaset +$NS/$rs +sync failed, will retry" "$tmp/trace")" -ge 2 ]; }
+retried() { [ "$(grep -cE "replicaset +$NS/$rs +sync failed, will retry" "$work/trace")" -ge 2 ]; }
 wait_for "the ReplicaSet controller to retry" retried
-grep -E "replicaset +$NS/$rs" "$tmp/trace" | head -6
+grep -E "replicaset +$NS/$rs" "$work/trace" | head -6
 combined() { [ "$(events '.reason == "FailedCreate" and (.message | startswith("(combined from similar events)"))' "$NS" | jq length)" -ge 1 ]; }
 wait_for "the event recorder to combine the repeats" combined
 events '.reason == "FailedCreate" and (.message | startswith("(combined"))' "$NS" | jq -r '.[] | [.type, .reason, .count, .message] | @tsv'

@@ -7,9 +7,7 @@
 #   bash examples/10-owners-and-garbage-collection/lesson.sh
 . "$(dirname "$0")/../lib.sh"
 
-work=$(mktemp -d)
 watches=() # the background curls recording events
-trap 'kill "${watches[@]}" 2>/dev/null || true; rm -rf "$work"' EXIT
 
 D=/apis/apps/v1/namespaces/default/deployments
 RS=/apis/apps/v1/namespaces/default/replicasets
@@ -65,11 +63,11 @@ step "2. Record every change from now on: three watches (one etcd revision count
 rv=$(get $P | jq -r .metadata.resourceVersion)
 for path in $D $RS $P; do
   printf '$ %s\n' "curl -sN '$API$path?watch=true&resourceVersion=$rv' &"
-  curl -sN "$API$path?watch=true&resourceVersion=$rv" >"$work/${path##*/}.jsonl" &
+  background "$work/${path##*/}.jsonl" curl -sN "$API$path?watch=true&resourceVersion=$rv"
   watches+=($!)
 done
 printf '$ %s\n' "curl -sN '$API/debug/timeline?component=garbagecollector' &    # or: minictl trace --component garbagecollector"
-curl -sN -D "$work/timeline.headers" "$API/debug/timeline?component=garbagecollector" >"$work/timeline" &
+background "$work/timeline" curl -sN -D "$work/timeline.headers" "$API/debug/timeline?component=garbagecollector"
 watches+=($!)
 wait_for "the timeline stream to open" grep -q '^HTTP/1.1 200' "$work/timeline.headers"
 

@@ -7,15 +7,7 @@
 #   MINICTL=bin/minictl bash examples/11-leader-election/lesson.sh
 . "$(dirname "$0")/../lib.sh"
 
-work=$(mktemp -d)
-declare -A pid  # controller manager name → process id
-background=()   # every process this script started
-cleanup() {
-  kill "${background[@]}" 2>/dev/null || true
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+declare -A pid # controller manager name → process id
 
 LEASE=/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager
 RS=/apis/apps/v1/namespaces/default/replicasets
@@ -23,9 +15,8 @@ RS=/apis/apps/v1/namespaces/default/replicasets
 # start_cm NAME: start a controller manager in the background, its output in $work/NAME.log.
 start_cm() {
   printf '$ %s\n' "minictl controller-manager --fast --server $API --address 127.0.0.1:0 &    # $1"
-  "$MINICTL" controller-manager --fast --server "$API" --address 127.0.0.1:0 >"$work/$1.log" 2>&1 &
+  background "$work/$1.log" "$MINICTL" controller-manager --fast --server "$API" --address 127.0.0.1:0
   pid[$1]=$!
-  background+=($!)
   wait_for "controller manager $1 (pid ${pid[$1]}) started" grep -q '^controller manager ' "$work/$1.log"
 }
 # identity NAME / health NAME: its identity in the Lease, and where it serves /healthz and /metrics,
@@ -83,9 +74,8 @@ sleep 2
 expect "pods of ReplicaSet before, 2s later" "$(pods before)" 0
 
 step "2. Record the Lease, then start two controller managers, a and b"
-curl -sN "$API/apis/coordination.k8s.io/v1/namespaces/kube-system/leases?watch=true&fieldSelector=metadata.name%3Dkube-controller-manager" >"$work/lease.jsonl" &
+background "$work/lease.jsonl" curl -sN "$API/apis/coordination.k8s.io/v1/namespaces/kube-system/leases?watch=true&fieldSelector=metadata.name%3Dkube-controller-manager"
 watch=$!
-background+=($!)
 start_cm a
 wait_for "a holds the Lease" equals "$(identity a)" holder
 start_cm b

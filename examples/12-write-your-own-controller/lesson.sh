@@ -6,18 +6,14 @@
 . "$(dirname "$0")/../lib.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-controller=
-cleanup() {
-  local status=$?
-  [ -z "$controller" ] || kill "$controller" 2>/dev/null || true
-  if [ $status -ne 0 ] && [ -f "$work/controller.log" ]; then
+# show_log STATUS: when the lesson failed, what the controller said.
+show_log() {
+  if [ "$1" -ne 0 ] && [ -f "$work/controller.log" ]; then
     echo "--- the controller's log:"
     cat "$work/controller.log"
   fi
-  rm -rf "$work"
 }
-trap cleanup EXIT
+at_exit 'show_log $status'
 
 A=/api/v1/namespaces/team-a
 D=/apis/apps/v1/namespaces/team-a/deployments
@@ -62,7 +58,7 @@ say POST /api/v1/namespaces '{"apiVersion": "v1", "kind": "Namespace", "metadata
 step "1. Build the controller and start it (it stops by itself after 5 minutes, or at the end of this script)"
 printf '$ %s\n' "go run . --server $API    # here: go build, then run the binary"
 (cd "$here" && go build -o "$work/pods-by-node" .)
-"$work/pods-by-node" --server "$API" --duration 5m >"$work/controller.log" 2>&1 &
+background "$work/controller.log" "$work/pods-by-node" --server "$API" --duration 5m
 controller=$!
 wait_for "its caches synced" grep -q 'caches synced; starting workers' "$work/controller.log"
 expect "ConfigMap team-a/pods-by-node before any pod" "$(actual team-a)" absent
@@ -135,7 +131,6 @@ printf '$ kill -TERM %s\n' "$controller"
 kill -TERM "$controller"
 status=0
 wait "$controller" || status=$?
-controller=
 expect "its exit status" "$status" 0
 expect_match "its last words" "$(tail -1 "$work/controller.log")" 'msg=stopped'
 echo "  its whole story:"
