@@ -668,15 +668,6 @@ func TestIntegrationWatchFromListResourceVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := next(t, w)
-	if ev.Type == watch.Error && client.IsTimeout(ev.Err()) {
-		// KNOWN SERVER BUG, reported to the lead; remove this skip once it
-		// is fixed. apiserver's waitFresh asks etcd for a progress
-		// notification once; etcd silently drops the request when any
-		// watch on the gRPC stream is not synced at that moment, so in
-		// about one run in six the watch fails after 3s with this 504.
-		// kube-apiserver re-asks every 100ms while someone waits.
-		t.Skipf("KNOWN SERVER BUG (watch from a list resourceVersion): %v", ev.Err())
-	}
 	if ev.Type != watch.Added || ev.Object == nil || ev.Object.Name != "web" {
 		t.Fatalf("event = %s %+v %+v, want web ADDED", ev.Type, ev.Object, ev.Status)
 	}
