@@ -91,7 +91,6 @@ func (h *harness) runCreate(ctx context.Context, rep int) error {
 	}
 
 	time.Sleep(h.cfg.settle)
-	runtime.GC()
 	if rss, err = c.rssMB(); err != nil {
 		return err
 	}
