@@ -49,17 +49,29 @@ func killAllGroups() {
 }
 
 // stopGroup ends the process group pgid: SIGTERM to all of it, then SIGKILL
-// to whatever is still alive after grace.
+// to whatever is still alive after grace; it returns once none is alive
+// (a killed process takes a moment to die), or 5s after the SIGKILL.
 func stopGroup(pgid int, grace time.Duration) {
-	if len(groupMembers(pgid)) == 0 {
-		return
+	if !waitGroupGone(pgid, 0) {
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		if !waitGroupGone(pgid, grace) {
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			waitGroupGone(pgid, 5*time.Second)
+		}
 	}
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	deadline := time.Now().Add(grace)
-	for len(groupMembers(pgid)) > 0 && time.Now().Before(deadline) {
+}
+
+// waitGroupGone waits up to timeout for process group pgid to have no live
+// member, and reports whether it has none.
+func waitGroupGone(pgid int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for len(groupMembers(pgid)) > 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	return true
 }
 
 // process is one entry of /proc: enough to name it in a message.
