@@ -10,7 +10,6 @@
 package api
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -123,7 +122,3 @@ func (r *Resource) Fields(obj Object) fields.Set {
 	}
 	return set
 }
-
-// Accessor returns obj's metadata; it is meta.Accessor for callers that hold
-// a runtime.Object.
-func Accessor(obj runtime.Object) (metav1.Object, error) { return meta.Accessor(obj) }

@@ -38,9 +38,6 @@ var constrainedResources = sets.New(
 	corev1.ResourceLimitsCPU, corev1.ResourceLimitsMemory,
 )
 
-// PodUsage is PodUsageAt now.
-func PodUsage(pod *corev1.Pod) corev1.ResourceList { return PodUsageAt(pod, time.Now()) }
-
 // PodUsageAt returns what pod is charged for at time now:
 //
 //   - count/pods=1, always: it counts the pods in storage.
