@@ -2,12 +2,17 @@ package api
 
 import (
 	"slices"
+	"time"
+
+	"github.com/google/uuid"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -66,12 +71,15 @@ func ValidateObjectMeta(r *Resource, obj Object) field.ErrorList {
 	return errs
 }
 
-// ValidateObjectMetaUpdate checks what an update may not change in metadata:
-// uid, name, namespace and creationTimestamp are immutable, and no finalizer
-// may be added to an object that is being deleted. It does not require
-// metadata.resourceVersion: whether an update is conditional is the server's
-// decision. Call PrepareObjectMetaForUpdate first, as kube-apiserver does, so
-// that a client that leaves out uid or creationTimestamp is not rejected.
+// ValidateObjectMetaUpdate checks what an update may not change in metadata,
+// as kube-apiserver's ValidateObjectMetaAccessorUpdate does: uid, name,
+// namespace, creationTimestamp, deletionTimestamp and
+// deletionGracePeriodSeconds are immutable (only a delete sets the last two),
+// and no finalizer may be added to an object that is being deleted. It does
+// not require metadata.resourceVersion: whether an update is conditional is
+// the server's decision. Call PrepareObjectMetaForUpdate first, as
+// kube-apiserver does, so that a client that leaves these fields out is not
+// rejected.
 func ValidateObjectMetaUpdate(obj, old Object) field.ErrorList {
 	fldPath := field.NewPath("metadata")
 	var errs field.ErrorList
@@ -79,17 +87,35 @@ func ValidateObjectMetaUpdate(obj, old Object) field.ErrorList {
 	errs = append(errs, apivalidation.ValidateImmutableField(obj.GetNamespace(), old.GetNamespace(), fldPath.Child("namespace"))...)
 	errs = append(errs, apivalidation.ValidateImmutableField(obj.GetUID(), old.GetUID(), fldPath.Child("uid"))...)
 	errs = append(errs, apivalidation.ValidateImmutableField(obj.GetCreationTimestamp(), old.GetCreationTimestamp(), fldPath.Child("creationTimestamp"))...)
+	errs = append(errs, apivalidation.ValidateImmutableField(obj.GetDeletionTimestamp(), old.GetDeletionTimestamp(), fldPath.Child("deletionTimestamp"))...)
+	errs = append(errs, apivalidation.ValidateImmutableField(obj.GetDeletionGracePeriodSeconds(), old.GetDeletionGracePeriodSeconds(), fldPath.Child("deletionGracePeriodSeconds"))...)
 	if old.GetDeletionTimestamp() != nil {
 		errs = append(errs, apivalidation.ValidateNoNewFinalizers(obj.GetFinalizers(), old.GetFinalizers(), fldPath.Child("finalizers"))...)
 	}
 	return errs
 }
 
+// PrepareObjectMetaForCreate resets the metadata only the server sets on
+// create, as kube-apiserver's BeforeCreate does: a new uid, the creation
+// time (now, to the second, as it is stored), no resourceVersion yet, no
+// deletion, and generation 0 (which the kind's PrepareForCreate sets to 1
+// for kinds that track it). Call it before the kind's PrepareForCreate.
+func PrepareObjectMetaForCreate(obj Object, now time.Time) {
+	obj.SetUID(types.UID(uuid.NewString()))
+	obj.SetCreationTimestamp(metav1.NewTime(now.Truncate(time.Second)))
+	obj.SetResourceVersion("")
+	obj.SetDeletionTimestamp(nil)
+	obj.SetDeletionGracePeriodSeconds(nil)
+	obj.SetGeneration(0)
+}
+
 // PrepareObjectMetaForUpdate carries over from old the metadata a client
 // need not send back on update, as kube-apiserver's BeforeUpdate does: the
-// uid when obj has none, the creation timestamp, the deletion timestamp and
-// grace period once deletion has begun, and the generation (which the kind's
-// PrepareForUpdate then bumps if the spec changed). Call it before the kind's
+// uid when obj has none, the creation timestamp, the deletion timestamp once
+// deletion has begun, the deletion grace period when obj has none, and the
+// generation (which the kind's PrepareForUpdate then bumps if the spec
+// changed). What a client sends that differs from old is left for
+// ValidateObjectMetaUpdate to refuse. Call it before the kind's
 // PrepareForUpdate and before ValidateObjectMetaUpdate.
 func PrepareObjectMetaForUpdate(obj, old Object) {
 	if obj.GetUID() == "" {

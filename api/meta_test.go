@@ -83,8 +83,11 @@ func TestValidateObjectMetaUpdate(t *testing.T) {
 			Finalizers: []string{"example.com/keep"},
 		}}
 	}
+	grace := int64(30)
+	later := metav1.NewTime(created.Add(time.Minute))
 	deleting := base()
 	deleting.DeletionTimestamp = &created
+	deleting.DeletionGracePeriodSeconds = &grace
 	tests := []struct {
 		name   string
 		old    *corev1.ConfigMap
@@ -97,7 +100,15 @@ func TestValidateObjectMetaUpdate(t *testing.T) {
 		{"uid", base(), func(m *metav1.ObjectMeta) { m.UID = "uid-2" }, []string{"metadata.uid: Invalid value"}},
 		{"creationTimestamp", base(), func(m *metav1.ObjectMeta) { m.CreationTimestamp = metav1.NewTime(created.Add(time.Hour)) },
 			[]string{"metadata.creationTimestamp: Invalid value"}},
+		{"deletionTimestamp set", base(), func(m *metav1.ObjectMeta) { m.DeletionTimestamp = &created },
+			[]string{"metadata.deletionTimestamp: Invalid value"}},
+		{"deletionGracePeriodSeconds set", base(), func(m *metav1.ObjectMeta) { m.DeletionGracePeriodSeconds = &grace },
+			[]string{"metadata.deletionGracePeriodSeconds: Invalid value"}},
+		{"deletionTimestamp moved", deleting, func(m *metav1.ObjectMeta) { m.DeletionTimestamp = &later },
+			[]string{"metadata.deletionTimestamp: Invalid value"}},
 		{"new finalizer while deleting", deleting, func(m *metav1.ObjectMeta) { m.Finalizers = append(m.Finalizers, "example.com/new") },
+			[]string{"metadata.finalizers: Forbidden"}},
+		{"two new finalizers while deleting: one error", deleting, func(m *metav1.ObjectMeta) { m.Finalizers = append(m.Finalizers, "example.com/a", "example.com/b") },
 			[]string{"metadata.finalizers: Forbidden"}},
 		{"finalizer removed while deleting", deleting, func(m *metav1.ObjectMeta) { m.Finalizers = nil }, nil},
 	}
@@ -125,6 +136,50 @@ func TestPrepareObjectMetaForUpdate(t *testing.T) {
 		t.Errorf("metadata not carried over: %+v", obj.ObjectMeta)
 	}
 	checkErrors(t, ValidateObjectMetaUpdate(obj, old))
+
+	// A client that sends another creation time is ignored, as in
+	// kube-apiserver; one that starts a deletion by update is refused.
+	live := old.DeepCopy()
+	live.DeletionTimestamp, live.DeletionGracePeriodSeconds = nil, nil
+	obj = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: "p", Namespace: "default", CreationTimestamp: metav1.NewTime(created.Add(time.Hour)),
+		DeletionTimestamp: &created, DeletionGracePeriodSeconds: &grace,
+	}}
+	PrepareObjectMetaForUpdate(obj, live)
+	if !obj.CreationTimestamp.Equal(&created) {
+		t.Errorf("creationTimestamp %v, want %v carried over", obj.CreationTimestamp, created)
+	}
+	checkErrors(t, ValidateObjectMetaUpdate(obj, live),
+		"metadata.deletionTimestamp: Invalid value", "metadata.deletionGracePeriodSeconds: Invalid value")
+}
+
+func TestPrepareObjectMetaForCreate(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 600_000_000, time.UTC)
+	grace := int64(30)
+	obj := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: "p", Namespace: "default", UID: "client-uid", ResourceVersion: "7", Generation: 9,
+		CreationTimestamp: metav1.NewTime(now.Add(-time.Hour)), DeletionTimestamp: &metav1.Time{Time: now},
+		DeletionGracePeriodSeconds: &grace, Labels: map[string]string{"app": "web"},
+	}}
+	PrepareObjectMetaForCreate(obj, now)
+	m := obj.ObjectMeta
+	if m.UID == "" || m.UID == "client-uid" {
+		t.Errorf("uid %q, want a new one", m.UID)
+	}
+	if want := now.Truncate(time.Second); !m.CreationTimestamp.Time.Equal(want) {
+		t.Errorf("creationTimestamp %v, want %v", m.CreationTimestamp, want)
+	}
+	if m.ResourceVersion != "" || m.Generation != 0 || m.DeletionTimestamp != nil || m.DeletionGracePeriodSeconds != nil {
+		t.Errorf("server-set metadata kept from the client: %+v", m)
+	}
+	if m.Name != "p" || m.Labels["app"] != "web" {
+		t.Errorf("client metadata lost: %+v", m)
+	}
+	other := &corev1.Pod{}
+	PrepareObjectMetaForCreate(other, now)
+	if other.UID == m.UID {
+		t.Errorf("two creates got the same uid %q", m.UID)
+	}
 }
 
 func TestFieldLabels(t *testing.T) {

@@ -103,6 +103,101 @@ func TestFinalizersBlockRemoval(t *testing.T) {
 	}
 }
 
+// TestNoNewFinalizersWhileDeleting: a write that adds a finalizer to an
+// object being deleted is refused with exactly one cause, on
+// metadata.finalizers, as kube-apiserver refuses it; nothing is written.
+func TestNoNewFinalizersWhileDeleting(t *testing.T) {
+	env := testenv.Start(t)
+	const hold, late = "example.com/hold", "example.com/late"
+	in := configMap("terminating", nil, nil)
+	in.Finalizers = []string{hold}
+	create[corev1.ConfigMap](t, env, cmPath("default", ""), in)
+	do(t, env, http.MethodDelete, cmPath("default", "terminating"), "", nil).want(t, http.StatusOK)
+	cur := get[corev1.ConfigMap](t, env, cmPath("default", "terminating"))
+	if cur.DeletionTimestamp == nil {
+		t.Fatal("the object is not being deleted")
+	}
+
+	for _, tc := range []struct {
+		name, method, contentType string
+		body                      any
+	}{
+		{"PUT", http.MethodPut, jsonType, func() *corev1.ConfigMap {
+			cm := cur.DeepCopy()
+			cm.Finalizers = append(cm.Finalizers, late)
+			return cm
+		}()},
+		{"JSON patch", http.MethodPatch, jsonPatch, `[{"op":"add","path":"/metadata/finalizers/-","value":"` + late + `"}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := revision(t, env)
+			st := do(t, env, tc.method, cmPath("default", "terminating"), tc.contentType, tc.body).
+				wantStatus(t, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid)
+			if st.Details == nil || len(st.Details.Causes) != 1 {
+				t.Fatalf("details %+v, want exactly one cause; message: %s", st.Details, st.Message)
+			}
+			if c := st.Details.Causes[0]; c.Type != metav1.CauseTypeForbidden || c.Field != "metadata.finalizers" {
+				t.Errorf("cause %+v, want FieldValueForbidden on metadata.finalizers", c)
+			}
+			if after := revision(t, env); after != before {
+				t.Errorf("etcd revision moved from %d to %d: something was written", before, after)
+			}
+		})
+	}
+}
+
+// TestDeletionMetadataOnUpdate: only a delete sets deletionTimestamp and
+// deletionGracePeriodSeconds. An update that leaves them out keeps them;
+// one that sets them on an object not being deleted is refused, as
+// kube-apiserver refuses it, and nothing is written.
+func TestDeletionMetadataOnUpdate(t *testing.T) {
+	env := testenv.Start(t)
+
+	t.Run("left out while deleting", func(t *testing.T) {
+		in := configMap("held", nil, nil)
+		in.Finalizers = []string{"example.com/hold"}
+		create[corev1.ConfigMap](t, env, cmPath("default", ""), in)
+		deleting := call[corev1.ConfigMap](t, env, http.MethodDelete, cmPath("default", "held"), "", nil, http.StatusOK)
+		if deleting.DeletionTimestamp == nil || deleting.DeletionGracePeriodSeconds == nil {
+			t.Fatalf("delete answered deletionTimestamp %v grace %v", deleting.DeletionTimestamp, deleting.DeletionGracePeriodSeconds)
+		}
+		put := deleting.DeepCopy()
+		put.DeletionTimestamp, put.DeletionGracePeriodSeconds = nil, nil
+		put.Labels = map[string]string{"touched": "yes"}
+		got := update[corev1.ConfigMap](t, env, cmPath("default", "held"), put)
+		if got.DeletionTimestamp == nil || !got.DeletionTimestamp.Equal(deleting.DeletionTimestamp) ||
+			got.DeletionGracePeriodSeconds == nil || *got.DeletionGracePeriodSeconds != *deleting.DeletionGracePeriodSeconds {
+			t.Errorf("after the PUT: deletionTimestamp %v grace %v, want %v and %d kept",
+				got.DeletionTimestamp, got.DeletionGracePeriodSeconds, deleting.DeletionTimestamp, *deleting.DeletionGracePeriodSeconds)
+		}
+	})
+
+	live := create[corev1.ConfigMap](t, env, cmPath("default", ""), configMap("live", nil, nil))
+	now := metav1.Now()
+	grace := int64(0)
+	for _, tc := range []struct {
+		field string
+		set   func(cm *corev1.ConfigMap)
+	}{
+		{"metadata.deletionTimestamp", func(cm *corev1.ConfigMap) { cm.DeletionTimestamp = &now }},
+		{"metadata.deletionGracePeriodSeconds", func(cm *corev1.ConfigMap) { cm.DeletionGracePeriodSeconds = &grace }},
+	} {
+		t.Run("set on a live object: "+tc.field, func(t *testing.T) {
+			before := revision(t, env)
+			put := live.DeepCopy()
+			tc.set(put)
+			st := do(t, env, http.MethodPut, cmPath("default", "live"), jsonType, put).
+				wantStatus(t, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid)
+			if st.Details == nil || len(st.Details.Causes) != 1 || st.Details.Causes[0].Field != tc.field {
+				t.Errorf("details %+v, want one cause on %s; message: %s", st.Details, tc.field, st.Message)
+			}
+			if after := revision(t, env); after != before {
+				t.Errorf("etcd revision moved from %d to %d: something was written", before, after)
+			}
+		})
+	}
+}
+
 func TestDeletePropagationPolicy(t *testing.T) {
 	env := testenv.Start(t)
 	for _, tc := range []struct {

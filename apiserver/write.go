@@ -8,17 +8,13 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"reflect"
-	"slices"
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
-	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/minictl/minictl/api"
 )
@@ -70,12 +66,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, ri *request
 // it would have been created.
 func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Object, dry bool) ([]byte, error) {
 	res := rs.res
-	obj.SetUID(types.UID(uuid.NewString()))
-	obj.SetCreationTimestamp(metav1.NewTime(time.Now().Truncate(time.Second)))
-	obj.SetResourceVersion("")
-	obj.SetDeletionTimestamp(nil)
-	obj.SetDeletionGracePeriodSeconds(nil)
-	obj.SetGeneration(0)
+	api.PrepareObjectMetaForCreate(obj, time.Now())
 	generated := obj.GetName() == "" && obj.GetGenerateName() != ""
 	if generated {
 		obj.SetName(generateName(obj.GetGenerateName()))
@@ -134,7 +125,9 @@ func generateName(prefix string) string {
 	return string(b)
 }
 
-// validate runs the metadata checks every kind gets and the kind's own.
+// validate runs the metadata checks every kind gets and the kind's own;
+// with old, an update's too (what may not change, and no new finalizers on
+// an object being deleted).
 func validate(res *api.Resource, obj, old api.Object) error {
 	errs := api.ValidateObjectMeta(res, obj)
 	if res.Validate != nil {
@@ -144,14 +137,6 @@ func validate(res *api.Resource, obj, old api.Object) error {
 		errs = append(errs, api.ValidateObjectMetaUpdate(obj, old)...)
 		if res.ValidateUpdate != nil {
 			errs = append(errs, res.ValidateUpdate(obj, old)...)
-		}
-		if old.GetDeletionTimestamp() != nil {
-			for _, f := range obj.GetFinalizers() {
-				if !slices.Contains(old.GetFinalizers(), f) {
-					errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"),
-						fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %q", f)))
-				}
-			}
 		}
 	}
 	if len(errs) > 0 {
@@ -171,13 +156,11 @@ const (
 
 // updateObject is the path of every update: the next state is computed
 // from the current one by next, the client's resourceVersion (if any) must
-// still be current, server-set metadata is carried over, the generation
-// moves when the spec does, and the result is validated before the
-// compare-and-swap write.
-//
-// Clients never set uid, creationTimestamp, deletionTimestamp,
-// deletionGracePeriodSeconds or generation: those are carried over here. An object whose deletion only waited for this
-// change (no finalizers left) is then removed.
+// still be current, server-set metadata is carried over
+// (api.PrepareObjectMetaForUpdate), the generation moves when the spec
+// does, and the result is validated before the compare-and-swap write. An
+// object whose deletion only waited for this change (no finalizers left)
+// is then removed.
 func (s *Server) updateObject(ctx context.Context, rs *resourceStore, namespace, name string, mode updateMode, dry bool, next updateFunc) (api.Object, error) {
 	res := rs.res
 	// An update that adds to an object's usage (a Service turned
@@ -204,11 +187,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, namespace,
 				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, old.GetUID()))
 		}
 		obj.SetResourceVersion(old.GetResourceVersion())
-		obj.SetUID(old.GetUID())
-		obj.SetCreationTimestamp(old.GetCreationTimestamp())
-		obj.SetDeletionTimestamp(old.GetDeletionTimestamp())
-		obj.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
-		obj.SetGeneration(old.GetGeneration())
+		api.PrepareObjectMetaForUpdate(obj, old)
 		if res.Default != nil {
 			res.Default(obj)
 		}
