@@ -69,6 +69,7 @@ func TestBadRequests(t *testing.T) {
 		{"malformed merge patch", http.MethodPatch, cmPath("default", "existing"), mergePatch, `{"data":`, 400, metav1.StatusReasonBadRequest, ""},
 		{"malformed JSON patch", http.MethodPatch, cmPath("default", "existing"), jsonPatch, `{"op":"add"}`, 400, metav1.StatusReasonBadRequest, ""},
 		{"patch that renames", http.MethodPatch, cmPath("default", "existing"), mergePatch, `{"metadata":{"name":"renamed"}}`, 400, metav1.StatusReasonBadRequest, ""},
+		{"patch that moves the object to another namespace", http.MethodPatch, cmPath("default", "existing"), mergePatch, `{"metadata":{"namespace":"kube-system"}}`, 400, metav1.StatusReasonBadRequest, ""},
 		{"unknown resource", http.MethodGet, "/api/v1/foos", "", nil, 404, metav1.StatusReasonNotFound, ""},
 		{"unknown resource in a namespace", http.MethodPost, "/api/v1/namespaces/default/foos", jsonType, `{}`, 404, metav1.StatusReasonNotFound, ""},
 		{"unknown group", http.MethodGet, "/apis/nope.example.com/v1/things", "", nil, 404, metav1.StatusReasonNotFound, ""},

@@ -28,7 +28,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, ri *request
 		if err != nil {
 			return err
 		}
-		if err := checkIdentity(ri, obj, ri.name); err != nil {
+		if err := checkIdentity(ri.res, obj, ri.namespace, ri.name); err != nil {
 			return err
 		}
 		next = func(cur api.Object) (api.Object, error) {
@@ -141,10 +141,8 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, ri *requestI
 			return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", want.Name, ri.name))
 		}
 		next = func(cur api.Object) (api.Object, error) {
-			if want.ResourceVersion != "" && want.ResourceVersion != cur.GetResourceVersion() {
-				return nil, errConflict(ri.res, ri.name)
-			}
 			setReplicas(cur, want.Spec.Replicas)
+			cur.SetResourceVersion(want.ResourceVersion) // a precondition, if set
 			return cur, nil
 		}
 	case http.MethodPatch:
@@ -257,7 +255,7 @@ func (s *Server) serveFinalize(w http.ResponseWriter, r *http.Request, ri *reque
 	if err != nil {
 		return err
 	}
-	if err := checkIdentity(ri, obj, ri.name); err != nil {
+	if err := checkIdentity(ri.res, obj, ri.namespace, ri.name); err != nil {
 		return err
 	}
 	want := obj.(*corev1.Namespace).Spec.Finalizers

@@ -13,6 +13,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
@@ -21,16 +22,18 @@ import (
 
 func dryRun(r *http.Request) bool { return len(r.URL.Query()["dryRun"]) > 0 }
 
-// checkIdentity makes the body's namespace and name agree with the URL's;
-// an empty namespace in the body takes the URL's.
-func checkIdentity(ri *requestInfo, obj api.Object, name string) error {
-	if ri.res.Namespaced {
+// checkIdentity makes the namespace and name of an object a client sent
+// (a body, or the result of a patch) agree with the request's; an empty
+// namespace takes the request's. name is empty for a create, whose object
+// names itself.
+func checkIdentity(res *api.Resource, obj api.Object, namespace, name string) error {
+	if res.Namespaced {
 		switch obj.GetNamespace() {
 		case "":
-			obj.SetNamespace(ri.namespace)
-		case ri.namespace:
+			obj.SetNamespace(namespace)
+		case namespace:
 		default:
-			return apierrors.NewBadRequest(fmt.Sprintf("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", obj.GetNamespace(), ri.namespace))
+			return apierrors.NewBadRequest(fmt.Sprintf("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", obj.GetNamespace(), namespace))
 		}
 	}
 	if name != "" && obj.GetName() != name {
@@ -44,7 +47,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, ri *request
 	if err != nil {
 		return err
 	}
-	if err := checkIdentity(ri, obj, ""); err != nil {
+	if err := checkIdentity(ri.res, obj, ri.namespace, ""); err != nil {
 		return err
 	}
 	dry := dryRun(r)
@@ -155,8 +158,8 @@ const (
 )
 
 // updateObject is the path of every update: the next state is computed
-// from the current one by next, the client's resourceVersion (if any) must
-// still be current, server-set metadata is carried over
+// from the current one by next, the client's resourceVersion and uid (if
+// any) must still be current, server-set metadata is carried over
 // (api.PrepareObjectMetaForUpdate), the generation moves when the spec
 // does, and the result is validated before the compare-and-swap write. An
 // object whose deletion only waited for this change (no finalizers left)
@@ -182,9 +185,10 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, namespace,
 		}
 		// A uid in the body is a precondition, as in kube-apiserver: it
 		// names the object the client meant, not a new value.
-		if uid := obj.GetUID(); uid != "" && uid != old.GetUID() {
-			return nil, apierrors.NewConflict(res.GroupResource(), name,
-				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, old.GetUID()))
+		if uid := obj.GetUID(); uid != "" {
+			if err := checkPreconditions(res, old, &metav1.Preconditions{UID: &uid}); err != nil {
+				return nil, err
+			}
 		}
 		obj.SetResourceVersion(old.GetResourceVersion())
 		api.PrepareObjectMetaForUpdate(obj, old)
@@ -241,7 +245,7 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, ri *request
 	if err != nil {
 		return err
 	}
-	if err := checkIdentity(ri, obj, ri.name); err != nil {
+	if err := checkIdentity(ri.res, obj, ri.namespace, ri.name); err != nil {
 		return err
 	}
 	out, err := s.updateObject(r.Context(), s.stores[ri.res], ri.namespace, ri.name, modeMain, dryRun(r), func(api.Object) (api.Object, error) {
@@ -332,8 +336,8 @@ func patchObject(ctx context.Context, res *api.Resource, cur api.Object, apply f
 	if err != nil {
 		return nil, err
 	}
-	if obj.GetName() != cur.GetName() || obj.GetNamespace() != cur.GetNamespace() {
-		return nil, apierrors.NewBadRequest("a patch may not change metadata.name or metadata.namespace")
+	if err := checkIdentity(res, obj, cur.GetNamespace(), cur.GetName()); err != nil {
+		return nil, err
 	}
 	return obj, nil
 }
