@@ -35,8 +35,9 @@ var podFieldLabels = []string{
 
 // defaultPod sets what kube-apiserver sets on a Pod: the PodSpec defaults
 // every pod template also gets, then what only a Pod gets (requests from
-// limits, service links, the service account and the not-ready/unreachable
-// tolerations its admission plugins add).
+// limits, service links, and the service account its ServiceAccount
+// admission plugin sets). The not-ready/unreachable tolerations are the API
+// server's DefaultTolerationSeconds admission, with the server's seconds.
 func defaultPod(pod *corev1.Pod) {
 	spec := &pod.Spec
 	defaultPodSpec(spec)

@@ -3,7 +3,6 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -111,15 +110,15 @@ func returnsDeletedObject(res *api.Resource) bool {
 // gone.
 func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, namespace, name string, opts *metav1.DeleteOptions) (api.Object, bool, error) {
 	dry := len(opts.DryRun) > 0
+	if err := s.admitDelete(ctx, rs.res, namespace, name, opts); err != nil {
+		return nil, false, err
+	}
 	for {
 		var removeNow bool
 		obj, err := rs.update(ctx, namespace, name, dry, func(cur api.Object) (api.Object, error) {
 			removeNow = false // the update may call this again, on a newer state
 			if err := checkPreconditions(rs.res, cur, opts.Preconditions); err != nil {
 				return nil, err
-			}
-			if rs.res == api.Namespaces && slices.Contains(protectedNamespaces, name) {
-				return nil, apierrors.NewForbidden(rs.res.GroupResource(), name, errors.New("this namespace may not be deleted"))
 			}
 			fins, policyChanged := policyFinalizers(cur, opts)
 			cur.SetFinalizers(fins)
@@ -158,6 +157,13 @@ func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, namespace,
 		}
 		return obj, true, nil
 	}
+}
+
+// admitDelete passes a delete through the admission chain. A delete has no
+// object to default or validate, so only the mutating half sees it, as in
+// kube-apiserver's delete handler.
+func (s *Server) admitDelete(ctx context.Context, res *api.Resource, namespace, name string, opts *metav1.DeleteOptions) error {
+	return s.admit(ctx, &attributes{op: opDelete, res: res, namespace: namespace, name: name, dryRun: len(opts.DryRun) > 0})
 }
 
 func checkPreconditions(res *api.Resource, cur api.Object, p *metav1.Preconditions) error {
@@ -327,6 +333,9 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, r
 // again from its current state, as a single delete decides.
 func (s *Server) deleteListed(ctx context.Context, rs *resourceStore, it *cachedObject, opts *metav1.DeleteOptions) ([]byte, error) {
 	if removableAsListed(rs.res, it.obj, opts) {
+		if err := s.admitDelete(ctx, rs.res, it.obj.GetNamespace(), it.obj.GetName(), opts); err != nil {
+			return nil, err
+		}
 		_, err := rs.remove(ctx, it.obj)
 		switch {
 		case err == nil:

@@ -9,6 +9,9 @@
 //   - write.go and delete.go are the create, update, patch and delete paths:
 //     server-set metadata, defaults, admission, validation, graceful
 //     deletion, finalizers and propagation policy.
+//   - admission.go is the admission chain, every step in kube-apiserver's
+//     order: NamespaceLifecycle, LimitRanger (limitrange.go),
+//     DefaultTolerationSeconds, ResourceQuota (quota.go).
 //   - watchcache.go holds one etcd watch per resource and fans events out
 //     to every HTTP watcher (the Cacher); a write offers it the object it
 //     stores, so an event costs no decoding. read.go serves lists and

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,20 +13,17 @@ import (
 	"github.com/minictl/minictl/api"
 )
 
-// admitLimitRanges is Kubernetes' LimitRanger admission for pods: every
-// LimitRange of type Container in the pod's namespace fills the limits
-// (default) and requests (defaultRequest) its containers leave unset, and
-// says so in the pod's kubernetes.io/limit-ranger annotation; then every
-// container must sit within min and max and within
-// maxLimitRequestRatio; type Pod bounds the sums over the containers. A pod
-// outside a range is 403 Forbidden, with one message per violation.
-func (s *Server) admitLimitRanges(pod *corev1.Pod) error {
-	ranges := s.namespaceLimitRanges(pod.Namespace)
-	if len(ranges) == 0 {
+// admitLimitRanges is the mutating half of Kubernetes' LimitRanger for
+// pods: every LimitRange of type Container in a new pod's namespace fills
+// the limits (default) and requests (defaultRequest) its containers leave
+// unset, and says so in the pod's kubernetes.io/limit-ranger annotation.
+func (s *Server) admitLimitRanges(_ context.Context, a *attributes) error {
+	pod, ok := a.obj.(*corev1.Pod)
+	if a.op != opCreate || !ok {
 		return nil
 	}
 	var set []string // what the defaults filled in, for the annotation
-	for _, lr := range ranges {
+	for _, lr := range s.namespaceLimitRanges(pod.Namespace) {
 		for _, item := range lr.Spec.Limits {
 			if item.Type != corev1.LimitTypeContainer {
 				continue
@@ -48,8 +46,21 @@ func (s *Server) admitLimitRanges(pod *corev1.Pod) error {
 		}
 		pod.Annotations[limitRangerAnnotation] = "LimitRanger plugin set: " + strings.Join(set, "; ")
 	}
+	return nil
+}
+
+// validateLimitRanges is the validating half of Kubernetes' LimitRanger
+// for pods: every container of a new pod must sit within each Container
+// range's min and max and within its maxLimitRequestRatio, and the sums
+// over the containers within each Pod range. A pod outside a range is 403
+// Forbidden, with one message per violation.
+func (s *Server) validateLimitRanges(_ context.Context, a *attributes) (func(), error) {
+	pod, ok := a.obj.(*corev1.Pod)
+	if a.op != opCreate || !ok {
+		return nil, nil
+	}
 	var problems []string
-	for _, lr := range ranges {
+	for _, lr := range s.namespaceLimitRanges(pod.Namespace) {
 		for _, item := range lr.Spec.Limits {
 			switch item.Type {
 			case corev1.LimitTypeContainer:
@@ -67,9 +78,9 @@ func (s *Server) admitLimitRanges(pod *corev1.Pod) error {
 		}
 	}
 	if len(problems) > 0 {
-		return apierrors.NewForbidden(api.Pods.GroupResource(), pod.Name, fmt.Errorf("%s", joinProblems(problems)))
+		return nil, apierrors.NewForbidden(api.Pods.GroupResource(), pod.Name, fmt.Errorf("%s", joinProblems(problems)))
 	}
-	return nil
+	return nil, nil
 }
 
 func (s *Server) namespaceLimitRanges(namespace string) []*corev1.LimitRange {

@@ -71,6 +71,13 @@ func TestLimitRangeAdmission(t *testing.T) {
 	if !strings.Contains(st.Message, "minimum cpu usage per Container is 50m, but request is 10m") {
 		t.Errorf("message = %q", st.Message)
 	}
+	// The object is validated before the validating half of admission
+	// runs, as in kube-apiserver: an invalid pod is refused as invalid
+	// even when it is outside a range too.
+	invalid := pod("invalid-and-too-big", "", nil)
+	invalid.Spec.Containers[0].Image = ""
+	invalid.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	do(t, env, "POST", "/api/v1/namespaces/limited/pods", jsonType, invalid).wantStatus(t, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid)
 	if after := revision(t, env); after != before {
 		t.Errorf("a refused pod moved the revision from %d to %d", before, after)
 	}

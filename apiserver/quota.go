@@ -36,18 +36,23 @@ type charge struct {
 	usage corev1.ResourceList
 }
 
-// admitQuota is the ResourceQuota admission, the last check before an
-// object is written: for every quota in the namespace that covers it, the
-// object's usage (for an update, what it adds) must fit under status.hard
-// on top of status.used, and is then added to status.used with a
-// compare-and-swap write of the quota. Because the charge is written
-// before the object and every charge re-reads the quota it writes, two
-// creates can never both take the last slot. A refused object gets 403
-// with kube-apiserver's message and nothing is written.
-func (s *Server) admitQuota(ctx context.Context, res *api.Resource, obj, old api.Object) ([]charge, error) {
-	if !quota.Quotable(res) {
+// validateResourceQuota is Kubernetes' ResourceQuota admission, the last
+// step before an object is written: for every quota in the namespace that
+// covers it, the object's usage (for an update, what it adds) must fit
+// under status.hard on top of status.used, and is then added to
+// status.used with a compare-and-swap write of the quota. Because the
+// charge is written before the object and every charge re-reads the quota
+// it writes, two creates can never both take the last slot. A refused
+// object gets 403 with kube-apiserver's message and nothing is written.
+// release gives the charge back if the object is not written after all.
+//
+// It charges creates and updates of the object itself; a dry run writes
+// nothing to charge for, and a status write changes no usage.
+func (s *Server) validateResourceQuota(ctx context.Context, a *attributes) (release func(), err error) {
+	if a.dryRun || a.op == opDelete || a.mode == modeStatus || !quota.Quotable(a.res) {
 		return nil, nil
 	}
+	res, obj, old := a.res, a.obj, a.old
 	ns := obj.GetNamespace()
 	quotas, _ := s.caches[api.ResourceQuotas].list(&filter{namespace: ns})
 	if len(quotas) == 0 {
@@ -102,7 +107,10 @@ func (s *Server) admitQuota(ctx context.Context, res *api.Resource, obj, old api
 			charges = append(charges, charge{quota: name, usage: charged})
 		}
 	}
-	return charges, nil
+	if len(charges) == 0 {
+		return nil, nil
+	}
+	return func() { s.refundQuota(ctx, ns, charges) }, nil
 }
 
 // refundQuota gives back charges for an object that was not written

@@ -143,3 +143,21 @@ func TestQuotaOnUpdate(t *testing.T) {
 		t.Errorf("service type %q after a refused update", got.Spec.Type)
 	}
 }
+
+// TestQuotaGivenBack: a create whose write fails after admission charged
+// it (the name is taken) gives the charge back, so status.used counts only
+// what was written.
+func TestQuotaGivenBack(t *testing.T) {
+	env := testenv.Start(t)
+	createNamespace(t, env, "refund")
+	quotaReady(t, env, "refund", corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")})
+	create[corev1.Pod](t, env, "/api/v1/namespaces/refund/pods", pod("a", "", nil))
+	do(t, env, "POST", "/api/v1/namespaces/refund/pods", jsonType, pod("a", "", nil)).
+		wantStatus(t, http.StatusConflict, metav1.StatusReasonAlreadyExists)
+	q := get[corev1.ResourceQuota](t, env, "/api/v1/namespaces/refund/resourcequotas/q")
+	if used := q.Status.Used[corev1.ResourcePods]; used.String() != "1" {
+		t.Errorf("status.used pods = %s after a create that failed, want 1", used.String())
+	}
+	// The slot the failed create took is free again.
+	create[corev1.Pod](t, env, "/api/v1/namespaces/refund/pods", pod("b", "", nil))
+}

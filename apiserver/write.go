@@ -63,10 +63,11 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, ri *request
 }
 
 // createObject is the path of every create: server-set metadata,
-// defaults, admission, validation, then a write that fails if the name is
-// taken. Unless dry, it returns the created object's JSON and obj belongs
-// to the watch cache (see resourceStore.create); a dry run leaves obj as
-// it would have been created.
+// defaults, mutating admission, validation, validating admission, then a
+// write that fails if the name is taken. Unless dry, it returns the
+// created object's JSON and obj belongs to the watch cache (see
+// resourceStore.create); a dry run leaves obj as it would have been
+// created.
 func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Object, dry bool) ([]byte, error) {
 	res := rs.res
 	api.PrepareObjectMetaForCreate(obj, time.Now())
@@ -74,31 +75,26 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Ob
 	if generated {
 		obj.SetName(generateName(obj.GetGenerateName()))
 	}
-	if pod, ok := obj.(*corev1.Pod); ok {
-		// The DefaultTolerationSeconds admission: on create only, with the
-		// server's configured seconds, as kube-apiserver's plugin does.
-		for _, taint := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
-			api.AddDefaultToleration(pod, taint, s.tolerations[taint])
-		}
-	}
 	if res.Default != nil {
 		res.Default(obj)
 	}
 	if res.PrepareForCreate != nil {
 		res.PrepareForCreate(obj)
 	}
-	if err := s.admitCreate(ctx, res, obj); err != nil {
+	a := &attributes{op: opCreate, res: res, namespace: obj.GetNamespace(), name: obj.GetName(), obj: obj, dryRun: dry}
+	if err := s.admit(ctx, a); err != nil {
 		return nil, err
 	}
 	if err := validate(res, obj, nil); err != nil {
 		return nil, err
 	}
-	if dry {
-		return nil, nil
-	}
-	charges, err := s.admitQuota(ctx, res, obj, nil)
+	release, err := s.validateAdmission(ctx, a)
 	if err != nil {
 		return nil, err
+	}
+	if dry {
+		release()
+		return nil, nil
 	}
 	for attempt := 0; ; attempt++ {
 		raw, err := rs.create(ctx, obj)
@@ -106,7 +102,7 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Ob
 			return raw, nil
 		}
 		if !generated || !isAlreadyExists(err) || attempt == 8 {
-			s.refundQuota(ctx, obj.GetNamespace(), charges)
+			release()
 			return nil, err
 		}
 		obj.SetName(generateName(obj.GetGenerateName()))
@@ -161,20 +157,21 @@ const (
 // from the current one by next, the client's resourceVersion and uid (if
 // any) must still be current, server-set metadata is carried over
 // (api.PrepareObjectMetaForUpdate), the generation moves when the spec
-// does, and the result is validated before the compare-and-swap write. An
-// object whose deletion only waited for this change (no finalizers left)
-// is then removed.
+// does, and the result passes admission and validation before the
+// compare-and-swap write. An object whose deletion only waited for this
+// change (no finalizers left) is then removed.
 func (s *Server) updateObject(ctx context.Context, rs *resourceStore, namespace, name string, mode updateMode, dry bool, next updateFunc) (api.Object, error) {
 	res := rs.res
-	// An update that adds to an object's usage (a Service turned
-	// LoadBalancer) is charged to its quotas like a create. The charge is
-	// taken before each write attempt and given back if the attempt loses
-	// the compare-and-swap or the update fails.
-	var charges []charge
-	defer func() { s.refundQuota(ctx, namespace, charges) }()
+	// Admission may reserve something for the write (an update that adds
+	// to an object's usage, a Service turned LoadBalancer, is charged to
+	// its quotas like a create). It is reserved again by each write attempt
+	// and given back if the attempt loses the compare-and-swap or the
+	// update fails.
+	release := func() {}
+	defer func() { release() }()
 	out, err := rs.update(ctx, namespace, name, dry, func(cur api.Object) (api.Object, error) {
-		s.refundQuota(ctx, namespace, charges)
-		charges = nil
+		release()
+		release = func() {}
 		old := cur.DeepCopyObject().(api.Object)
 		obj, err := next(cur)
 		if err != nil {
@@ -203,20 +200,22 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, namespace,
 		if mode == modeInternal {
 			return obj, nil
 		}
+		a := &attributes{op: opUpdate, res: res, namespace: namespace, name: name, obj: obj, old: old, mode: mode, dryRun: dry}
+		if err := s.admit(ctx, a); err != nil {
+			return nil, err
+		}
 		if err := validate(res, obj, old); err != nil {
 			return nil, err
 		}
-		if mode == modeMain && !dry {
-			if charges, err = s.admitQuota(ctx, res, obj, old); err != nil {
-				return nil, err
-			}
+		if release, err = s.validateAdmission(ctx, a); err != nil {
+			return nil, err
 		}
 		return obj, nil
 	})
 	if err != nil {
 		return nil, ctxErr(ctx, err)
 	}
-	charges = nil // written: the charge stands
+	release = func() {} // written: what admission reserved stands
 	if !dry && readyToRemove(out) {
 		if _, err := rs.remove(ctx, out); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return nil, err
