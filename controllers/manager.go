@@ -366,6 +366,9 @@ func (m *Manager) runTerm(ctx context.Context) error {
 		// Each controller reports Events as itself, as kube-controller-manager's
 		// do: source.component "replicaset-controller", ...
 		recorder := record.NewRecorder(m.rc, record.Options{Component: d.name + "-controller", Logger: m.log})
+		// The controller's logger names it, once, under its
+		// kube-controller-manager name: the timeline and `minictl trace
+		// --component` read that attribute.
 		cc := &controllerContext{
 			Client: m.rc, Informers: factory, Recorder: recorder,
 			Logger:  m.log.With("controller", d.name),

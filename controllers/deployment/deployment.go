@@ -173,7 +173,6 @@ func newController(opts Options, dIndexer, rsIndexer, podIndexer informer.Indexe
 	if c.log == nil {
 		c.log = slog.Default()
 	}
-	c.log = c.log.With("controller", "deployment")
 	if c.clock == nil {
 		c.clock = workqueue.RealClock{}
 	}

@@ -114,7 +114,6 @@ func New(opts Options) (*Controller, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	c.log = c.log.With(slog.String("controller", "endpoints"))
 
 	svcInformer := informer.For[*corev1.Service](opts.Informers)
 	podInformer := informer.For[*corev1.Pod](opts.Informers)

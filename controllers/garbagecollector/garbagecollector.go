@@ -139,7 +139,6 @@ func New(opts Options) (*Controller, error) {
 	if gc.log == nil {
 		gc.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	gc.log = gc.log.With(slog.String("controller", "garbagecollector"))
 	gc.changes = workqueue.New[*graphChange]("garbagecollector_graph_changes",
 		workqueue.Options{MetricsRegisterer: opts.Metrics})
 	gc.queue = workqueue.New[types.UID]("garbagecollector",

@@ -129,7 +129,6 @@ func New(opts Options) (*Controller, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	c.log = c.log.With(slog.String("controller", "namespace"))
 	resync := opts.ResyncPeriod
 	if resync <= 0 {
 		resync = DefaultResyncPeriod

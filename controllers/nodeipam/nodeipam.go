@@ -143,7 +143,6 @@ func New(opts Options) (*Controller, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	c.log = c.log.With("controller", "nodeipam")
 
 	nodeInformer := informer.For[*corev1.Node](opts.Informers)
 	c.nodeLister = nodeInformer.Lister()

@@ -223,7 +223,6 @@ func New(opts Options) (*Controller, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	c.log = c.log.With("controller", "nodelifecycle")
 	m, err := newMetrics(opts.Metrics)
 	if err != nil {
 		return nil, fmt.Errorf("nodelifecycle: %w", err)

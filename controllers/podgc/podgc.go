@@ -150,7 +150,6 @@ func New(opts Options) (*Controller, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	c.log = c.log.With(slog.String("controller", "podgc"))
 
 	podInformer := informer.For[*corev1.Pod](opts.Informers)
 	nodeInformer := informer.For[*corev1.Node](opts.Informers)

@@ -159,7 +159,6 @@ func newController(opts Options, rsIndexer, podIndexer informer.Indexer) *Contro
 	if c.log == nil {
 		c.log = slog.Default()
 	}
-	c.log = c.log.With("controller", "replicaset")
 	if c.burstReplicas <= 0 {
 		c.burstReplicas = DefaultBurstReplicas
 	}

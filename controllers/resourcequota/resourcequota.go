@@ -141,7 +141,6 @@ func New(opts Options) (*Controller, error) {
 	if c.log == nil {
 		c.log = slog.Default()
 	}
-	c.log = c.log.With("controller", "resourcequota")
 	if c.resync <= 0 {
 		c.resync = DefaultResyncPeriod
 	}

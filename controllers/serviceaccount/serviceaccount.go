@@ -86,7 +86,6 @@ func New(opts Options) (*Controller, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	c.log = c.log.With(slog.String("controller", "serviceaccount"))
 
 	nsInformer := informer.For[*corev1.Namespace](opts.Informers)
 	saInformer := informer.For[*corev1.ServiceAccount](opts.Informers)
