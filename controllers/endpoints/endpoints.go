@@ -75,7 +75,7 @@ type Options struct {
 	Recorder record.EventRecorder
 	// Logger tells the controller's story; nil discards it.
 	Logger *slog.Logger
-	// Metrics, if set, receives the workqueue's metrics (name="endpoints").
+	// Metrics, if set, receives the workqueue's metrics (name="endpoint").
 	Metrics prometheus.Registerer
 }
 
@@ -146,7 +146,7 @@ func New(opts Options) (*Controller, error) {
 		return nil, fmt.Errorf("endpoints: %w", err)
 	}
 	c.synced = []func() bool{svcReg.HasSynced, podReg.HasSynced, epReg.HasSynced}
-	c.queue = workqueue.New[string]("endpoints", workqueue.Options{MetricsRegisterer: opts.Metrics})
+	c.queue = workqueue.New[string]("endpoint", workqueue.Options{MetricsRegisterer: opts.Metrics})
 	return c, nil
 }
 
