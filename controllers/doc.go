@@ -21,8 +21,11 @@
 //   - sync(ctx, key): one linear story that reads desired and observed state
 //     from listers (never from the API on the hot path), computes the
 //     difference, acts through the API, and updates status. It logs one line
-//     per decision, as a story a learner can follow:
-//     "replicaset default/web: want 3, have 2 → create 1".
+//     per decision, as a story a learner can follow: the message is the
+//     human wording, the attributes are the data (object, from, to, counts),
+//     and the logger the manager gives it already names the controller:
+//     log.Info("want 3, have 2 → create 1", slog.String("object", key), ...)
+//     is "replicaset  default/web  want 3, have 2 → create 1" on the timeline.
 //
 // Controllers see the cluster only through the API: they import client,
 // informer and api, never apiserver or store.

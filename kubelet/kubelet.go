@@ -259,7 +259,7 @@ func New(opts Options) (*Kubelet, error) {
 func (k *Kubelet) enqueue(obj any) {
 	key, err := informer.MetaNamespaceKeyFunc(obj)
 	if err != nil {
-		k.log.Error("kubelet: pod key", "err", err)
+		k.log.Error("pod key", "err", err)
 		return
 	}
 	k.queue.Add(key)
@@ -286,7 +286,7 @@ func (k *Kubelet) kickHeartbeat() {
 // caches synced.
 func (k *Kubelet) Run(ctx context.Context) error {
 	defer k.queue.ShutDown()
-	k.log.Info(fmt.Sprintf("kubelet %s: starting", k.name), "podCIDR", k.opts.PodCIDR, "address", k.opts.Address)
+	k.log.Info("starting", slog.String("object", k.name), slog.String("podCIDR", k.opts.PodCIDR), slog.String("address", k.opts.Address))
 	node, err := k.registerNode(ctx)
 	if err != nil {
 		return err
@@ -310,7 +310,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	<-ctx.Done()
 	k.queue.ShutDown()
 	wg.Wait()
-	k.log.Info(fmt.Sprintf("kubelet %s: stopped", k.name))
+	k.log.Info("stopped", slog.String("object", k.name))
 	return nil
 }
 
@@ -330,7 +330,7 @@ func (k *Kubelet) processNextWorkItem(ctx context.Context) bool {
 		k.queue.Forget(key)
 		k.queue.AddAfter(key, time.Duration(after))
 	default:
-		k.log.Error(fmt.Sprintf("kubelet %s: sync pod %s failed; will retry", k.name, key), "pod", key, "err", err)
+		k.log.Error("sync pod failed; will retry", slog.String("object", key), slog.Any("err", err))
 		k.queue.AddRateLimited(key)
 	}
 	return true
@@ -390,7 +390,7 @@ func (k *Kubelet) stopPod(ctx context.Context, key string, pod *corev1.Pod) erro
 	if err != nil {
 		return fmt.Errorf("delete pod %s: %w", key, err)
 	}
-	k.log.Info(fmt.Sprintf("kubelet %s on %s: deleted → containers stopped, pod removed", key, k.name), "pod", key)
+	k.log.Info("deleted → containers stopped, pod removed", slog.String("object", key))
 	return nil
 }
 
@@ -414,7 +414,11 @@ func (k *Kubelet) writeStatus(ctx context.Context, key string, pod *corev1.Pod, 
 		case err == nil:
 			k.exitApplied(key, pod.UID, exitValue)
 			if story != "" {
-				k.log.Info(fmt.Sprintf("kubelet %s on %s: %s", key, k.name, story), "pod", key)
+				attrs := []any{slog.String("object", key)}
+				if status.Phase != pod.Status.Phase {
+					attrs = append(attrs, slog.String("from", string(pod.Status.Phase)), slog.String("to", string(status.Phase)))
+				}
+				k.log.Info(story, attrs...)
 			}
 			for _, e := range events {
 				k.recorder.Eventf(pod, e.eventType, e.reason, "%s", e.message)
@@ -473,7 +477,7 @@ func (k *Kubelet) plan(key string, pod *corev1.Pod, stop bool) (simulation, *str
 	code, err := strconv.ParseInt(value, 10, 32)
 	switch {
 	case err != nil:
-		k.log.Warn(fmt.Sprintf("kubelet %s on %s: ignoring %s=%q: not an exit code", key, k.name, AnnotationExitCode, value), "pod", key)
+		k.log.Warn(fmt.Sprintf("ignoring %s=%q: not an exit code", AnnotationExitCode, value), slog.String("object", key))
 		m.exitKnown, m.exitHandled = true, value
 	case !m.exitKnown && exitShown(pod, int32(code)):
 		m.exitKnown, m.exitHandled = true, value // applied before this kubelet (re)started

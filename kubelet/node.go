@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"runtime"
 	"strconv"
 	"strings"
@@ -37,16 +38,16 @@ func (k *Kubelet) registerNode(ctx context.Context) (*corev1.Node, error) {
 			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": want.Labels}})
 			node, err = k.nodes.Patch(ctx, "", k.name, types.MergePatchType, patch)
 			if err == nil {
-				k.log.Info(fmt.Sprintf("kubelet %s: node already registered; taking it over", k.name))
+				k.log.Info("node already registered; taking it over", slog.String("object", k.name))
 				return node, nil
 			}
 		} else if err == nil {
-			k.log.Info(fmt.Sprintf("kubelet %s: registered node (cpu %s, memory %s, pods %s)", k.name,
-				k.opts.Capacity.Cpu(), k.opts.Capacity.Memory(), k.opts.Capacity.Pods()))
+			k.log.Info(fmt.Sprintf("registered node (cpu %s, memory %s, pods %s)",
+				k.opts.Capacity.Cpu(), k.opts.Capacity.Memory(), k.opts.Capacity.Pods()), slog.String("object", k.name))
 			k.recorder.Eventf(node, corev1.EventTypeNormal, "NodeReady", "Node %s status is now: NodeReady", k.name)
 			return node, nil
 		}
-		k.log.Error(fmt.Sprintf("kubelet %s: register node failed; will retry", k.name), "err", err)
+		k.log.Error("register node failed; will retry", slog.String("object", k.name), slog.Any("err", err))
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("kubelet %s: register node: %w", k.name, ctx.Err())
@@ -147,23 +148,23 @@ func (k *Kubelet) heartbeat(ctx context.Context) {
 	beat := func(lease, status bool) {
 		if k.heartbeatStopped() {
 			if !paused {
-				k.log.Info(fmt.Sprintf("kubelet %s: node annotated %s=stop → heartbeat stopped", k.name, AnnotationHeartbeat))
+				k.log.Info(fmt.Sprintf("node annotated %s=stop → heartbeat stopped", AnnotationHeartbeat), slog.String("object", k.name))
 			}
 			paused = true
 			return
 		}
 		if paused {
-			k.log.Info(fmt.Sprintf("kubelet %s: annotation %s removed → heartbeat resumed", k.name, AnnotationHeartbeat))
+			k.log.Info(fmt.Sprintf("annotation %s removed → heartbeat resumed", AnnotationHeartbeat), slog.String("object", k.name))
 			paused, lease, status = false, true, true
 		}
 		if lease {
 			if err := k.renewLease(ctx); err != nil {
-				k.log.Error(fmt.Sprintf("kubelet %s: renew lease failed", k.name), "err", err)
+				k.log.Error("renew lease failed", slog.String("object", k.name), slog.Any("err", err))
 			}
 		}
 		if status {
 			if err := k.updateNodeStatus(ctx); err != nil {
-				k.log.Error(fmt.Sprintf("kubelet %s: update node status failed", k.name), "err", err)
+				k.log.Error("update node status failed", slog.String("object", k.name), slog.Any("err", err))
 			}
 		}
 	}
@@ -251,7 +252,7 @@ func (k *Kubelet) updateNodeStatus(ctx context.Context) error {
 		_, err = k.nodes.UpdateStatus(ctx, cp)
 		if err == nil {
 			if !nodeReady(node) {
-				k.log.Info(fmt.Sprintf("kubelet %s: node Ready", k.name))
+				k.log.Info("node Ready", slog.String("object", k.name), slog.String("to", "Ready"))
 				k.recorder.Eventf(node, corev1.EventTypeNormal, "NodeReady", "Node %s status is now: NodeReady", k.name)
 			}
 			return nil

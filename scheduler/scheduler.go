@@ -216,7 +216,7 @@ func holdsResources(pod *corev1.Pod) bool {
 func (s *Scheduler) enqueue(pod *corev1.Pod) {
 	key, err := informer.MetaNamespaceKeyFunc(pod)
 	if err != nil {
-		s.log.Error("scheduler: pod key", "err", err)
+		s.log.Error("pod key", "err", err)
 		return
 	}
 	s.queue.Add(key)
@@ -367,7 +367,7 @@ func (s *Scheduler) requeueUnschedulable() {
 // synced. Run is called once.
 func (s *Scheduler) Run(ctx context.Context, workers int) error {
 	defer s.stop()
-	s.log.Info("scheduler: starting", "schedulerName", s.name, "workers", workers)
+	s.log.Info("starting", "schedulerName", s.name, "workers", workers)
 	if !informer.WaitForCacheSync(ctx, s.synced...) {
 		return fmt.Errorf("scheduler: wait for caches: %w", ctx.Err())
 	}
@@ -381,7 +381,7 @@ func (s *Scheduler) Run(ctx context.Context, workers int) error {
 	<-ctx.Done()
 	s.queue.ShutDown()
 	wg.Wait()
-	s.log.Info("scheduler: stopped")
+	s.log.Info("stopped")
 	return nil
 }
 
@@ -412,7 +412,7 @@ func (s *Scheduler) processNextWorkItem(ctx context.Context) bool {
 		s.queue.AddRateLimited(key)
 	default:
 		s.attempts.WithLabelValues("error").Inc()
-		s.log.Error("scheduler: sync failed; will retry", "pod", key, "err", err)
+		s.log.Error("sync failed; will retry", slog.String("object", key), slog.Any("err", err))
 		s.queue.AddRateLimited(key)
 	}
 	return true
@@ -444,8 +444,8 @@ func (s *Scheduler) sync(ctx context.Context, key string) error {
 	case d.alreadyAssumed:
 		return nil // bound by us already; the informer has not caught up
 	case d.node == "":
-		s.log.Info(fmt.Sprintf("scheduler %s: %d nodes, 0 fit → unschedulable: %s", key, d.nodes, d.message),
-			"pod", key, "reasons", d.reasons)
+		s.log.Info(fmt.Sprintf("%d nodes, 0 fit → unschedulable: %s", d.nodes, d.message),
+			slog.String("object", key), slog.Int("nodes", d.nodes), slog.Int("fit", 0), slog.Any("reasons", d.reasons))
 		s.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "%s", d.message)
 		if err := s.setUnschedulableCondition(ctx, pod, d.message); err != nil {
 			return err
@@ -453,8 +453,9 @@ func (s *Scheduler) sync(ctx context.Context, key string) error {
 		return &unschedulableError{message: d.message}
 	}
 
-	s.log.Info(fmt.Sprintf("scheduler %s: %d nodes, %d fit → bind to %s", key, d.nodes, d.fit, d.node),
-		"pod", key, "node", d.node, "scores", d.scores)
+	s.log.Info(fmt.Sprintf("%d nodes, %d fit → bind to %s", d.nodes, d.fit, d.node),
+		slog.String("object", key), slog.Int("nodes", d.nodes), slog.Int("fit", d.fit), slog.String("to", d.node),
+		slog.Any("scores", d.scores))
 	err = s.rc.Bind(ctx, &corev1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: pod.UID},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: d.node},
@@ -462,7 +463,7 @@ func (s *Scheduler) sync(ctx context.Context, key string) error {
 	if err != nil {
 		s.forgetAssumed(key)
 		if client.IsConflict(err) || client.IsNotFound(err) {
-			s.log.Info(fmt.Sprintf("scheduler %s: not bound: %v", key, err), "pod", key)
+			s.log.Info(fmt.Sprintf("not bound: %v", err), slog.String("object", key))
 			return nil // bound by someone else, going, or gone: nothing to do
 		}
 		return fmt.Errorf("bind pod %s to %s: %w", key, d.node, err)

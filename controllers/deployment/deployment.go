@@ -220,7 +220,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		if client.IsConflict(err) {
 			level = slog.LevelDebug // a write raced a newer version, which is on its way
 		}
-		c.log.Log(ctx, level, fmt.Sprintf("deployment %s: sync failed, will retry", key), "err", err,
+		c.log.Log(ctx, level, "sync failed, will retry", slog.String("object", key), "err", err,
 			"retries", c.queue.NumRequeues(key))
 		c.queue.AddRateLimited(key)
 		return true
@@ -248,7 +248,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	d := cached.DeepCopy() // the story below updates it as it writes
 	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	if err != nil {
-		c.log.Error(fmt.Sprintf("deployment %s: invalid selector", key), "err", err)
+		c.log.Error("invalid selector", slog.String("object", key), slog.Any("err", err))
 		return nil // an update will enqueue it again
 	}
 	if selector.Empty() {

@@ -3,6 +3,7 @@ package deployment
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -26,7 +27,8 @@ func (c *Controller) rolloutRecreate(ctx context.Context, d *appsv1.Deployment, 
 
 	scaledDown := false
 	for _, rs := range activeReplicaSets(oldRSs) {
-		c.log.Info(fmt.Sprintf("deployment %s: %s → recreate: scale old %s to 0", key, story(newRS, oldRSs), rs.Name))
+		c.log.Info(fmt.Sprintf("%s → recreate: scale old %s to 0", story(newRS, oldRSs), rs.Name),
+			scaleAttrs(key, rs, 0)...)
 		scaled, _, err := c.scaleReplicaSet(ctx, d, rs, 0)
 		if err != nil {
 			return err
@@ -37,7 +39,8 @@ func (c *Controller) rolloutRecreate(ctx context.Context, d *appsv1.Deployment, 
 		return c.syncRolloutStatus(ctx, allRSs, newRS, d)
 	}
 	if running := c.oldPodsRunning(newRS, oldRSs); running > 0 {
-		c.log.Info(fmt.Sprintf("deployment %s: %s → recreate: wait for %d old pods to go", key, story(newRS, oldRSs), running))
+		c.log.Info(fmt.Sprintf("%s → recreate: wait for %d old pods to go", story(newRS, oldRSs), running),
+			slog.String("object", key), slog.Int("oldPods", int(running)))
 		return c.syncRolloutStatus(ctx, allRSs, newRS, d)
 	}
 
@@ -48,7 +51,8 @@ func (c *Controller) rolloutRecreate(ctx context.Context, d *appsv1.Deployment, 
 		allRSs = append(slices.Clone(oldRSs), newRS)
 	}
 	if specReplicas(newRS) != replicasOf(d) {
-		c.log.Info(fmt.Sprintf("deployment %s: %s → recreate: old pods gone, scale new to %d", key, story(newRS, oldRSs), replicasOf(d)))
+		c.log.Info(fmt.Sprintf("%s → recreate: old pods gone, scale new to %d", story(newRS, oldRSs), replicasOf(d)),
+			scaleAttrs(key, newRS, replicasOf(d))...)
 		if _, _, err := c.scaleReplicaSet(ctx, d, newRS, replicasOf(d)); err != nil {
 			return err
 		}

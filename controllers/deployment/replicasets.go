@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -160,8 +161,9 @@ func (c *Controller) createNewReplicaSet(ctx context.Context, d *appsv1.Deployme
 		c.recorder.Eventf(d, corev1.EventTypeWarning, FailedRSCreateReason, "%s", msg)
 		return nil, fmt.Errorf("create replica set %s: %w", newRS.Name, err)
 	default:
-		c.log.Info(fmt.Sprintf("deployment %s/%s: new template → create rs %s (revision %s), scaled to %d",
-			d.Namespace, d.Name, created.Name, newRevision, replicas))
+		c.log.Info(fmt.Sprintf("new template → create rs %s (revision %s), scaled to %d", created.Name, newRevision, replicas),
+			slog.String("object", d.Namespace+"/"+d.Name), slog.String("replicaSet", created.Name),
+			slog.String("revision", newRevision), slog.Int("to", int(replicas)))
 		if replicas > 0 {
 			c.recorder.Eventf(d, corev1.EventTypeNormal, "ScalingReplicaSet",
 				"Scaled up replica set %s from 0 to %d", created.Name, replicas)
@@ -225,8 +227,9 @@ func (c *Controller) resolveNameConflict(ctx context.Context, d *appsv1.Deployme
 		d.Status.CollisionCount = new(int32)
 	}
 	*d.Status.CollisionCount++
-	c.log.Info(fmt.Sprintf("deployment %s/%s: replica set %s exists with another template → collisionCount %d",
-		d.Namespace, d.Name, newRS.Name, *d.Status.CollisionCount))
+	c.log.Info(fmt.Sprintf("replica set %s exists with another template → collisionCount %d", newRS.Name, *d.Status.CollisionCount),
+		slog.String("object", d.Namespace+"/"+d.Name), slog.String("replicaSet", newRS.Name),
+		slog.Int("collisionCount", int(*d.Status.CollisionCount)))
 	if err := c.updateStatus(ctx, d); err != nil {
 		return nil, err
 	}
@@ -356,8 +359,10 @@ func (c *Controller) cleanupDeployment(ctx context.Context, oldRSs []*appsv1.Rep
 		if rs.Status.Replicas != 0 || specReplicas(rs) != 0 || rs.Generation > rs.Status.ObservedGeneration {
 			continue // still has, or may still have, pods
 		}
-		c.log.Info(fmt.Sprintf("deployment %s: %d old replica sets, history limit %d → delete rs %s (revision %d)",
-			key, len(cleanable), *d.Spec.RevisionHistoryLimit, rs.Name, revisionOf(rs)))
+		c.log.Info(fmt.Sprintf("%d old replica sets, history limit %d → delete rs %s (revision %d)",
+			len(cleanable), *d.Spec.RevisionHistoryLimit, rs.Name, revisionOf(rs)),
+			slog.String("object", key), slog.Int("old", len(cleanable)), slog.Int("historyLimit", int(*d.Spec.RevisionHistoryLimit)),
+			slog.String("replicaSet", rs.Name), slog.Int64("revision", revisionOf(rs)))
 		err := c.rsClient.Delete(ctx, rs.Namespace, rs.Name, metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{UID: &rs.UID, ResourceVersion: &rs.ResourceVersion},
 		})

@@ -3,6 +3,7 @@ package deployment
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -73,10 +74,11 @@ func (c *Controller) reconcileNewReplicaSet(ctx context.Context, allRSs []*appsv
 		}
 	}
 	if size == specReplicas(newRS) {
-		c.log.Debug(fmt.Sprintf("deployment %s: %s → no room to surge", key, story(newRS, oldRSs)))
+		c.log.Debug(story(newRS, oldRSs)+" → no room to surge", slog.String("object", key))
 		return false, nil
 	}
-	c.log.Info(fmt.Sprintf("deployment %s: %s → scale new to %d", key, story(newRS, oldRSs), size))
+	c.log.Info(fmt.Sprintf("%s → scale new to %d", story(newRS, oldRSs), size),
+		scaleAttrs(key, newRS, size)...)
 	scaled, _, err := c.scaleReplicaSet(ctx, d, newRS, size)
 	return scaled, err
 }
@@ -118,7 +120,8 @@ func (c *Controller) reconcileOldReplicaSets(ctx context.Context, allRSs, oldRSs
 	newUnavailable := specReplicas(newRS) - surelyAvailable(newRS)
 	maxScaledDown := sumSpecReplicas(allRSs) - minAvailable - newUnavailable
 	if maxScaledDown <= 0 {
-		c.log.Debug(fmt.Sprintf("deployment %s: %s → wait: %d must stay available", key, story(newRS, oldRSs), minAvailable))
+		c.log.Debug(fmt.Sprintf("%s → wait: %d must stay available", story(newRS, oldRSs), minAvailable),
+			slog.String("object", key), slog.Int("minAvailable", int(minAvailable)))
 		return false, nil
 	}
 
@@ -153,8 +156,8 @@ func (c *Controller) cleanupUnhealthyReplicas(ctx context.Context, oldRSs []*app
 		}
 		n := min(maxCleanup-total, unhealthy)
 		size := specReplicas(rs) - n
-		c.log.Info(fmt.Sprintf("deployment %s: %s → scale old %s to %d (unavailable pods first)",
-			key, story(newRS, oldRSs), rs.Name, size))
+		c.log.Info(fmt.Sprintf("%s → scale old %s to %d (unavailable pods first)", story(newRS, oldRSs), rs.Name, size),
+			scaleAttrs(key, rs, size)...)
 		_, updated, err := c.scaleReplicaSet(ctx, d, rs, size)
 		if err != nil {
 			return nil, total, err
@@ -176,7 +179,8 @@ func (c *Controller) scaleDownOldReplicaSetsForRollingUpdate(ctx context.Context
 		available += surelyAvailable(rs)
 	}
 	if available <= minAvailable {
-		c.log.Debug(fmt.Sprintf("deployment %s: %s → wait: %d available, %d must stay", key, story(newRS, oldRSs), available, minAvailable))
+		c.log.Debug(fmt.Sprintf("%s → wait: %d available, %d must stay", story(newRS, oldRSs), available, minAvailable),
+			slog.String("object", key), slog.Int("available", int(available)), slog.Int("minAvailable", int(minAvailable)))
 		return 0, nil
 	}
 	oldRSs = slices.Clone(oldRSs)
@@ -192,7 +196,8 @@ func (c *Controller) scaleDownOldReplicaSetsForRollingUpdate(ctx context.Context
 		}
 		n := min(specReplicas(rs), want-total)
 		size := specReplicas(rs) - n
-		c.log.Info(fmt.Sprintf("deployment %s: %s → scale old %s to %d", key, story(newRS, oldRSs), rs.Name, size))
+		c.log.Info(fmt.Sprintf("%s → scale old %s to %d", story(newRS, oldRSs), rs.Name, size),
+			scaleAttrs(key, rs, size)...)
 		if _, _, err := c.scaleReplicaSet(ctx, d, rs, size); err != nil {
 			return total, err
 		}

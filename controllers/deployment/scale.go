@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"strconv"
@@ -36,14 +37,15 @@ func (c *Controller) scale(ctx context.Context, d *appsv1.Deployment, newRS *app
 		if specReplicas(rs) == replicasOf(d) {
 			return nil
 		}
-		c.log.Info(fmt.Sprintf("deployment %s: want %d, %s → scale %s to %d", key, replicasOf(d),
-			story(newRS, oldRSs), rs.Name, replicasOf(d)))
+		c.log.Info(fmt.Sprintf("want %d, %s → scale %s to %d", replicasOf(d), story(newRS, oldRSs), rs.Name, replicasOf(d)),
+			append(scaleAttrs(key, rs, replicasOf(d)), slog.Int("want", int(replicasOf(d))))...)
 		_, _, err := c.scaleReplicaSet(ctx, d, rs, replicasOf(d))
 		return err
 	}
 	if isSaturated(d, newRS) {
 		for _, old := range activeReplicaSets(oldRSs) {
-			c.log.Info(fmt.Sprintf("deployment %s: %s → new is saturated, scale old %s to 0", key, story(newRS, oldRSs), old.Name))
+			c.log.Info(fmt.Sprintf("%s → new is saturated, scale old %s to 0", story(newRS, oldRSs), old.Name),
+				scaleAttrs(key, old, 0)...)
 			if _, _, err := c.scaleReplicaSet(ctx, d, old, 0); err != nil {
 				return err
 			}
@@ -84,7 +86,8 @@ func (c *Controller) scale(ctx context.Context, d *appsv1.Deployment, newRS *app
 		added += p
 	}
 	sizes[0] = max(sizes[0]+toAdd-added, 0)
-	c.log.Info(fmt.Sprintf("deployment %s: want %d, %s → scale proportionally by %d", key, replicasOf(d), story(newRS, oldRSs), toAdd))
+	c.log.Info(fmt.Sprintf("want %d, %s → scale proportionally by %d", replicasOf(d), story(newRS, oldRSs), toAdd),
+		slog.String("object", key), slog.Int("want", int(replicasOf(d))), slog.Int("add", int(toAdd)))
 	for i, rs := range active {
 		if _, _, err := c.scaleReplicaSet(ctx, d, rs, sizes[i]); err != nil {
 			return err
@@ -300,4 +303,11 @@ func story(newRS *appsv1.ReplicaSet, oldRSs []*appsv1.ReplicaSet) string {
 		s += fmt.Sprintf(", old rs %s (%d)", rs.Name, specReplicas(rs))
 	}
 	return s
+}
+
+// scaleAttrs are the data of a decision to scale rs, of the Deployment
+// key, to size: the object, the ReplicaSet, from and to.
+func scaleAttrs(key string, rs *appsv1.ReplicaSet, size int32) []any {
+	return []any{slog.String("object", key), slog.String("replicaSet", rs.Name),
+		slog.Int("from", int(specReplicas(rs))), slog.Int("to", int(size))}
 }

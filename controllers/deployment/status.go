@@ -3,6 +3,7 @@ package deployment
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"time"
 
@@ -127,8 +128,8 @@ func (c *Controller) syncRolloutStatus(ctx context.Context, allRSs []*appsv1.Rep
 	}
 	if prev := getCondition(d.Status, appsv1.DeploymentProgressing); prev == nil || prev.Reason != TimedOutReason {
 		if cur := getCondition(status, appsv1.DeploymentProgressing); cur != nil && cur.Reason == TimedOutReason {
-			c.log.Info(fmt.Sprintf("deployment %s/%s: no progress for %ds → ProgressDeadlineExceeded",
-				d.Namespace, d.Name, *d.Spec.ProgressDeadlineSeconds))
+			c.log.Info(fmt.Sprintf("no progress for %ds → ProgressDeadlineExceeded", *d.Spec.ProgressDeadlineSeconds),
+				slog.String("object", d.Namespace+"/"+d.Name), slog.Int("progressDeadlineSeconds", int(*d.Spec.ProgressDeadlineSeconds)))
 		}
 	}
 	d.Status = status

@@ -220,7 +220,7 @@ func endpointChanged(old, cur *corev1.Pod) bool {
 // shuts the queue down and waits for the workers.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	defer c.queue.ShutDown()
-	c.log.Info("endpoints: starting", slog.Int("workers", workers))
+	c.log.Info("starting", slog.Int("workers", workers))
 	if !informer.WaitForCacheSync(ctx, c.synced...) {
 		return
 	}
@@ -235,7 +235,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	<-ctx.Done()
 	c.queue.ShutDown()
 	wg.Wait()
-	c.log.Info("endpoints: stopped")
+	c.log.Info("stopped")
 }
 
 // queueLeftovers queues the key of every Endpoints object, so that those
@@ -264,7 +264,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 			// will, and this is no news for the story.
 			level = slog.LevelDebug
 		}
-		c.log.Log(ctx, level, "endpoints "+key+": sync failed, will retry", slog.Any("err", err),
+		c.log.Log(ctx, level, "sync failed, will retry", slog.String("object", key), slog.Any("err", err),
 			slog.Int("retries", c.queue.NumRequeues(key)))
 		c.queue.AddRateLimited(key)
 		return true
@@ -278,7 +278,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 func (c *Controller) sync(ctx context.Context, key string) error {
 	namespace, name, err := informer.SplitMetaNamespaceKey(key)
 	if err != nil {
-		c.log.Error("endpoints: bad key", slog.String("key", key), slog.Any("err", err))
+		c.log.Error("bad key", slog.String("key", key), slog.Any("err", err))
 		return nil // a malformed key never gets better
 	}
 	svc, err := c.svcLister.Get(namespace, name)
@@ -307,7 +307,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	if exists && apiequality.Semantic.DeepEqual(cur.Subsets, subsets) && apiequality.Semantic.DeepEqual(cur.Labels, wantLabels) {
-		c.log.Debug(fmt.Sprintf("endpoints %s: %d ready, %d not ready → unchanged", key, ready, notReady), slog.String("service", key))
+		c.log.Debug(fmt.Sprintf("%d ready, %d not ready → unchanged", ready, notReady),
+			slog.String("object", key), slog.Int("ready", ready), slog.Int("notReady", notReady))
 		return nil
 	}
 
@@ -327,8 +328,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		ep.Annotations[corev1.EndpointsLastChangeTriggerTime] = triggerTime.UTC().Format(time.RFC3339Nano)
 	}
 
-	c.log.Info(fmt.Sprintf("endpoints %s: %d ready, %d not ready → %s", key, ready, notReady, action),
-		slog.String("service", key), slog.Int("ready", ready), slog.Int("notReady", notReady))
+	c.log.Info(fmt.Sprintf("%d ready, %d not ready → %s", ready, notReady, action),
+		slog.String("object", key), slog.Int("ready", ready), slog.Int("notReady", notReady))
 	if exists {
 		_, err = c.endpoints.Update(ctx, ep)
 	} else {
@@ -340,7 +341,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	case !exists && client.IsForbidden(err):
 		// The namespace is terminating: nothing may be created in it, and
 		// its content is on its way out.
-		c.log.Info(fmt.Sprintf("endpoints %s: namespace is terminating → skip", key), slog.String("service", key))
+		c.log.Info("namespace is terminating → skip", slog.String("object", key))
 		return nil
 	case client.IsConflict(err), client.IsAlreadyExists(err):
 		// Our cache was behind; the retry will see the object as it is.
@@ -369,7 +370,7 @@ func (c *Controller) deleteEndpoints(ctx context.Context, key, namespace, name s
 	if err != nil {
 		return fmt.Errorf("delete endpoints: %w", err)
 	}
-	c.log.Info(fmt.Sprintf("endpoints %s: service gone → delete", key), slog.String("service", key))
+	c.log.Info("service gone → delete", slog.String("object", key))
 	return nil
 }
 

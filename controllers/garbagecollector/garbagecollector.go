@@ -147,7 +147,7 @@ func New(opts Options) (*Controller, error) {
 	for _, res := range api.Resources() {
 		informerFor, ok := informerFuncs[res]
 		if !ok {
-			gc.log.Warn("garbagecollector: no informer for "+res.Plural+"; its objects are not collected",
+			gc.log.Warn("no informer for "+res.Plural+"; its objects are not collected",
 				slog.String("resource", res.GroupResource().String()))
 			continue
 		}
@@ -186,11 +186,11 @@ func (gc *Controller) enqueueChange(kind changeKind, res *api.Resource, obj any)
 // listed, runs workers until ctx is done, then shuts both queues down and
 // waits for the graph builder and the workers.
 func (gc *Controller) Run(ctx context.Context, workers int) {
-	gc.log.Info("garbagecollector: starting", slog.Int("resources", len(gc.caches)), slog.Int("workers", workers))
+	gc.log.Info("starting", slog.Int("resources", len(gc.caches)), slog.Int("workers", workers))
 	var wg sync.WaitGroup
 	wg.Go(gc.runGraphBuilder)
 	if gc.waitForGraph(ctx) {
-		gc.log.Info("garbagecollector: graph built from the initial lists → start collecting",
+		gc.log.Info("graph built from the initial lists → start collecting",
 			slog.Int("nodes", gc.graph.len()))
 		for range max(workers, 1) {
 			wg.Go(func() {
@@ -203,7 +203,7 @@ func (gc *Controller) Run(ctx context.Context, workers int) {
 	gc.changes.ShutDown()
 	gc.queue.ShutDown()
 	wg.Wait()
-	gc.log.Info("garbagecollector: stopped")
+	gc.log.Info("stopped")
 }
 
 // waitForGraph waits until every handler has had the initial list, then
@@ -260,10 +260,10 @@ func (gc *Controller) processNextWorkItem(ctx context.Context) bool {
 	case err == nil:
 		gc.queue.Forget(uid)
 	case errors.Is(err, errNotObserved), client.IsConflict(err):
-		gc.log.Debug("garbagecollector: look again later", slog.String("uid", string(uid)), slog.Any("reason", err))
+		gc.log.Debug("look again later", slog.String("uid", string(uid)), slog.Any("reason", err))
 		gc.queue.AddRateLimited(uid)
 	default:
-		gc.log.Error("garbagecollector: sync failed; will retry", slog.String("uid", string(uid)), slog.Any("err", err))
+		gc.log.Error("sync failed; will retry", slog.String("uid", string(uid)), slog.Any("err", err))
 		gc.queue.AddRateLimited(uid)
 	}
 	return true
@@ -316,8 +316,8 @@ func (gc *Controller) checkVirtualOwner(ctx context.Context, n nodeInfo) error {
 	if !gone {
 		return errNotObserved
 	}
-	gc.log.Info("garbagecollector: owner "+n.ref.String()+" does not exist → look at its "+
-		count(len(n.dependents), "dependent"), slog.String("owner", n.ref.String()))
+	gc.decided(ctx, n.ref, "owner "+n.ref.String()+" does not exist → look at its "+
+		count(len(n.dependents), "dependent"), slog.Int("dependents", len(n.dependents)))
 	gc.changes.Add(&graphChange{kind: changeVirtualGone, uid: n.ref.uid})
 	return nil
 }
@@ -373,8 +373,7 @@ func (gc *Controller) collectIfOwnersGone(ctx context.Context, n nodeInfo, obj a
 		if err != nil {
 			return fmt.Errorf("%s: remove owner references: %w", n.ref, err)
 		}
-		gc.log.Info("garbagecollector: "+what+" "+story+" → remove the reference; "+
-			describeOwner(solid[0])+" still owns it", slog.String("object", n.ref.String()))
+		gc.decided(ctx, n.ref, what+" "+story+" → remove the reference; "+describeOwner(solid[0])+" still owns it")
 		gc.recorder.Eventf(obj, corev1.EventTypeNormal, "OwnerRefRemoved", "Removed the reference: %s", story)
 		return nil
 	}
@@ -396,8 +395,7 @@ func (gc *Controller) collectIfOwnersGone(ctx context.Context, n nodeInfo, obj a
 	if err != nil {
 		return fmt.Errorf("%s: delete: %w", n.ref, err)
 	}
-	gc.log.Info("garbagecollector: "+what+" "+story+" → delete",
-		slog.String("object", n.ref.String()), slog.String("propagationPolicy", string(policy)))
+	gc.decided(ctx, n.ref, what+" "+story+" → delete", slog.String("propagationPolicy", string(policy)))
 	gc.recorder.Eventf(obj, corev1.EventTypeNormal, "GarbageCollected", "Deleted %s: %s", n.ref.name, story)
 	return nil
 }
@@ -450,8 +448,8 @@ func (gc *Controller) deleteDependentsFirst(ctx context.Context, n nodeInfo, obj
 		if blocking == 1 {
 			verb = " still blocks"
 		}
-		gc.log.Info("garbagecollector: "+what+" is being deleted in the foreground → wait: "+
-			count(blocking, "dependent")+verb+" its deletion", slog.String("object", n.ref.String()))
+		gc.decided(ctx, n.ref, what+" is being deleted in the foreground → wait: "+
+			count(blocking, "dependent")+verb+" its deletion", slog.Int("blocking", blocking))
 		return nil
 	}
 	err := gc.objects.patchMetadata(ctx, n.ref, obj.GetResourceVersion(),
@@ -462,8 +460,8 @@ func (gc *Controller) deleteDependentsFirst(ctx context.Context, n nodeInfo, obj
 	if err != nil {
 		return fmt.Errorf("%s: remove finalizer %s: %w", n.ref, metav1.FinalizerDeleteDependents, err)
 	}
-	gc.log.Info("garbagecollector: "+what+": no dependents left that block its deletion → remove finalizer "+
-		metav1.FinalizerDeleteDependents, slog.String("object", n.ref.String()))
+	gc.decided(ctx, n.ref, what+": no dependents left that block its deletion → remove finalizer "+
+		metav1.FinalizerDeleteDependents)
 	gc.recorder.Eventf(obj, corev1.EventTypeNormal, "DependentsDeleted", "All dependents that block deletion are gone")
 	return nil
 }
@@ -485,8 +483,8 @@ func (gc *Controller) orphanDependents(ctx context.Context, n nodeInfo, obj api.
 		if err != nil {
 			return fmt.Errorf("%s: orphan %s: %w", n.ref, d.ref, err)
 		}
-		gc.log.Info("garbagecollector: "+describe(d.ref)+" owner "+n.ref.String()+
-			" is being deleted with propagation Orphan → remove the reference", slog.String("object", d.ref.String()))
+		gc.decided(ctx, d.ref, describe(d.ref)+" owner "+n.ref.String()+
+			" is being deleted with propagation Orphan → remove the reference")
 		orphaned++
 		gc.recorder.Eventf(dep, corev1.EventTypeNormal, "Orphaned", "Removed the reference to %s, deleted with propagation Orphan", n.ref)
 	}
@@ -504,8 +502,8 @@ func (gc *Controller) orphanDependents(ctx context.Context, n nodeInfo, obj api.
 	if orphaned == 0 {
 		story, event = "no dependent refers to it any more", "No dependent refers to it any more"
 	}
-	gc.log.Info("garbagecollector: "+describe(n.ref)+": "+story+
-		" → remove finalizer "+metav1.FinalizerOrphanDependents, slog.String("object", n.ref.String()))
+	gc.decided(ctx, n.ref, describe(n.ref)+": "+story+" → remove finalizer "+metav1.FinalizerOrphanDependents,
+		slog.Int("orphaned", orphaned))
 	gc.recorder.Eventf(obj, corev1.EventTypeNormal, "DependentsOrphaned", "%s", event)
 	return nil
 }
@@ -535,6 +533,13 @@ func refersTo(obj api.Object, uid types.UID) bool {
 		}
 	}
 	return false
+}
+
+// decided logs one decision about the object r: msg is the human wording;
+// r's key (as "object"), kind and uid, and more, are the data.
+func (gc *Controller) decided(ctx context.Context, r objectRef, msg string, more ...slog.Attr) {
+	attrs := []slog.Attr{slog.String("object", r.key()), slog.String("kind", r.kind), slog.String("uid", string(r.uid))}
+	gc.log.LogAttrs(ctx, slog.LevelInfo, msg, append(attrs, more...)...)
 }
 
 // describe names an object in a log line: "pod default/web-abc".

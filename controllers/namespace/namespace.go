@@ -192,7 +192,7 @@ func (c *Controller) podDeleted(obj any) {
 // queue down and waits for the workers.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	defer c.queue.ShutDown()
-	c.log.Info("namespace: starting", slog.Int("workers", workers))
+	c.log.Info("starting", slog.Int("workers", workers))
 	if !informer.WaitForCacheSync(ctx, c.synced...) {
 		return
 	}
@@ -206,7 +206,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	<-ctx.Done()
 	c.queue.ShutDown()
 	wg.Wait()
-	c.log.Info("namespace: stopped")
+	c.log.Info("stopped")
 }
 
 // contentRemaining is sync's answer when content is on its way out: not a
@@ -234,7 +234,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		c.queue.Forget(name)
 		c.queue.AddAfter(name, remaining.after)
 	default:
-		c.log.Warn("namespace "+name+": sync failed, will retry", slog.Any("err", err),
+		c.log.Warn("sync failed, will retry", slog.String("object", name), slog.Any("err", err),
 			slog.Int("retries", c.queue.NumRequeues(name)))
 		c.queue.AddRateLimited(name)
 	}
@@ -270,8 +270,8 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	report := c.inventory(ctx, name)
 	c.purge(ctx, report)
 	if len(report.deleted) > 0 {
-		c.log.Info(fmt.Sprintf("namespace %s: terminating; %s left → %s", name, counts(report.found), report.action()),
-			slog.String("namespace", name), slog.Int("objects", report.total()))
+		c.log.Info(fmt.Sprintf("terminating; %s left → %s", counts(report.found), report.action()),
+			slog.String("object", name), slog.Int("objects", report.total()))
 	}
 
 	ns, err = c.updateStatus(ctx, ns, contentConditions(report))
@@ -294,12 +294,12 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		if report.waitingForPods {
 			what += "; the rest waits for the pods"
 		}
-		c.log.Info(fmt.Sprintf("namespace %s: %s → check again in %s", name, what, after),
-			slog.String("namespace", name))
+		c.log.Info(fmt.Sprintf("%s → check again in %s", what, after),
+			slog.String("object", name), slog.Duration("after", after))
 		return &contentRemaining{after: after}
 	}
 
-	c.log.Info(fmt.Sprintf("namespace %s: empty → remove finalizer %q", name, finalizerToken), slog.String("namespace", name))
+	c.log.Info(fmt.Sprintf("empty → remove finalizer %q", finalizerToken), slog.String("object", name))
 	if err := c.finalize(ctx, ns); err != nil {
 		return err
 	}

@@ -169,7 +169,7 @@ func New(opts Options) (*Controller, error) {
 func (c *Controller) enqueue(obj any) {
 	key, err := informer.MetaNamespaceKeyFunc(obj)
 	if err != nil {
-		c.log.Error("nodeipam: node key", "err", err)
+		c.log.Error("node key", "err", err)
 		return
 	}
 	c.queue.Add(key)
@@ -180,10 +180,10 @@ func (c *Controller) enqueue(obj any) {
 // queue down and waits for them.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	defer c.queue.ShutDown()
-	c.log.Info(fmt.Sprintf("nodeipam: starting; pod CIDRs of /%d from %s", c.cidrs.subnetBits, c.cidrs.cluster),
+	c.log.Info(fmt.Sprintf("starting; pod CIDRs of /%d from %s", c.cidrs.subnetBits, c.cidrs.cluster),
 		"workers", workers)
 	if !informer.WaitForCacheSync(ctx, c.hasSynced...) {
-		c.log.Info("nodeipam: stopped before the cache synced")
+		c.log.Info("stopped before the cache synced")
 		return
 	}
 	c.occupyExisting()
@@ -197,7 +197,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	<-ctx.Done()
 	c.queue.ShutDown()
 	wg.Wait()
-	c.log.Info("nodeipam: stopped")
+	c.log.Info("stopped")
 }
 
 // occupyExisting marks the range of every node in the cache that has one.
@@ -217,8 +217,8 @@ func (c *Controller) occupyExisting() {
 	c.mu.Lock()
 	inUse := c.cidrs.count - c.cidrs.free()
 	c.mu.Unlock()
-	c.log.Info(fmt.Sprintf("nodeipam: %d of %d nodes already have a podCIDR → %d of %d ranges in use",
-		n, len(nodes), inUse, c.cidrs.count))
+	c.log.Info(fmt.Sprintf("%d of %d nodes already have a podCIDR → %d of %d ranges in use", n, len(nodes), inUse, c.cidrs.count),
+		slog.Int("nodes", len(nodes)), slog.Int("inUse", inUse), slog.Int("ranges", c.cidrs.count))
 }
 
 // processNextWorkItem syncs one node, and is the only place that decides
@@ -231,7 +231,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	}
 	defer c.queue.Done(key)
 	if err := c.sync(ctx, key); err != nil {
-		c.log.Warn(fmt.Sprintf("nodeipam %s: will retry", key), "err", err, "retries", c.queue.NumRequeues(key))
+		c.log.Warn("will retry", slog.String("object", key), slog.Any("err", err), slog.Int("retries", c.queue.NumRequeues(key)))
 		c.queue.AddRateLimited(key)
 		return true
 	}
@@ -259,7 +259,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 
 	p, err := c.reserve(name)
 	if err != nil {
-		c.log.Warn(fmt.Sprintf("nodeipam %s: %v → CIDRNotAvailable; retry when a range is released", name, err), "node", name)
+		c.log.Warn(fmt.Sprintf("%v → CIDRNotAvailable; retry when a range is released", err), slog.String("object", name))
 		c.recorder.Eventf(node, corev1.EventTypeNormal, "CIDRNotAvailable", "Node %s status is now: CIDRNotAvailable", name)
 		return err
 	}
@@ -280,7 +280,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		c.recorder.Eventf(node, corev1.EventTypeWarning, "CIDRAssignmentFailed", "Failed to assign podCIDR %s: %v", p, err)
 		return fmt.Errorf("set podCIDR %s: %w", p, err)
 	}
-	c.log.Info(fmt.Sprintf("nodeipam %s → podCIDR %s", name, p), "node", name, "podCIDR", p.String())
+	c.log.Info("→ podCIDR "+p.String(), slog.String("object", name), slog.String("to", p.String()))
 	return nil
 }
 
@@ -316,13 +316,13 @@ func (c *Controller) occupy(node string, p netip.Prefix) {
 	delete(c.waiting, node)
 	for other, q := range c.byNode {
 		if q.Overlaps(p) {
-			c.log.Warn(fmt.Sprintf("nodeipam %s: podCIDR %s overlaps %s of node %s; someone else set them", node, p, q, other),
-				"node", node)
+			c.log.Warn(fmt.Sprintf("podCIDR %s overlaps %s of node %s; someone else set them", p, q, other),
+				slog.String("object", node))
 		}
 	}
 	c.byNode[node] = p
 	if !c.cidrs.contains(p) {
-		c.log.Info(fmt.Sprintf("nodeipam %s: podCIDR %s is outside %s → not ours to track", node, p, c.cidrs.cluster), "node", node)
+		c.log.Info(fmt.Sprintf("podCIDR %s is outside %s → not ours to track", p, c.cidrs.cluster), slog.String("object", node))
 		return
 	}
 	_ = c.cidrs.occupy(p) // contained, so it cannot fail
@@ -334,7 +334,7 @@ func (c *Controller) release(node string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if p, ok := c.byNode[node]; ok {
-		c.log.Info(fmt.Sprintf("nodeipam %s: node deleted → release %s", node, p), "node", node)
+		c.log.Info(fmt.Sprintf("node deleted → release %s", p), slog.String("object", node), slog.String("podCIDR", p.String()))
 	}
 	c.releaseLocked(node)
 	delete(c.waiting, node)
@@ -375,7 +375,7 @@ func podCIDROf(node *corev1.Node) string {
 func (c *Controller) parsePodCIDR(node *corev1.Node) (netip.Prefix, bool) {
 	p, err := netip.ParsePrefix(podCIDROf(node))
 	if err != nil {
-		c.log.Warn(fmt.Sprintf("nodeipam %s: cannot parse podCIDR %q; ignored", node.Name, podCIDROf(node)), "err", err)
+		c.log.Warn(fmt.Sprintf("cannot parse podCIDR %q; ignored", podCIDROf(node)), slog.String("object", node.Name), slog.Any("err", err))
 		return netip.Prefix{}, false
 	}
 	return p.Masked(), true

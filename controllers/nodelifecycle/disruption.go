@@ -3,6 +3,7 @@ package nodelifecycle
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"slices"
@@ -207,7 +208,7 @@ func (c *Controller) handleDisruption(ctx context.Context, zoneReady map[string]
 			c.logZone(z, "evictions paused")
 		}
 		c.mu.Unlock()
-		c.log.Info("nodelifecycle: every zone is in FullDisruption → the fault is probably ours; remove the NoExecute taints we added and evict nothing until a node is Ready")
+		c.log.Info("every zone is in FullDisruption → the fault is probably ours; remove the NoExecute taints we added and evict nothing until a node is Ready")
 		for _, node := range nodes {
 			c.removeNoExecuteTaints(ctx, node, "every zone in FullDisruption")
 		}
@@ -228,7 +229,7 @@ func (c *Controller) handleDisruption(ctx context.Context, zoneReady map[string]
 			}
 		}
 		c.mu.Unlock()
-		c.log.Info("nodelifecycle: a node is Ready again → leave FullDisruption; every node gets a fresh grace period")
+		c.log.Info("a node is Ready again → leave FullDisruption; every node gets a fresh grace period")
 		return false
 	}
 
@@ -243,11 +244,11 @@ func (c *Controller) handleDisruption(ctx context.Context, zoneReady map[string]
 	return false
 }
 
-// logZone logs z's new state: `nodelifecycle: zone "" → FullDisruption:
-// 3/3 nodes not ready; evictions paused`.
+// logZone logs z's new state: `zone "" → FullDisruption: 3/3 nodes not
+// ready; evictions paused`.
 func (c *Controller) logZone(z *zone, consequence string) {
-	c.log.Info(fmt.Sprintf("nodelifecycle: zone %q → %s: %d/%d nodes not ready; %s",
-		z.name, z.state, z.notReady, z.size, consequence), "zone", z.name, "state", string(z.state))
+	c.log.Info(fmt.Sprintf("zone %q → %s: %d/%d nodes not ready; %s", z.name, z.state, z.notReady, z.size, consequence),
+		slog.String("zone", z.name), slog.String("to", string(z.state)), slog.Int("notReady", z.notReady), slog.Int("nodes", z.size))
 }
 
 // rateStory says what z's state means for tainting.

@@ -3,6 +3,7 @@ package nodelifecycle
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -106,7 +107,7 @@ func toleratesTaint(tol corev1.Toleration, taint corev1.Taint) bool {
 func (c *Controller) syncPodEviction(ctx context.Context, key string) error {
 	namespace, name, err := informer.SplitMetaNamespaceKey(key)
 	if err != nil {
-		c.log.Error("nodelifecycle: bad pod key", "key", key, "err", err)
+		c.log.Error("bad pod key", "key", key, "err", err)
 		return nil // a malformed key never gets better
 	}
 	pod, err := c.podLister.Get(namespace, name)
@@ -121,7 +122,6 @@ func (c *Controller) syncPodEviction(ctx context.Context, key string) error {
 		c.cancelEviction(key, nil, "")
 		return nil // not bound, or already on its way out
 	}
-	who := fmt.Sprintf("nodelifecycle %s on %s", key, pod.Spec.NodeName)
 	node, err := c.nodeLister.Get("", pod.Spec.NodeName)
 	if apierrors.IsNotFound(err) {
 		c.cancelEviction(key, nil, "")
@@ -132,7 +132,7 @@ func (c *Controller) syncPodEviction(ctx context.Context, key string) error {
 	}
 	taints := noExecuteTaints(node)
 	if len(taints) == 0 {
-		c.cancelEviction(key, pod, who+": node has no NoExecute taint any more")
+		c.cancelEviction(key, pod, "node has no NoExecute taint any more")
 		return nil
 	}
 
@@ -145,20 +145,23 @@ func (c *Controller) syncPodEviction(ctx context.Context, key string) error {
 	plan := planEviction(taints, pod.Spec.Tolerations, start)
 	switch {
 	case plan.forever:
-		c.cancelEviction(key, pod, who+": tolerates every NoExecute taint forever")
+		c.cancelEviction(key, pod, "tolerates every NoExecute taint forever")
 		return nil
 	case plan.untolerated:
-		c.log.Info(fmt.Sprintf("%s: does not tolerate %s → evict now", who, taintName(plan.taint)),
-			"pod", key, "node", node.Name)
+		c.log.Info(fmt.Sprintf("does not tolerate %s → evict now", taintName(plan.taint)),
+			slog.String("object", key), slog.String("node", node.Name), slog.String("taint", taintName(plan.taint)))
 		return c.evict(ctx, pod)
 	case !plan.at.After(now):
-		c.log.Info(fmt.Sprintf("%s: tolerated %s for %ds, time is up → evict now", who, shortKey(plan.taint.Key), plan.seconds),
-			"pod", key, "node", node.Name)
+		c.log.Info(fmt.Sprintf("tolerated %s for %ds, time is up → evict now", shortKey(plan.taint.Key), plan.seconds),
+			slog.String("object", key), slog.String("node", node.Name), slog.String("taint", taintName(plan.taint)),
+			slog.Int64("tolerationSeconds", plan.seconds))
 		return c.evict(ctx, pod)
 	}
 	if !scheduled || prev.uid != pod.UID || !prev.at.Equal(plan.at) {
-		c.log.Info(fmt.Sprintf("%s: tolerates %s for %ds → evict at %s", who, shortKey(plan.taint.Key), plan.seconds,
-			plan.at.Format(time.TimeOnly)), "pod", key, "node", node.Name)
+		c.log.Info(fmt.Sprintf("tolerates %s for %ds → evict at %s", shortKey(plan.taint.Key), plan.seconds,
+			plan.at.Format(time.TimeOnly)),
+			slog.String("object", key), slog.String("node", node.Name), slog.String("taint", taintName(plan.taint)),
+			slog.Int64("tolerationSeconds", plan.seconds), slog.Time("evictAt", plan.at))
 	}
 	c.setScheduledEviction(key, scheduledEviction{uid: pod.UID, at: plan.at, start: start})
 	c.podQueue.AddAfter(key, plan.at.Sub(now))
@@ -185,13 +188,13 @@ func (c *Controller) evict(ctx context.Context, pod *corev1.Pod) error {
 }
 
 // cancelEviction forgets key's scheduled eviction, if any, logging why and
-// recording an Event on pod when they are given.
+// recording an Event on pod when they are given (why only with pod).
 func (c *Controller) cancelEviction(key string, pod *corev1.Pod, why string) {
 	if _, ok := c.scheduledEviction(key); !ok {
 		return
 	}
 	if why != "" {
-		c.log.Info(why+" → cancel its eviction", "pod", key)
+		c.log.Info(why+" → cancel its eviction", slog.String("object", key), slog.String("node", pod.Spec.NodeName))
 	}
 	if pod != nil {
 		c.recorder.Eventf(pod, corev1.EventTypeNormal, "TaintManagerEviction", "Cancelling deletion of Pod %s", key)

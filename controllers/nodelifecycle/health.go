@@ -3,6 +3,7 @@ package nodelifecycle
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -177,8 +178,8 @@ func (c *Controller) monitorNodeHealth(ctx context.Context, now time.Time) {
 	for _, node := range nodes {
 		res, err := c.updateNodeHealth(ctx, node, now)
 		if err != nil {
-			c.log.Error(fmt.Sprintf("nodelifecycle %s: cannot check health; no taint decisions for it this pass", node.Name),
-				"node", node.Name, "err", err)
+			c.log.Error("cannot check health; no taint decisions for it this pass",
+				slog.String("object", node.Name), slog.Any("err", err))
 			continue
 		}
 		plog.set(node.Name, res.story)
@@ -211,7 +212,7 @@ func (c *Controller) noteAddedAndDeleted(nodes []*corev1.Node) {
 	for _, node := range nodes {
 		seen[node.Name] = true
 		if _, ok := c.known[node.Name]; !ok {
-			c.log.Info(fmt.Sprintf("nodelifecycle %s: new node → watch its heartbeats", node.Name), "node", node.Name)
+			c.log.Info("new node → watch its heartbeats", slog.String("object", node.Name))
 			c.recorder.Eventf(node, corev1.EventTypeNormal, "RegisteredNode", "Registered Node %s in Controller", node.Name)
 		}
 		c.known[node.Name] = node
@@ -220,7 +221,7 @@ func (c *Controller) noteAddedAndDeleted(nodes []*corev1.Node) {
 		if seen[name] {
 			continue
 		}
-		c.log.Info(fmt.Sprintf("nodelifecycle %s: node deleted → forget it", name), "node", name)
+		c.log.Info("node deleted → forget it", slog.String("object", name))
 		c.recorder.Eventf(node, corev1.EventTypeNormal, "RemovingNode", "Removing Node %s from Controller", name)
 		delete(c.known, name)
 		c.mu.Lock()
@@ -355,10 +356,12 @@ func (p *passLog) has(node string) bool {
 func (p *passLog) flush(c *Controller) {
 	for _, node := range p.order {
 		line := strings.Join(p.parts[node], ", ")
+		attrs := []any{slog.String("object", node)}
 		if r, ok := p.ready[node]; ok {
 			line = "Ready=" + readyText(r) + " → " + line
+			attrs = append(attrs, slog.String("ready", readyText(r)))
 		}
-		c.log.Info(fmt.Sprintf("nodelifecycle %s: %s", node, line), "node", node)
+		c.log.Info(line, attrs...)
 	}
 }
 

@@ -3,6 +3,7 @@ package nodelifecycle
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/minictl/minictl/controllers/internal/controllertest"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
+	"github.com/minictl/minictl/internal/timeline"
 )
 
 // These tests run the controller against a real API server on a real etcd
@@ -60,7 +62,7 @@ func newFixture(t *testing.T) *fixture {
 		clock:    workqueue.NewFakeClock(start),
 		start:    start,
 		recorder: &record.FakeRecorder{},
-		logs:     &logBuffer{t: t},
+		logs:     newLogBuffer(t),
 	}
 }
 
@@ -252,46 +254,69 @@ func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 	controllertest.Poll{Timeout: 30 * time.Second, Interval: 10 * time.Millisecond}.Until(t, what, cond)
 }
 
-// logBuffer is a slog.Handler that keeps the controller's log messages
-// for assertions and shows each line in the test's output.
+// logBuffer is a slog.Handler that keeps the controller's decisions as the
+// timeline tells them, "object message" ("node-2 Ready=Unknown → taint
+// unreachable:NoExecute", "default/web (on node-2) tolerates ..."), for
+// assertions, and shows each record in the test's output.
 type logBuffer struct {
 	t      *testing.T
+	attrs  []slog.Attr // the logger's, from WithAttrs
+	shared *logLines
+}
+
+// logLines are the lines of a logBuffer and of every logger derived from
+// it.
+type logLines struct {
 	mu     sync.Mutex
 	msgs   []string
 	closed bool
 }
 
+func newLogBuffer(t *testing.T) *logBuffer { return &logBuffer{t: t, shared: &logLines{}} }
+
 func (b *logBuffer) Enabled(context.Context, slog.Level) bool { return true }
 
 func (b *logBuffer) Handle(_ context.Context, r slog.Record) error {
 	line := r.Level.String() + " " + r.Message
+	for _, a := range b.attrs {
+		line += " " + a.String()
+	}
 	r.Attrs(func(a slog.Attr) bool {
 		line += " " + a.String()
 		return true
 	})
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.msgs = append(b.msgs, r.Message)
-	if !b.closed {
+	e := timeline.FromRecord(r, b.attrs)
+	story := e.Message
+	if e.Object != "" {
+		story = e.Object + " " + e.Message
+	}
+	s := b.shared
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.msgs = append(s.msgs, story)
+	if !s.closed {
 		b.t.Log(line)
 	}
 	return nil
 }
 
-func (b *logBuffer) WithAttrs([]slog.Attr) slog.Handler { return b }
-func (b *logBuffer) WithGroup(string) slog.Handler      { return b }
-
-func (b *logBuffer) close() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.closed = true
+func (b *logBuffer) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &logBuffer{t: b.t, attrs: append(slices.Clone(b.attrs), attrs...), shared: b.shared}
 }
 
-// String returns every message so far, one per line.
+func (b *logBuffer) WithGroup(string) slog.Handler { return b }
+
+func (b *logBuffer) close() {
+	b.shared.mu.Lock()
+	defer b.shared.mu.Unlock()
+	b.shared.closed = true
+}
+
+// String returns every decision so far, one per line.
 func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Join(b.msgs, "\n")
+	b.shared.mu.Lock()
+	defer b.shared.mu.Unlock()
+	return strings.Join(b.shared.msgs, "\n")
 }
 
 func rvAtLeast(a, b string) bool {

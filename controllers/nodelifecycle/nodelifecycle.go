@@ -289,11 +289,11 @@ func exact(v float32) float64 {
 func (c *Controller) Run(ctx context.Context, workers int) {
 	defer c.nodeQueue.ShutDown()
 	defer c.podQueue.ShutDown()
-	c.log.Info("nodelifecycle: starting",
+	c.log.Info("starting",
 		"workers", workers, "monitorPeriod", c.monitorPeriod, "gracePeriod", c.gracePeriod,
 		"startupGracePeriod", c.startupGrace, "evictionRate", c.evictionRate)
 	if !informer.WaitForCacheSync(ctx, c.hasSynced...) {
-		c.log.Info("nodelifecycle: stopped before the caches synced")
+		c.log.Info("stopped before the caches synced")
 		return
 	}
 	var wg sync.WaitGroup
@@ -312,7 +312,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	c.nodeQueue.ShutDown()
 	c.podQueue.ShutDown()
 	wg.Wait()
-	c.log.Info("nodelifecycle: stopped")
+	c.log.Info("stopped")
 }
 
 // nodeChanged enqueues the node for its NoSchedule taints, and its pods
@@ -372,7 +372,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context, queue *workqueue.Q
 	}
 	defer queue.Done(key)
 	if err := sync(ctx, key); err != nil {
-		c.log.Warn(fmt.Sprintf("nodelifecycle %s: sync failed, will retry", key),
+		c.log.Warn("sync failed, will retry", slog.String("object", key),
 			"queue", queue.Name(), "err", err, "retries", queue.NumRequeues(key))
 		queue.AddRateLimited(key)
 		return true
@@ -443,7 +443,7 @@ func podNodeNameIndexFunc(obj any) ([]string, error) {
 func (c *Controller) podKeysOnNode(node string) []string {
 	keys, err := c.podIndexer.IndexKeys(podNodeNameIndex, node)
 	if err != nil {
-		c.log.Error("nodelifecycle: pod index", "err", err)
+		c.log.Error("pod index", "err", err)
 		return nil
 	}
 	return keys

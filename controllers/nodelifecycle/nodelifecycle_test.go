@@ -62,7 +62,7 @@ func TestSilentNodeIsTaintedAndItsPodsEvicted(t *testing.T) {
 	if taint == nil || taint.TimeAdded == nil || !taint.TimeAdded.Time.Equal(markedAt) {
 		t.Fatalf("node-2 taints = %+v, want unreachable:NoExecute added at T0+45s", node.Spec.Taints)
 	}
-	f.waitLog("nodelifecycle node-2: no heartbeat for 45s (grace 40s) → Ready=Unknown, taint unreachable:NoExecute")
+	f.waitLog("node-2 no heartbeat for 45s (grace 40s) → Ready=Unknown, taint unreachable:NoExecute")
 	f.waitTaint("node-2", corev1.TaintNodeUnreachable, corev1.TaintEffectNoSchedule, true)
 	for _, n := range []string{"node-1", "node-3"} {
 		if len(f.node(n).Spec.Taints) != 0 || readyStatus(&f.node(n).Status) != corev1.ConditionTrue {
@@ -95,7 +95,7 @@ func TestSilentNodeIsTaintedAndItsPodsEvicted(t *testing.T) {
 	if at, _ := f.scheduledAt("defaults"); !at.Equal(markedAt.Add(300 * time.Second)) {
 		t.Errorf("defaults evicted at T0+%v, want T0+345s", f.since(at))
 	}
-	f.waitLog(fmt.Sprintf("nodelifecycle default/two-seconds on node-2: tolerates unreachable for 2s → evict at %s",
+	f.waitLog(fmt.Sprintf("default/two-seconds (on node-2) tolerates unreachable for 2s → evict at %s",
 		markedAt.Add(2*time.Second).Format(time.TimeOnly)))
 
 	f.clock.Step(time.Second) // T0+46s
@@ -135,7 +135,7 @@ func TestSilentNodeIsTaintedAndItsPodsEvicted(t *testing.T) {
 		n := f.node("node-2")
 		return len(n.Spec.Taints) == 0, taintNames(n.Spec.Taints)
 	})
-	f.waitLog("nodelifecycle node-2: Ready=True → remove taint unreachable:NoExecute")
+	f.waitLog("node-2 Ready=True → remove taint unreachable:NoExecute")
 	if h := f.ctrl.nodeHealth("node-2"); !h.probeTimestamp.Equal(backAt) || !h.readyTransitionTimestamp.Equal(backAt) {
 		t.Errorf("node-2 record after coming back: probe T0+%v, transition T0+%v; want both T0+%v",
 			f.since(h.probeTimestamp), f.since(h.readyTransitionTimestamp), f.since(backAt))
@@ -166,7 +166,7 @@ func TestNoExecuteTaintEvictsIntolerantPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "intolerant evicted", func() (bool, string) { return f.evicted("intolerant"), "" })
-	f.waitLog("nodelifecycle default/intolerant on node-1: does not tolerate example.com/maintenance=true:NoExecute → evict now")
+	f.waitLog("default/intolerant (on node-1) does not tolerate example.com/maintenance=true:NoExecute → evict now")
 	waitFor(t, "patient's eviction scheduled", func() (bool, string) {
 		at, ok := f.scheduledAt("patient")
 		return ok && at.Equal(added.Add(10*time.Second)), fmt.Sprintf("%v %v", f.since(at), ok)
@@ -203,7 +203,7 @@ func TestFullDisruptionPausesEvictions(t *testing.T) {
 	}
 	f.createPod("web", "node-1")
 	f.run()
-	f.waitLog(`nodelifecycle: zone "" → Normal: 0/3 nodes not ready; NoExecute taints at most 0.1 nodes/s`)
+	f.waitLog(`zone "" → Normal: 0/3 nodes not ready; NoExecute taints at most 0.1 nodes/s`)
 
 	// node-1 goes silent first: a Normal zone, so it is tainted.
 	for range grace/period + 1 {
@@ -220,7 +220,7 @@ func TestFullDisruptionPausesEvictions(t *testing.T) {
 	for range grace/period + 1 {
 		f.pass(period)
 	}
-	f.waitLog(`nodelifecycle: zone "" → FullDisruption: 3/3 nodes not ready; evictions paused`)
+	f.waitLog(`zone "" → FullDisruption: 3/3 nodes not ready; evictions paused`)
 	if s := f.ctrl.zoneState(""); s != stateFullDisruption {
 		t.Fatalf("zone state %s", s)
 	}
@@ -254,9 +254,9 @@ func TestFullDisruptionPausesEvictions(t *testing.T) {
 	// at once, the next 10s later (0.1 nodes/s).
 	f.setReady("node-3")
 	f.pass(period)
-	f.waitLog(`nodelifecycle: zone "" → Normal: 2/3 nodes not ready; NoExecute taints at most 0.1 nodes/s`)
+	f.waitLog(`zone "" → Normal: 2/3 nodes not ready; NoExecute taints at most 0.1 nodes/s`)
 	f.waitTaint("node-1", corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute, true)
-	f.waitLog(`nodelifecycle node-2: Ready=Unknown → taint unreachable:NoExecute waits its turn (zone "": NoExecute taints at most 0.1 nodes/s)`)
+	f.waitLog(`node-2 Ready=Unknown → taint unreachable:NoExecute waits its turn (zone "": NoExecute taints at most 0.1 nodes/s)`)
 	if f.hasTaintNow("node-2", corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute) {
 		t.Fatal("node-2 tainted in the same second as node-1")
 	}
@@ -268,8 +268,8 @@ func TestFullDisruptionPausesEvictions(t *testing.T) {
 	f.heartbeat("node-3")
 	f.pass(period)
 	f.waitTaint("node-2", corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute, true)
-	f.waitLog("nodelifecycle node-2: Ready=Unknown → taint unreachable:NoExecute")
-	if strings.Contains(f.logs.String(), "node-3: Ready=Unknown → taint unreachable:NoExecute") ||
+	f.waitLog("node-2 Ready=Unknown → taint unreachable:NoExecute")
+	if strings.Contains(f.logs.String(), "node-3 Ready=Unknown → taint unreachable:NoExecute") ||
 		f.hasTaintNow("node-3", corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute) {
 		t.Error("node-3, which is back, was tainted")
 	}

@@ -3,6 +3,7 @@ package nodelifecycle
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -120,8 +121,10 @@ func (c *Controller) syncNoScheduleTaints(ctx context.Context, name string) erro
 		return err
 	}
 	added, removed := taintDiff(base.Spec.Taints, written.Spec.Taints)
-	c.log.Info(fmt.Sprintf("nodelifecycle %s: Ready=%s → %s", name,
-		readyText(readyStatus(&written.Status)), describeChange(added, removed)), "node", name)
+	ready := readyText(readyStatus(&written.Status))
+	c.log.Info(fmt.Sprintf("Ready=%s → %s", ready, describeChange(added, removed)),
+		slog.String("object", name), slog.String("ready", ready),
+		slog.Any("added", taintNameList(added)), slog.Any("removed", taintNameList(removed)))
 	return nil
 }
 
@@ -146,8 +149,8 @@ func (c *Controller) processTaintBasedEviction(ctx context.Context, node *corev1
 		// Already tainted for the other reason: swap now, no rate limit.
 		c.unqueue(node.Name)
 		if _, _, err := c.updateTaints(ctx, node, swapNoExecute(want, c.clock.Now())); err != nil {
-			c.log.Error(fmt.Sprintf("nodelifecycle %s: cannot swap %s for %s; will try on the next pass",
-				node.Name, taintName(other), taintName(want)), "node", node.Name, "err", err)
+			c.log.Error(fmt.Sprintf("cannot swap %s for %s; will try on the next pass", taintName(other), taintName(want)),
+				slog.String("object", node.Name), slog.Any("err", err))
 			return
 		}
 		plog.add(node.Name, ready, fmt.Sprintf("taint %s instead of %s", taintName(want), taintName(other)))
@@ -220,8 +223,8 @@ func (c *Controller) taintNext(ctx context.Context, z *zone, now time.Time, plog
 		return false
 	}
 	if _, _, err := c.updateTaints(ctx, node, swapNoExecute(want, now)); err != nil {
-		c.log.Error(fmt.Sprintf("nodelifecycle %s: cannot add taint %s; will try again", name, taintName(want)),
-			"node", name, "err", err)
+		c.log.Error(fmt.Sprintf("cannot add taint %s; will try again", taintName(want)),
+			slog.String("object", name), slog.Any("err", err))
 		return false
 	}
 	pop()
@@ -286,8 +289,8 @@ func (c *Controller) removeNoExecuteTaints(ctx context.Context, node *corev1.Nod
 		})
 	})
 	if err != nil {
-		c.log.Error(fmt.Sprintf("nodelifecycle %s: cannot remove NoExecute taints; will try on the next pass", node.Name),
-			"node", node.Name, "err", err)
+		c.log.Error("cannot remove NoExecute taints; will try on the next pass",
+			slog.String("object", node.Name), slog.Any("err", err))
 		return nil
 	}
 	if written == nil {
@@ -295,7 +298,8 @@ func (c *Controller) removeNoExecuteTaints(ctx context.Context, node *corev1.Nod
 	}
 	_, removed := taintDiff(base.Spec.Taints, written.Spec.Taints)
 	if why != "" && len(removed) > 0 {
-		c.log.Info(fmt.Sprintf("nodelifecycle %s: %s → remove taint %s", node.Name, why, taintNames(removed)), "node", node.Name)
+		c.log.Info(fmt.Sprintf("%s → remove taint %s", why, taintNames(removed)),
+			slog.String("object", node.Name), slog.Any("removed", taintNameList(removed)))
 	}
 	return removed
 }
@@ -408,12 +412,15 @@ func taintName(t corev1.Taint) string {
 	return s + ":" + string(t.Effect)
 }
 
-func taintNames(ts []corev1.Taint) string {
+func taintNames(ts []corev1.Taint) string { return strings.Join(taintNameList(ts), " ") }
+
+// taintNameList is each taint as the story tells it.
+func taintNameList(ts []corev1.Taint) []string {
 	names := make([]string, len(ts))
 	for i, t := range ts {
 		names[i] = taintName(t)
 	}
-	return strings.Join(names, " ")
+	return names
 }
 
 // shortKey drops the node.kubernetes.io/ prefix the well-known taints

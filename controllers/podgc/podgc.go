@@ -162,7 +162,7 @@ func New(opts Options) (*Controller, error) {
 // Run waits for the caches, then makes a pass every Period until ctx is
 // done. workers bounds how many deletes a pass sends at once.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	c.log.Info("podgc: starting",
+	c.log.Info("starting",
 		slog.Int("threshold", c.threshold), slog.Duration("period", c.period),
 		slog.Duration("quarantine", c.quarantine))
 	if !informer.WaitForCacheSync(ctx, c.synced...) {
@@ -174,7 +174,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			c.log.Info("podgc: stopped")
+			c.log.Info("stopped")
 			return
 		case <-timer.C():
 		}
@@ -225,8 +225,9 @@ func (c *Controller) terminatedOverThreshold(pods []*corev1.Pod) []doomedPod {
 		return nil
 	}
 	slices.SortFunc(terminated, oldestFirst)
-	c.log.Info("podgc: " + strconv.Itoa(len(terminated)) + " terminated pods, threshold " +
-		strconv.Itoa(c.threshold) + " → delete the " + strconv.Itoa(excess) + " oldest")
+	c.log.Info(strconv.Itoa(len(terminated))+" terminated pods, threshold "+
+		strconv.Itoa(c.threshold)+" → delete the "+strconv.Itoa(excess)+" oldest",
+		slog.Int("terminated", len(terminated)), slog.Int("threshold", c.threshold), slog.Int("delete", excess))
 	out := make([]doomedPod, 0, excess)
 	for _, p := range terminated[:excess] {
 		out = append(out, doomedPod{pod: p, reason: "TerminatedPodGC",
@@ -274,9 +275,9 @@ func (c *Controller) orphaned(ctx context.Context, pods []*corev1.Pod) []doomedP
 		}
 		if now.Sub(since) < c.quarantine {
 			if !seen {
-				c.log.Info("podgc: node "+node+" is missing; "+strconv.Itoa(len(bound))+
+				c.log.Info("node is missing; "+strconv.Itoa(len(bound))+
 					" pods are bound to it → wait "+c.quarantine.String()+" before believing it is gone",
-					slog.String("node", node))
+					slog.String("object", node), slog.Int("pods", len(bound)), slog.Duration("quarantine", c.quarantine))
 			}
 			continue
 		}
@@ -287,8 +288,8 @@ func (c *Controller) orphaned(ctx context.Context, pods []*corev1.Pod) []doomedP
 			delete(c.missingSince, node)
 			continue
 		case !client.IsNotFound(err):
-			c.log.Error("podgc: cannot check whether node "+node+" exists; will try on the next pass",
-				slog.String("node", node), slog.Any("err", err))
+			c.log.Error("cannot check whether the node exists; will try on the next pass",
+				slog.String("object", node), slog.Any("err", err))
 			continue
 		}
 		delete(c.missingSince, node)
@@ -332,14 +333,14 @@ func (c *Controller) deleteAll(ctx context.Context, doomed []doomedPod, parallel
 			key := d.pod.Namespace + "/" + d.pod.Name
 			switch {
 			case err == nil:
-				c.log.Info("podgc: pod "+key+" is "+d.why+" → force delete",
-					slog.String("pod", key), slog.String("node", d.pod.Spec.NodeName))
+				c.log.Info("pod is "+d.why+" → force delete",
+					slog.String("object", key), slog.String("reason", d.reason))
 				c.recorder.Eventf(d.pod, corev1.EventTypeNormal, d.reason, "Deleted pod %s: %s", d.pod.Name, d.why)
 			case client.IsNotFound(err), client.IsConflict(err):
 				// Gone already, or replaced by a new pod of the same name.
 			default:
-				c.log.Error("podgc: cannot delete pod "+key+"; will try on the next pass",
-					slog.String("pod", key), slog.Any("err", err))
+				c.log.Error("cannot delete the pod; will try on the next pass",
+					slog.String("object", key), slog.Any("err", err))
 			}
 			return nil
 		})

@@ -23,7 +23,8 @@
 //     is written through the status subresource, only when it changed.
 //
 // Handlers only enqueue keys; every decision is made in sync, which logs
-// one line per decision: "replicaset default/web: want 3, have 2 → create 1".
+// one line per decision: "want 3, have 2 → create 1", with the object and
+// the counts as attributes.
 package replicaset
 
 import (
@@ -211,8 +212,8 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		if client.IsConflict(err) {
 			level = slog.LevelDebug // a write raced a newer version, which is on its way
 		}
-		c.log.Log(ctx, level, fmt.Sprintf("replicaset %s: sync failed, will retry", key), "err", err,
-			"retries", c.queue.NumRequeues(key))
+		c.log.Log(ctx, level, "sync failed, will retry", slog.String("object", key), slog.Any("err", err),
+			slog.Int("retries", c.queue.NumRequeues(key)))
 		c.queue.AddRateLimited(key)
 		return true
 	}
@@ -237,7 +238,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
 	if err != nil {
-		c.log.Error(fmt.Sprintf("replicaset %s: invalid selector", key), "err", err)
+		c.log.Error("invalid selector", slog.String("object", key), slog.Any("err", err))
 		return nil // retrying will not fix the selector; an update will enqueue it
 	}
 
@@ -252,10 +253,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	var manageErr error
 	switch {
 	case rs.DeletionTimestamp != nil:
-		c.log.Debug(fmt.Sprintf("replicaset %s: being deleted → status only", key))
+		c.log.Debug("being deleted → status only", slog.String("object", key))
 	case !canManage:
 		adds, dels := c.expectations.Pending(key)
-		c.log.Debug(fmt.Sprintf("replicaset %s: waiting to observe %d creates and %d deletes → status only", key, adds, dels))
+		c.log.Debug(fmt.Sprintf("waiting to observe %d creates and %d deletes → status only", adds, dels),
+			slog.String("object", key), slog.Int("creates", adds), slog.Int("deletes", dels))
 	default:
 		manageErr = c.manageReplicas(ctx, key, rs, pods)
 	}
@@ -305,7 +307,8 @@ func (c *Controller) manageReplicas(ctx context.Context, key string, rs *appsv1.
 	switch {
 	case want > have:
 		n := min(want-have, c.burstReplicas)
-		c.log.Info(fmt.Sprintf("replicaset %s: want %d, have %d → create %d", key, want, have, n))
+		c.log.Info(fmt.Sprintf("want %d, have %d → create %d", want, have, n),
+			slog.String("object", key), slog.Int("want", want), slog.Int("have", have), slog.Int("create", n))
 		c.expectations.ExpectCreations(key, n)
 		ref := controller.NewControllerRef(rs, controllerKind)
 		created, err := controller.SlowStartBatch(n, slowStartInitialBatch, func() error {
@@ -328,7 +331,8 @@ func (c *Controller) manageReplicas(ctx context.Context, key string, rs *appsv1.
 	case want < have:
 		n := min(have-want, c.burstReplicas)
 		victims := controller.PodsToDelete(pods, n)
-		c.log.Info(fmt.Sprintf("replicaset %s: want %d, have %d → delete %d", key, want, have, n))
+		c.log.Info(fmt.Sprintf("want %d, have %d → delete %d", want, have, n),
+			slog.String("object", key), slog.Int("want", want), slog.Int("have", have), slog.Int("delete", n))
 		podKeys := make([]string, len(victims))
 		for i, p := range victims {
 			podKeys[i] = controller.PodKey(p)
@@ -352,7 +356,8 @@ func (c *Controller) manageReplicas(ctx context.Context, key string, rs *appsv1.
 		wg.Wait()
 		return errors.Join(errs...)
 	default:
-		c.log.Debug(fmt.Sprintf("replicaset %s: want %d, have %d → nothing to do", key, want, have))
+		c.log.Debug(fmt.Sprintf("want %d, have %d → nothing to do", want, have),
+			slog.String("object", key), slog.Int("want", want), slog.Int("have", have))
 	}
 	return nil
 }
@@ -370,8 +375,9 @@ func (c *Controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, st
 	if err != nil {
 		return nil, fmt.Errorf("update status: %w", err)
 	}
-	c.log.Debug(fmt.Sprintf("replicaset %s/%s: status replicas=%d ready=%d available=%d", rs.Namespace, rs.Name,
-		status.Replicas, status.ReadyReplicas, status.AvailableReplicas))
+	c.log.Debug(fmt.Sprintf("status replicas=%d ready=%d available=%d", status.Replicas, status.ReadyReplicas, status.AvailableReplicas),
+		slog.String("object", rs.Namespace+"/"+rs.Name), slog.Int("replicas", int(status.Replicas)),
+		slog.Int("ready", int(status.ReadyReplicas)), slog.Int("available", int(status.AvailableReplicas)))
 	return updated, nil
 }
 

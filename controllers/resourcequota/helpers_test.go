@@ -154,14 +154,23 @@ func (b *logBuffer) close() {
 	b.closed = true
 }
 
-// has reports whether some line contains s.
-func (b *logBuffer) has(s string) bool {
+// has reports whether some line contains every one of s.
+func (b *logBuffer) has(s ...string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, l := range b.lines {
-		if strings.Contains(l, s) {
+		if allIn(l, s) {
 			return true
 		}
 	}
 	return false
+}
+
+func allIn(line string, s []string) bool {
+	for _, x := range s {
+		if !strings.Contains(line, x) {
+			return false
+		}
+	}
+	return true
 }

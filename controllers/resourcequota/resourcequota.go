@@ -202,7 +202,7 @@ func (c *Controller) resyncLoop(ctx context.Context) {
 		case <-timer.C():
 		}
 		all := c.quotaLister.List(nil)
-		c.log.Debug(fmt.Sprintf("resourcequota: full recalculation of %d quotas", len(all)))
+		c.log.Debug(fmt.Sprintf("full recalculation of %d quotas", len(all)), slog.Int("quotas", len(all)))
 		for _, q := range all {
 			c.enqueue(q)
 		}
@@ -223,16 +223,16 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		c.queue.Forget(key)
 	case errors.Is(err, errCachesNotSynced):
 		// Not a failure: look again shortly, without backing off.
-		c.log.Debug(fmt.Sprintf("resourcequota %s: %v; will look again", key, err))
+		c.log.Debug(fmt.Sprintf("%v; will look again", err), slog.String("object", key))
 		c.queue.AddAfter(key, cachePoll)
 	case client.IsConflict(err):
 		// Our cached quota is older than the stored one; the informer
 		// will catch up.
-		c.log.Debug(fmt.Sprintf("resourcequota %s: status changed meanwhile, will retry", key), "err", err)
+		c.log.Debug("status changed meanwhile, will retry", slog.String("object", key), slog.Any("err", err))
 		c.queue.AddRateLimited(key)
 	default:
-		c.log.Warn(fmt.Sprintf("resourcequota %s: sync failed, will retry", key), "err", err,
-			"retries", c.queue.NumRequeues(key))
+		c.log.Warn("sync failed, will retry", slog.String("object", key), slog.Any("err", err),
+			slog.Int("retries", c.queue.NumRequeues(key)))
 		c.queue.AddRateLimited(key)
 	}
 	return true
@@ -270,12 +270,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 	measured, err := measure(q, sources, c.clock.Now())
 	if err != nil {
-		c.log.Error(fmt.Sprintf("resourcequota %s: cannot measure usage", key), "err", err)
+		c.log.Error("cannot measure usage", slog.String("object", key), slog.Any("err", err))
 		c.recorder.Eventf(q, corev1.EventTypeWarning, "InvalidScopeSelector", "Cannot measure usage: %v", err)
 		return nil // only a change to the quota's scopes can fix this; that enqueues it
 	}
 	if uncovered := without(hardNames, quota.ResourceNames(measured)); len(uncovered) > 0 {
-		c.log.Debug(fmt.Sprintf("resourcequota %s: nothing served is charged under %v; their usage is left as is", key, uncovered))
+		c.log.Debug(fmt.Sprintf("nothing served is charged under %v; their usage is left as is", uncovered), slog.String("object", key))
 	}
 
 	status := corev1.ResourceQuotaStatus{
@@ -285,7 +285,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		Used: quota.Mask(overlay(q.Status.Used, measured), hardNames),
 	}
 	if quota.Equals(status.Hard, q.Status.Hard) && quota.Equals(status.Used, q.Status.Used) {
-		c.log.Debug(fmt.Sprintf("resourcequota %s: usage unchanged", key))
+		c.log.Debug("usage unchanged", slog.String("object", key))
 		return nil
 	}
 	// Admission adds to status.used before it writes an object, so a cache
@@ -297,7 +297,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		qrv, _ := strconv.ParseInt(q.ResourceVersion, 10, 64)
 		for _, s := range sources {
 			if rv := s.revision(); s.revision != nil && rv < qrv {
-				c.log.Debug(fmt.Sprintf("resourcequota %s: %s cache at %d, quota at %d → wait before lowering usage", key, s.res.Plural, rv, qrv))
+				c.log.Debug(fmt.Sprintf("%s cache at %d, quota at %d → wait before lowering usage", s.res.Plural, rv, qrv),
+					slog.String("object", key))
 				c.queue.AddAfter(key, time.Second)
 				return nil
 			}
@@ -312,8 +313,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	c.mu.Lock()
 	c.written[key] = stored.ResourceVersion
 	c.mu.Unlock()
-	c.log.Info(fmt.Sprintf("resourcequota %s: %s", key, story(q.Status, status)),
-		"namespace", namespace, "quota", name)
+	c.log.Info(story(q.Status, status), slog.String("object", key),
+		slog.Any("hard", asStrings(status.Hard)), slog.Any("from", asStrings(q.Status.Used)), slog.Any("to", asStrings(status.Used)))
 	return nil
 }
 
@@ -337,7 +338,8 @@ func (c *Controller) sourcesFor(ctx context.Context, names []corev1.ResourceName
 			}
 			c.sources[res] = s
 			opened = true
-			c.log.Info(fmt.Sprintf("resourcequota: a quota counts %s → watch them", res.GroupResource()))
+			c.log.Info(fmt.Sprintf("a quota counts %s → watch them", res.GroupResource()),
+				slog.String("resource", res.GroupResource().String()))
 		}
 		out = append(out, s)
 	}
@@ -496,6 +498,15 @@ func changed(before, after, hard corev1.ResourceList) []string {
 			line += " (hard " + h.String() + ")"
 		}
 		out = append(out, line)
+	}
+	return out
+}
+
+// asStrings is l as a log attribute's value: {"pods": "3"}.
+func asStrings(l corev1.ResourceList) map[string]string {
+	out := make(map[string]string, len(l))
+	for name, q := range l {
+		out[string(name)] = q.String()
 	}
 	return out
 }

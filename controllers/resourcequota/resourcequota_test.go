@@ -60,7 +60,7 @@ func TestUsedFollowsPodCreatesAndDeletes(t *testing.T) {
 		"pods", "1", "count/pods", "1", "requests.cpu", "1", "requests.memory", "1Gi",
 		"limits.cpu", "1", "limits.memory", "1Gi", "cpu", "1", "memory", "1Gi"))
 	controllertest.Eventually(t, "the story of pods 2→1", func() (bool, string) {
-		return f.logs.has("resourcequota team-a/compute: used") && f.logs.has("pods 2→1 (hard 5)"), "no such log line"
+		return f.logs.has(`msg="used `, "pods 2→1 (hard 5)", "object=team-a/compute"), "no such log line"
 	})
 }
 

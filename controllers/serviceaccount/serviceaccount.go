@@ -133,7 +133,7 @@ func (c *Controller) serviceAccountDeleted(obj any) {
 // queue down and waits for the workers.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	defer c.queue.ShutDown()
-	c.log.Info("serviceaccount: starting", slog.Int("workers", workers))
+	c.log.Info("starting", slog.Int("workers", workers))
 	if !informer.WaitForCacheSync(ctx, c.synced...) {
 		return
 	}
@@ -147,7 +147,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	<-ctx.Done()
 	c.queue.ShutDown()
 	wg.Wait()
-	c.log.Info("serviceaccount: stopped")
+	c.log.Info("stopped")
 }
 
 // processNextWorkItem syncs one namespace and decides retry or forget.
@@ -158,7 +158,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	}
 	defer c.queue.Done(name)
 	if err := c.sync(ctx, name); err != nil {
-		c.log.Error("serviceaccount: sync failed; will retry", slog.String("namespace", name), slog.Any("err", err))
+		c.log.Error("sync failed; will retry", slog.String("object", name), slog.Any("err", err))
 		c.queue.AddRateLimited(name)
 		return true
 	}
@@ -176,7 +176,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		return err
 	}
 	if ns.DeletionTimestamp != nil || ns.Status.Phase != corev1.NamespaceActive {
-		c.log.Debug("serviceaccount: namespace "+name+" is terminating → skip", slog.String("namespace", name))
+		c.log.Debug("namespace is terminating → skip", slog.String("object", name))
 		return nil // nothing may be created in it
 	}
 	if _, err := c.saLister.Get(name, DefaultServiceAccount); err == nil {
@@ -185,8 +185,8 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		return err
 	}
 
-	c.log.Info("serviceaccount: namespace "+name+" has no ServiceAccount "+DefaultServiceAccount+" → create it",
-		slog.String("namespace", name))
+	c.log.Info("namespace has no ServiceAccount "+DefaultServiceAccount+" → create it",
+		slog.String("object", name), slog.String("serviceAccount", DefaultServiceAccount))
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: DefaultServiceAccount, Namespace: name}}
 	created, err := c.serviceAccounts.Create(ctx, sa)
 	switch {
@@ -195,7 +195,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	case client.IsNotFound(err), client.IsForbidden(err):
 		// The namespace went, or began terminating, since we read it; its
 		// own update will tell us if there is anything left to do.
-		c.log.Info("serviceaccount: namespace "+name+" is gone or terminating → skip", slog.Any("err", err))
+		c.log.Info("namespace is gone or terminating → skip", slog.String("object", name), slog.Any("err", err))
 		return nil
 	case err != nil:
 		return err

@@ -3,21 +3,30 @@
 // what-it-did", on the terminal and to every `minictl trace` attached to
 // the API server.
 //
-// Components write their decisions as ordinary slog records at Info level
-// whose message reads "<component> <object>: <text>" (for example
-// "replicaset default/web: want 3, have 2 → create 1"); everything else at
-// Debug is raw detail, shown only on request. The Handler formats records
-// and publishes them on a Bus; a Bus with no subscribers costs one atomic
-// load per record.
+// Components log their decisions as ordinary slog records at Info level: the
+// message is the human wording ("want 3, have 2 → create 1") and the
+// attributes are the data. The timeline reads only these attributes:
+//
+//   - controller (or else component): who decided; the logger a component
+//     is given already carries it, under its kube-controller-manager name;
+//   - object: what it decided about, "namespace/name" or "name";
+//   - node: where, for a decision about a pod on a node (the kubelet's
+//     node, the node a pod is evicted from); the line shows "(on node-1)";
+//   - stage: an informer pipeline stage (see informer.TraceStage).
+//
+// Everything else (from, to, want, have, ...) is there for whoever reads
+// the log as data (--log-format json). Records at Debug are raw detail,
+// shown only on request. The Handler formats records and publishes them on
+// a Bus; a Bus with no subscribers costs one atomic load per record.
 package timeline
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,54 +53,45 @@ func (e *Entry) Namespace() string {
 	return ""
 }
 
-// The shapes a decision's message takes: "<component> <object>: <text>",
-// "<component> <object> on <where>: <text>", "<component> <object> → <text>"
-// and "<component>: <text>".
-var (
-	decision      = regexp.MustCompile(`^([a-z][a-z0-9-]*) ([^ :]+)(?: (on [^:]+))?: (.*)$`)
-	arrowDecision = regexp.MustCompile(`^([a-z][a-z0-9-]*) ([^ :]+) (→ .*)$`)
-	bareComponent = regexp.MustCompile(`^([a-z][a-z0-9-]*): (.*)$`)
+// The attribute keys the timeline reads (see the package doc).
+const (
+	keyController = "controller"
+	keyComponent  = "component"
+	keyObject     = "object"
+	keyNode       = "node"
+	keyStage      = "stage"
 )
 
-// FromRecord reads a record's message as one of the decision shapes; a
-// message of another shape keeps its text whole. The component is the
-// message's first word, or else the record's "controller" or "component"
-// attribute.
+// FromRecord builds the entry of a record from its attributes and those of
+// its logger (attrs): the component is the "controller" attribute, or else
+// "component", or else "minictl"; the object is the "object" attribute; a
+// "node" other than the object itself is shown before the message as
+// "(on node)".
 func FromRecord(r slog.Record, attrs []slog.Attr) Entry {
 	e := Entry{Time: r.Time, Level: r.Level.String(), Message: r.Message}
-	var controller, component string
-	visit := func(a slog.Attr) {
+	var controller, component, node string
+	visit := func(a slog.Attr) bool {
 		switch a.Key {
-		case "controller":
+		case keyController:
 			controller = a.Value.String()
-		case "component":
+		case keyComponent:
 			component = a.Value.String()
-		case "stage":
+		case keyObject:
+			e.Object = a.Value.String()
+		case keyNode:
+			node = a.Value.String()
+		case keyStage:
 			e.Stage = a.Value.String()
 		}
+		return true
 	}
 	for _, a := range attrs {
 		visit(a)
 	}
-	r.Attrs(func(a slog.Attr) bool { visit(a); return true })
-	if m := decision.FindStringSubmatch(r.Message); m != nil {
-		e.Component, e.Object, e.Message = m[1], m[2], m[4]
-		if m[3] != "" {
-			e.Message = "(" + m[3] + ") " + m[4]
-		}
-	} else if m := arrowDecision.FindStringSubmatch(r.Message); m != nil {
-		e.Component, e.Object, e.Message = m[1], m[2], m[3]
-	} else if m := bareComponent.FindStringSubmatch(r.Message); m != nil {
-		e.Component, e.Message = m[1], m[2]
-	}
-	switch {
-	case e.Component != "":
-	case controller != "":
-		e.Component = controller
-	case component != "":
-		e.Component = component
-	default:
-		e.Component = "minictl"
+	r.Attrs(visit)
+	e.Component = cmp.Or(controller, component, "minictl")
+	if node != "" && node != e.Object {
+		e.Message = "(on " + node + ") " + e.Message
 	}
 	return e
 }
@@ -258,7 +258,7 @@ func (h *Handler) Enabled(_ context.Context, l slog.Level) bool {
 func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	isStage := false
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "stage" {
+		if a.Key == keyStage {
 			isStage = true
 		}
 		return true

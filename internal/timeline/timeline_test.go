@@ -9,22 +9,43 @@ import (
 	"time"
 )
 
+// TestFromRecord: the entry comes from the attributes alone, whatever the
+// message says.
 func TestFromRecord(t *testing.T) {
+	cm := []slog.Attr{slog.String("component", "controller-manager"), slog.String("controller", "replicaset")}
+	kubelet := []slog.Attr{slog.String("component", "kubelet"), slog.String("node", "node-1")}
 	for _, tc := range []struct {
-		msg   string
-		attrs []slog.Attr
-		want  Entry
+		name   string
+		logger []slog.Attr // the logger's, as WithAttrs gives them
+		msg    string
+		attrs  []any // the record's
+		want   Entry
 	}{
-		{"replicaset default/web: want 3, have 2 → create 1", nil,
+		{"a controller's decision", cm, "want 3, have 2 → create 1",
+			[]any{slog.String("object", "default/web"), slog.Int("want", 3), slog.Int("have", 2)},
 			Entry{Component: "replicaset", Object: "default/web", Message: "want 3, have 2 → create 1"}},
-		{"scheduler: starting", nil, Entry{Component: "scheduler", Message: "starting"}},
-		{"api server ready", []slog.Attr{slog.String("component", "apiserver")}, Entry{Component: "apiserver", Message: "api server ready"}},
-		{"plain", nil, Entry{Component: "minictl", Message: "plain"}},
+		{"no object", cm, "starting", []any{slog.Int("workers", 5)},
+			Entry{Component: "replicaset", Message: "starting"}},
+		{"a component without controller", []slog.Attr{slog.String("component", "apiserver")}, "api server ready", nil,
+			Entry{Component: "apiserver", Message: "api server ready"}},
+		{"neither", nil, "plain", nil, Entry{Component: "minictl", Message: "plain"}},
+		{"a message shaped like the old ones stays whole", nil, "scheduler default/web: 3 nodes", nil,
+			Entry{Component: "minictl", Message: "scheduler default/web: 3 nodes"}},
+		{"a pod on a node", kubelet, "Pending → Running (ip 10.244.0.2)",
+			[]any{slog.String("object", "default/web-x"), slog.String("from", "Pending"), slog.String("to", "Running")},
+			Entry{Component: "kubelet", Object: "default/web-x", Message: "(on node-1) Pending → Running (ip 10.244.0.2)"}},
+		{"the node itself", kubelet, "registered node", []any{slog.String("object", "node-1")},
+			Entry{Component: "kubelet", Object: "node-1", Message: "registered node"}},
+		{"the record's node", cm, "tolerates unreachable for 5s → evict at 15:29:33",
+			[]any{slog.String("object", "default/web-x"), slog.String("node", "node-2")},
+			Entry{Component: "replicaset", Object: "default/web-x", Message: "(on node-2) tolerates unreachable for 5s → evict at 15:29:33"}},
 	} {
 		r := slog.NewRecord(time.Time{}, slog.LevelInfo, tc.msg, 0)
-		got := FromRecord(r, tc.attrs)
+		r.Add(tc.attrs...)
+		got := FromRecord(r, tc.logger)
 		if got.Component != tc.want.Component || got.Object != tc.want.Object || got.Message != tc.want.Message {
-			t.Errorf("%q: got %+v, want %+v", tc.msg, got, tc.want)
+			t.Errorf("%s: got %q %q %q, want %q %q %q", tc.name, got.Component, got.Object, got.Message,
+				tc.want.Component, tc.want.Object, tc.want.Message)
 		}
 	}
 }
@@ -61,9 +82,10 @@ func TestHandlerWritesAndPublishes(t *testing.T) {
 	defer cancel()
 	sub := bus.Subscribe(ctx, Filter{Component: "replicaset"})
 	log := slog.New(NewHandler(&out, Options{Bus: bus}))
-	log.Debug("replicaset default/web: status replicas=3")
-	log.Info("replicaset default/web: want 3, have 2 → create 1")
-	log.Info("scheduler default/web-x: 3 nodes, 3 fit → bind to node-1")
+	rs := log.With("component", "controller-manager", "controller", "replicaset")
+	rs.Debug("status replicas=3", "object", "default/web")
+	rs.Info("want 3, have 2 → create 1", "object", "default/web", "want", 3, "have", 2)
+	log.With("component", "scheduler").Info("3 nodes, 3 fit → bind to node-1", "object", "default/web-x", "to", "node-1")
 	select {
 	case e := <-sub:
 		if e.Message != "want 3, have 2 → create 1" || e.Object != "default/web" {
@@ -78,21 +100,5 @@ func TestHandlerWritesAndPublishes(t *testing.T) {
 	}
 	if !strings.HasSuffix(lines[0], "replicaset         default/web                  want 3, have 2 → create 1") {
 		t.Errorf("line %q", lines[0])
-	}
-}
-
-func TestFromRecordShapes(t *testing.T) {
-	for _, tc := range []struct {
-		msg, comp, obj, text string
-	}{
-		{"nodelifecycle default/web-x on node-2: tolerates unreachable for 5s → evict", "nodelifecycle", "default/web-x", "(on node-2) tolerates unreachable for 5s → evict"},
-		{"nodeipam node-1 → podCIDR 10.244.0.0/24", "nodeipam", "node-1", "→ podCIDR 10.244.0.0/24"},
-		{"namespace kube-public has no ServiceAccount default → create it", "serviceaccount", "", "namespace kube-public has no ServiceAccount default → create it"},
-	} {
-		r := slog.NewRecord(time.Time{}, slog.LevelInfo, tc.msg, 0)
-		got := FromRecord(r, []slog.Attr{slog.String("component", "controller-manager"), slog.String("controller", "serviceaccount")})
-		if got.Component != tc.comp || got.Object != tc.obj || got.Message != tc.text {
-			t.Errorf("%q: got %q %q %q", tc.msg, got.Component, got.Object, got.Message)
-		}
 	}
 }
