@@ -1,9 +1,12 @@
 package api
 
 import (
+	"slices"
+
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // The resources minictl serves, in the order discovery lists them. The
@@ -125,27 +128,26 @@ var (
 	}
 )
 
-var all = []*Resource{
+var all = Catalogue{
 	Namespaces, Pods, Nodes, Services, Endpoints, ConfigMaps, Secrets, ServiceAccounts,
 	Events, ResourceQuotas, LimitRanges, Leases, ReplicaSets, Deployments,
 }
 
-// Resources returns every served resource, in discovery order. Callers must
-// not modify the entries.
-func Resources() []*Resource { return all }
+// Resources returns the catalogue minictl serves, in discovery order.
+// Callers must not modify the entries; Catalogue.With adds to a copy.
+func Resources() Catalogue { return slices.Clip(all) }
 
-// Lookup finds a resource by group, version and plural.
+// Lookup finds a served resource by group, version and plural.
 func Lookup(group, version, plural string) (*Resource, bool) {
-	for _, r := range all {
-		if r.Group == group && r.Version == version && r.Plural == plural {
-			return r, true
-		}
-	}
-	return nil, false
+	return all.Lookup(group, version, plural)
 }
 
-// ForObject finds the resource whose objects have obj's Go type.
+// ForObject finds the served resource whose objects have obj's Go type. An
+// unstructured object has no resource of its own: its kind says which.
 func ForObject(obj Object) (*Resource, bool) {
+	if _, ok := obj.(*unstructured.Unstructured); ok {
+		return nil, false
+	}
 	for _, r := range all {
 		if sameType(r.New(), obj) {
 			return r, true
