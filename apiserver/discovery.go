@@ -33,11 +33,12 @@ func (s *Server) apiVersions(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// groups lists the named API groups and their versions, from the registry.
-func groups() []metav1.APIGroup {
+// groups lists the named API groups and their versions, from the served
+// catalogue.
+func groups(served api.Catalogue) []metav1.APIGroup {
 	var out []metav1.APIGroup
 	seen := map[string]int{}
-	for _, res := range api.Resources() {
+	for _, res := range served {
 		if res.Group == "" {
 			continue
 		}
@@ -70,7 +71,7 @@ func containsVersion(vs []metav1.GroupVersionForDiscovery, v metav1.GroupVersion
 }
 
 func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
-	gs := groups()
+	gs := groups(s.resources)
 	for i := range gs {
 		gs[i].TypeMeta = metav1.TypeMeta{}
 	}
@@ -79,7 +80,7 @@ func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) apiGroup(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "group")
-	for _, g := range groups() {
+	for _, g := range groups(s.resources) {
 		if g.Name == name {
 			writeJSON(w, http.StatusOK, &g)
 			return
@@ -107,7 +108,7 @@ func (s *Server) resourceList(group, ver string) http.HandlerFunc {
 			TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
 			GroupVersion: gv.APIVersion(),
 		}
-		for _, res := range api.Resources() {
+		for _, res := range s.resources {
 			if res.Group != group || res.Version != ver {
 				continue
 			}

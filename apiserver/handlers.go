@@ -16,7 +16,7 @@ import (
 // /apis/<group>/<version>/: it reads the path and method into a
 // requestInfo and hands it to the verb's handler.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, group, version, rest string) {
-	ri, ok := parseResourcePath(group, version, splitPath(rest))
+	ri, ok := parseResourcePath(s.resources, group, version, splitPath(rest))
 	if !ok {
 		writeStatus(w, newNotFoundPath(r.URL.Path))
 		return

@@ -59,7 +59,7 @@ type openAPIDocs struct {
 
 func (s *Server) openAPIV2(w http.ResponseWriter, r *http.Request) {
 	d := &s.openapi
-	d.v2Once.Do(func() { d.v2JSON, d.v2Proto, d.v2Err = buildOpenAPIV2() })
+	d.v2Once.Do(func() { d.v2JSON, d.v2Proto, d.v2Err = buildOpenAPIV2(s.resources) })
 	if d.v2Err != nil {
 		writeStatus(w, d.v2Err)
 		return
@@ -77,7 +77,7 @@ func (s *Server) openAPIV2(w http.ResponseWriter, r *http.Request) {
 func (s *Server) buildV3() {
 	d := &s.openapi
 	d.v3Once.Do(func() {
-		d.v3, d.v3Err = buildOpenAPIV3()
+		d.v3, d.v3Err = buildOpenAPIV3(s.resources)
 		d.v3Hash = map[string]string{}
 		for gv, doc := range d.v3 {
 			sum := sha512.Sum512(doc)
@@ -122,15 +122,19 @@ func (s *Server) openAPIV3(w http.ResponseWriter, r *http.Request) {
 // definitions of its kind and its list kind, tagged with their
 // x-kubernetes-group-version-kind, and returns the definition names by
 // resource.
-func kindDefinitions(b *schemaBuilder, sc *runtime.Scheme, gv *schema.GroupVersion) (map[*api.Resource]string, error) {
+func kindDefinitions(b *schemaBuilder, sc *runtime.Scheme, served api.Catalogue, gv *schema.GroupVersion) (map[*api.Resource]string, error) {
 	names := map[*api.Resource]string{}
 	tag := func(t reflect.Type, gvk schema.GroupVersionKind) string {
 		name := b.define(t)
 		b.defs[name]["x-kubernetes-group-version-kind"] = []any{map[string]any{"group": gvk.Group, "version": gvk.Version, "kind": gvk.Kind}}
 		return name
 	}
-	for _, res := range api.Resources() {
+	for _, res := range served {
 		if gv != nil && res.GroupVersion() != *gv {
+			continue
+		}
+		if res.Unstructured() {
+			names[res] = b.defineUnstructured(res)
 			continue
 		}
 		names[res] = tag(reflect.TypeOf(res.New()), res.GroupVersion().WithKind(res.Kind))
@@ -287,18 +291,18 @@ var paramDocs = map[string]struct{ typ, doc string }{
 
 // buildOpenAPIV2 builds the Swagger 2.0 document, as JSON and as gnostic's
 // protobuf.
-func buildOpenAPIV2() (jsonDoc, protoDoc []byte, err error) {
+func buildOpenAPIV2(served api.Catalogue) (jsonDoc, protoDoc []byte, err error) {
 	sc, err := servedScheme()
 	if err != nil {
 		return nil, nil, err
 	}
 	b := newSchemaBuilder(false)
-	defs, err := kindDefinitions(b, sc, nil)
+	defs, err := kindDefinitions(b, sc, served, nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	paths := map[string]any{}
-	for _, res := range api.Resources() {
+	for _, res := range served {
 		for path, ops := range resourcePaths(res, defs[res]) {
 			item := map[string]any{}
 			for _, op := range ops {
@@ -376,14 +380,14 @@ func v2Operation(op operation) map[string]any {
 
 // buildOpenAPIV3 builds one OpenAPI 3.0 document per group version, keyed
 // as /openapi/v3 lists them: "api/v1", "apis/apps/v1".
-func buildOpenAPIV3() (map[string][]byte, error) {
+func buildOpenAPIV3(served api.Catalogue) (map[string][]byte, error) {
 	sc, err := servedScheme()
 	if err != nil {
 		return nil, err
 	}
 	var gvs []schema.GroupVersion
 	seen := map[schema.GroupVersion]bool{}
-	for _, res := range api.Resources() {
+	for _, res := range served {
 		if gv := res.GroupVersion(); !seen[gv] {
 			seen[gv] = true
 			gvs = append(gvs, gv)
@@ -392,7 +396,7 @@ func buildOpenAPIV3() (map[string][]byte, error) {
 	docs := map[string][]byte{}
 	for _, gv := range gvs {
 		b := newSchemaBuilder(true)
-		defs, err := kindDefinitions(b, sc, &gv)
+		defs, err := kindDefinitions(b, sc, served, &gv)
 		if err != nil {
 			return nil, err
 		}

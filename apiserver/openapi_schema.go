@@ -5,6 +5,10 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minictl/minictl/api"
 )
 
 // schemaBuilder describes Go types as OpenAPI schemas, by reflection over
@@ -211,4 +215,40 @@ func (b *schemaBuilder) schemaFor(t reflect.Type) map[string]any {
 	}
 	// interface{} and anything else: any JSON value.
 	return map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+}
+
+// defineUnstructured adds the definitions of res's kind and list kind, for
+// a resource without a Go type (api.NewUnstructured), and returns the
+// kind's name. They are named as kube-apiserver names a custom resource's,
+// the group reversed, then version and kind (com.example.v1.Widget); the
+// kind has apiVersion, kind and metadata, and keeps any other field
+// (x-kubernetes-preserve-unknown-fields), since nothing here knows them.
+func (b *schemaBuilder) defineUnstructured(res *api.Resource) string {
+	domain := strings.Split(res.Group, ".")
+	slices.Reverse(domain)
+	name := strings.Join(append(domain, res.Version, res.Kind), ".")
+	gvk := func(kind string) []any {
+		return []any{map[string]any{"group": res.Group, "version": res.Version, "kind": kind}}
+	}
+	str := map[string]any{"type": "string"}
+	b.defs[name] = map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"apiVersion": str, "kind": str,
+			"metadata": b.ref(reflect.TypeFor[metav1.ObjectMeta]()),
+		},
+		"x-kubernetes-preserve-unknown-fields": true,
+		"x-kubernetes-group-version-kind":      gvk(res.Kind),
+	}
+	b.defs[name+"List"] = map[string]any{
+		"type":     "object",
+		"required": []string{"items"},
+		"properties": map[string]any{
+			"apiVersion": str, "kind": str,
+			"metadata": b.ref(reflect.TypeFor[metav1.ListMeta]()),
+			"items":    map[string]any{"type": "array", "items": map[string]any{"$ref": b.refPrefix() + name}},
+		},
+		"x-kubernetes-group-version-kind": gvk(res.Kind + "List"),
+	}
+	return name
 }

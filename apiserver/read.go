@@ -117,7 +117,7 @@ func parseFieldSelector(res *api.Resource, s string) (fields.Selector, error) {
 }
 
 func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
-	out, err := negotiateOutput(r, "get")
+	out, err := negotiateOutput(r, "get", ri.res)
 	if err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, ri *requestIn
 	if err != nil {
 		return err
 	}
-	out, err := negotiateOutput(r, "list")
+	out, err := negotiateOutput(r, "list", ri.res)
 	if err != nil {
 		return err
 	}
@@ -308,7 +308,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 	if err != nil {
 		return err
 	}
-	out, err := negotiateOutput(r, "watch")
+	out, err := negotiateOutput(r, "watch", ri.res)
 	if err != nil {
 		return err
 	}

@@ -27,10 +27,11 @@ func (ri *requestInfo) isCollection() bool { return ri.name == "" }
 // namespaces/{ns}/{plural}[/{name}[/{sub}]] for namespaced ones. The one
 // ambiguity, namespaces/{name}/{x}, is a namespaced resource when x names one
 // and a namespace subresource otherwise, exactly as in kube-apiserver.
-func parseResourcePath(group, version string, segs []string) (*requestInfo, bool) {
+// Resources are looked up in served.
+func parseResourcePath(served api.Catalogue, group, version string, segs []string) (*requestInfo, bool) {
 	ri := &requestInfo{}
 	if len(segs) >= 3 && segs[0] == "namespaces" {
-		if res, ok := api.Lookup(group, version, segs[2]); ok && res.Namespaced {
+		if res, ok := served.Lookup(group, version, segs[2]); ok && res.Namespaced {
 			if segs[1] == "" || len(segs) > 5 {
 				return nil, false
 			}
@@ -42,7 +43,7 @@ func parseResourcePath(group, version string, segs []string) (*requestInfo, bool
 	if len(segs) == 0 || len(segs) > 3 {
 		return nil, false
 	}
-	res, ok := api.Lookup(group, version, segs[0])
+	res, ok := served.Lookup(group, version, segs[0])
 	if !ok {
 		return nil, false
 	}

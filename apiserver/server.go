@@ -26,6 +26,9 @@ import (
 type Config struct {
 	Store  *store.Store
 	Logger *slog.Logger // nil: discard
+	// Resources is the catalogue the server serves: storage, watch cache,
+	// routes, discovery and OpenAPI for each entry. nil: api.Resources().
+	Resources api.Catalogue
 	// Registry receives the server's metrics and is served at /metrics;
 	// nil: a new registry.
 	Registry *prometheus.Registry
@@ -60,6 +63,7 @@ type Server struct {
 	// tolerations are the default NoExecute toleration seconds, by taint.
 	tolerations map[string]int64
 
+	resources  api.Catalogue
 	stores     map[*api.Resource]*resourceStore
 	quotaLocks quotaLocks
 	caches     map[*api.Resource]*watchCache
@@ -87,13 +91,17 @@ func New(cfg Config) (*Server, error) {
 			corev1.TaintNodeNotReady:    cmp.Or(cfg.DefaultNotReadyTolerationSeconds, api.DefaultTolerationSeconds),
 			corev1.TaintNodeUnreachable: cmp.Or(cfg.DefaultUnreachableTolerationSeconds, api.DefaultTolerationSeconds),
 		},
-		stores: map[*api.Resource]*resourceStore{},
-		caches: map[*api.Resource]*watchCache{},
-		ready:  make(chan struct{}),
-		done:   make(chan struct{}),
+		resources: cfg.Resources,
+		stores:    map[*api.Resource]*resourceStore{},
+		caches:    map[*api.Resource]*watchCache{},
+		ready:     make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.resources == nil {
+		s.resources = api.Resources()
 	}
 	if s.registry == nil {
 		s.registry = prometheus.NewRegistry()
@@ -112,7 +120,7 @@ func New(cfg Config) (*Server, error) {
 		buffer = 1000
 	}
 	s.metrics = newMetrics(s.registry)
-	for _, res := range api.Resources() {
+	for _, res := range s.resources {
 		rs := newResourceStore(res, s.store, s.metrics)
 		s.stores[res] = rs
 		s.caches[res] = newWatchCache(rs, s.log, s.metrics, size, buffer)

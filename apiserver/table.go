@@ -55,8 +55,10 @@ type output struct {
 }
 
 // negotiateOutput reads the Accept header (and includeObject) of a get,
-// list or watch.
-func negotiateOutput(r *http.Request, verb string) (*output, error) {
+// list or watch of res. Protobuf is served only for kinds that have it:
+// for the others it is passed over for the next alternative, as
+// kube-apiserver does for custom resources.
+func negotiateOutput(r *http.Request, verb string, res *api.Resource) (*output, error) {
 	out := &output{kind: asObject, now: time.Now}
 	for _, accept := range strings.Split(r.Header.Get("Accept"), ",") {
 		mt, params, err := mime.ParseMediaType(strings.TrimSpace(accept))
@@ -66,8 +68,8 @@ func negotiateOutput(r *http.Request, verb string) (*output, error) {
 		switch mt {
 		case "application/json", "application/*", "*/*":
 		case mimeProtobuf:
-			if params["as"] != "" {
-				continue // tables and metadata only in JSON
+			if params["as"] != "" || !api.HasProtobuf(res.New()) {
+				continue // tables, metadata and kinds without protobuf only in JSON
 			}
 			out.protobuf = true
 			return out, nil

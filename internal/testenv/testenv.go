@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/apiserver"
 	"github.com/minictl/minictl/store"
 )
@@ -32,6 +33,19 @@ type Env struct {
 type Options struct {
 	// Server is the API server's configuration; Store is filled in.
 	Server apiserver.Config
+}
+
+// Widgets returns a new catalogue entry for a kind nobody compiled in:
+// widgets.example.com/v1, kind Widget, namespaced, with no Go type (its
+// objects are unstructured), as a custom resource's would be. Tests serve
+// it with Options{Server: apiserver.Config{Resources:
+// api.Resources().With(w)}} and hand the same catalogue to what they test,
+// to show that one catalogue entry is all a new kind needs.
+func Widgets() *api.Resource {
+	return &api.Resource{
+		Group: "example.com", Version: "v1", Kind: "Widget", Plural: "widgets", Singular: "widget",
+		Namespaced: true, New: api.NewUnstructured,
+	}
 }
 
 // Start starts etcd and the API server, waits until /readyz is OK, and
