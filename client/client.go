@@ -13,8 +13,9 @@ import (
 	"github.com/minictl/minictl/api"
 )
 
-// Client is the typed client of one resource: T is the k8s.io/api pointer
-// type (*corev1.Pod), and the resource is the catalogue entry serving it.
+// Client is the client of one resource: T is the k8s.io/api pointer type
+// (*corev1.Pod) for a typed client (For), or api.Object for a client by
+// descriptor (ForResource); the resource is the catalogue entry serving it.
 // Objects it returns are new, owned by the caller, with TypeMeta set. It
 // never modifies the objects passed to it.
 //
@@ -25,7 +26,10 @@ import (
 type Client[T api.Object] struct {
 	rc       *RESTClient
 	res      *api.Resource
-	protobuf bool // T has a protobuf encoding
+	protobuf bool // the resource's objects have a protobuf encoding
+	// dynamic: T is api.Object, an interface JSON cannot decode into;
+	// list items are decoded one by one into the resource's New.
+	dynamic bool
 }
 
 // accept is what lists and watches ask for: protobuf, or JSON where the
@@ -49,7 +53,17 @@ func For[T api.Object](rc *RESTClient) *Client[T] {
 	return &Client[T]{rc: rc, res: res, protobuf: api.HasProtobuf(res.New())}
 }
 
-// Resource returns the catalogue entry of T.
+// ForResource returns the client of res, any resource the server serves,
+// without a Go type at compile time: its objects are what res.New makes,
+// the k8s.io/api type where the kind has one (and then the same objects,
+// on the same wire, as For's) and unstructured.Unstructured where it has
+// not (api.NewUnstructured). It is what code that handles every kind of a
+// catalogue works with.
+func ForResource(rc *RESTClient, res *api.Resource) *Client[api.Object] {
+	return &Client[api.Object]{rc: rc, res: res, protobuf: api.HasProtobuf(res.New()), dynamic: true}
+}
+
+// Resource returns the catalogue entry of the client's resource.
 func (c *Client[T]) Resource() *api.Resource { return c.res }
 
 // REST returns the RESTClient c sends through.
@@ -90,12 +104,7 @@ func (c *Client[T]) List(ctx context.Context, namespace string, opts metav1.List
 	if mt == api.ProtobufMediaType {
 		meta, items, err = c.decodeProtobufList(data)
 	} else {
-		var wire struct {
-			Metadata metav1.ListMeta `json:"metadata"`
-			Items    []T             `json:"items"`
-		}
-		err = json.Unmarshal(data, &wire)
-		meta, items = wire.Metadata, wire.Items
+		meta, items, err = c.decodeJSONList(data)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list %s: decode response: %w", c.res.Plural, err)
@@ -116,6 +125,36 @@ func (c *Client[T]) List(ctx context.Context, namespace string, opts metav1.List
 		c.setTypeMeta(item)
 	}
 	return list, nil
+}
+
+// decodeJSONList reads a <Kind>List in JSON.
+func (c *Client[T]) decodeJSONList(data []byte) (metav1.ListMeta, []T, error) {
+	if !c.dynamic {
+		var wire struct {
+			Metadata metav1.ListMeta `json:"metadata"`
+			Items    []T             `json:"items"`
+		}
+		err := json.Unmarshal(data, &wire)
+		return wire.Metadata, wire.Items, err
+	}
+	var wire struct {
+		Metadata metav1.ListMeta   `json:"metadata"`
+		Items    []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(data, &wire); err != nil {
+		return wire.Metadata, nil, err
+	}
+	items := make([]T, len(wire.Items))
+	for i, raw := range wire.Items {
+		if string(raw) == "null" {
+			continue // reported as a null item
+		}
+		items[i] = c.res.New().(T)
+		if err := json.Unmarshal(raw, items[i]); err != nil {
+			return wire.Metadata, nil, fmt.Errorf("item %d: %w", i, err)
+		}
+	}
+	return wire.Metadata, items, nil
 }
 
 // decodeProtobufList reads a <Kind>List in protobuf.

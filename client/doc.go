@@ -10,7 +10,9 @@
 //   - rest.go: RESTClient, one HTTP exchange: credentials, rate limit,
 //     timeout, Status errors (client-go's rest.RESTClient).
 //   - client.go: Client[T], get, list, create, update, patch, delete and
-//     watch for any kind in the api catalogue (client-go's typed clients).
+//     watch for any kind in the api catalogue (client-go's typed clients);
+//     ForResource, the same by catalogue entry, for kinds known only at run
+//     time (client-go's dynamic client).
 //   - watch.go: Watcher[T], decoding a watch stream, JSON lines or
 //     protobuf frames, into events (client-go's watch.StreamWatcher).
 //   - errors.go: StatusError and the Is* helpers (apimachinery's api/errors).

@@ -22,7 +22,9 @@
 //   - ResourceEventHandler (event_handler.go): what handlers implement; each
 //     runs on its own goroutine from its own buffer.
 //   - SharedInformerFactory (factory.go): one informer per resource per
-//     process, started and stopped together.
+//     process, asked for by Go type (For) or by catalogue entry
+//     (ForResource, for code that handles every kind), started and stopped
+//     together.
 //
 // Properties:
 //

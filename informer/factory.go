@@ -41,6 +41,9 @@ type FactoryOptions struct {
 //
 //   - For[T] returns the same *Informer[T] every time: one Reflector, one
 //     watch and one cache per resource.
+//   - ForResource shares that informer: a resource asked for by type and
+//     by descriptor is listed and watched once, and its cache holds the
+//     same objects either way (of the kind's Go type where it has one).
 //   - Start starts every informer requested so far that is not running;
 //     informers requested later start with the next Start.
 //   - Shutdown stops every informer the factory started and waits for all
@@ -66,7 +69,8 @@ type informerKey struct {
 
 type factoryEntry struct {
 	shared  *SharedInformer
-	typed   any // the *Informer[T] wrapping shared
+	typed   any                   // the *Informer[T] For returned; nil until asked
+	dynamic *Informer[api.Object] // the one ForResource returned; nil until asked
 	started bool
 }
 
@@ -98,18 +102,47 @@ func ForWith[T api.Object](f *SharedInformerFactory, key string, tweak func(*met
 	if !ok {
 		panic(fmt.Sprintf("informer.For: %T is not a served resource", zero))
 	}
-	k := informerKey{res: res, key: key}
-
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	e := f.entryLocked(res, key, tweak)
+	if inf, ok := e.typed.(*Informer[T]); ok {
+		return inf
+	}
+	inf := &Informer[T]{SharedInformer: e.shared}
+	e.typed = inf
+	return inf
+}
+
+// ForResource returns the factory's informer of res, any resource the
+// server serves, creating it on first use: the informer For returns for
+// res's Go type, if it has one, seen through objects of type api.Object.
+// Its cache holds what res.New makes (unstructured.Unstructured for a kind
+// without a Go type), and its Lister's NotFound errors name res by group
+// and plural, as client-go's dynamic listers do.
+func ForResource(f *SharedInformerFactory, res *api.Resource) *Informer[api.Object] {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := f.entryLocked(res, "", nil)
+	if e.dynamic == nil {
+		e.dynamic = &Informer[api.Object]{SharedInformer: e.shared, resource: res.GroupResource()}
+	}
+	return e.dynamic
+}
+
+// entryLocked returns the entry of res's informer named by key, creating
+// the informer, with tweak, if there is none. Every informer lists and
+// watches through a client by descriptor, which decodes into res.New: the
+// Go type where there is one, so For and ForResource share the cache.
+func (f *SharedInformerFactory) entryLocked(res *api.Resource, key string, tweak func(*metav1.ListOptions)) *factoryEntry {
+	k := informerKey{res: res, key: key}
 	if e, ok := f.informers[k]; ok {
-		return e.typed.(*Informer[T])
+		return e
 	}
 	name := res.GroupResource().String()
 	if key != "" {
 		name += "[" + key + "]"
 	}
-	inf := NewInformer(client.For[T](f.rc), f.opts.Namespace, tweak, SharedInformerOptions{
+	shared := NewSharedInformer(NewListWatch(client.ForResource(f.rc, res), f.opts.Namespace, tweak), SharedInformerOptions{
 		Name:         name,
 		ResyncPeriod: f.opts.DefaultResync,
 		Trace:        f.opts.Trace.With(slog.String(TraceAttrResource, name)),
@@ -117,8 +150,9 @@ func ForWith[T api.Object](f *SharedInformerFactory, key string, tweak func(*met
 		Logger:       f.opts.Logger,
 		Reflector:    f.opts.Reflector,
 	})
-	f.informers[k] = &factoryEntry{shared: inf.SharedInformer, typed: inf}
-	return inf
+	e := &factoryEntry{shared: shared}
+	f.informers[k] = e
+	return e
 }
 
 // Start runs every informer requested so far that is not running yet, each

@@ -7,9 +7,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/apiserver"
+	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/internal/testenv"
 )
 
@@ -76,5 +81,68 @@ func TestFactorySharesOneInformerAndOneWatchPerResource(t *testing.T) {
 	f.Start(ctx) // after Shutdown: does nothing
 	if _, started := f.WaitForCacheSync(ctx)["pods"]; started {
 		t.Error("Start after Shutdown started an informer")
+	}
+}
+
+// A resource asked for by type and by descriptor is one informer: one
+// watch, one cache of the kind's Go type.
+func TestForResourceSharesTheTypedInformer(t *testing.T) {
+	e := startIT(t, testenv.Options{})
+	ctx := testCtx(t)
+	e.create(t, ctx, "cfg")
+	f := NewSharedInformerFactory(e.rc, FactoryOptions{Logger: testLogger(t)})
+	t.Cleanup(f.Shutdown)
+
+	dynamic := ForResource(f, api.ConfigMaps)
+	typed := For[*corev1.ConfigMap](f)
+	if dynamic.SharedInformer != typed.SharedInformer || ForResource(f, api.ConfigMaps) != dynamic {
+		t.Fatal("For and ForResource returned different informers for one resource")
+	}
+	f.Start(ctx)
+	if got, want := f.WaitForCacheSync(ctx), map[string]bool{"configmaps": true}; !maps.Equal(got, want) {
+		t.Fatalf("WaitForCacheSync = %v, want %v", got, want)
+	}
+	obj, err := dynamic.Lister().Get(e.ns, "cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := obj.(*corev1.ConfigMap); !ok {
+		t.Fatalf("ForResource's cache holds a %T, want *corev1.ConfigMap", obj)
+	}
+	if n := metric(t, e.env, "apiserver_registered_watchers", `resource="configmaps"`); n != 1 {
+		t.Errorf("%v configmaps watches, want 1", n)
+	}
+}
+
+// An informer by descriptor caches a kind nobody compiled in.
+func TestForResourceWithoutGoType(t *testing.T) {
+	widgets := testenv.Widgets()
+	e := startIT(t, testenv.Options{Server: apiserver.Config{Resources: api.Resources().With(widgets)}})
+	ctx := testCtx(t)
+	f := NewSharedInformerFactory(e.rc, FactoryOptions{Logger: testLogger(t)})
+	t.Cleanup(f.Shutdown)
+	inf := ForResource(f, widgets)
+	f.Start(ctx)
+	if !WaitForCacheSync(ctx, inf.HasSynced) {
+		t.Fatal("widgets cache did not sync")
+	}
+
+	w := &unstructured.Unstructured{}
+	w.SetName("w1")
+	w.SetNamespace(e.ns)
+	if _, err := client.ForResource(e.rc, widgets).Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the widget in the cache", func() bool {
+		_, err := inf.Lister().Get(e.ns, "w1")
+		return err == nil
+	}, nil)
+	got, _ := inf.Lister().Get(e.ns, "w1")
+	if u, ok := got.(*unstructured.Unstructured); !ok || u.GetKind() != "Widget" {
+		t.Fatalf("cached %T %v", got, got)
+	}
+	_, err := inf.Lister().Get(e.ns, "nope")
+	if !apierrors.IsNotFound(err) || err.Error() != `widgets.example.com "nope" not found` {
+		t.Errorf("lister Get of a missing widget: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
@@ -362,9 +363,13 @@ func WaitForCacheSync(ctx context.Context, hasSynced ...func() bool) bool {
 }
 
 // Informer is a SharedInformer of objects of type T (*corev1.Pod), with a
-// typed Lister.
+// typed Lister; or, from ForResource, of objects of any kind (T is
+// api.Object).
 type Informer[T api.Object] struct {
 	*SharedInformer
+	// resource names the objects in the Lister's NotFound errors; empty:
+	// T's type name, as NewLister does.
+	resource schema.GroupResource
 }
 
 // NewInformer returns the informer of c's resource in namespace ("": all
@@ -374,8 +379,14 @@ func NewInformer[T api.Object](c *client.Client[T], namespace string, tweak func
 	if opts.Name == "" {
 		opts.Name = c.Resource().Plural
 	}
-	return &Informer[T]{NewSharedInformer(NewListWatch(c, namespace, tweak), opts)}
+	return &Informer[T]{SharedInformer: NewSharedInformer(NewListWatch(c, namespace, tweak), opts)}
 }
 
 // Lister returns a typed, read-only view of the cache.
-func (i *Informer[T]) Lister() Lister[T] { return NewLister[T](i.GetIndexer()) }
+func (i *Informer[T]) Lister() Lister[T] {
+	l := NewLister[T](i.GetIndexer())
+	if !i.resource.Empty() {
+		l.resource = i.resource
+	}
+	return l
+}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/apiserver"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/internal/testenv"
@@ -22,6 +24,9 @@ type Env struct {
 type Options struct {
 	// ClientTimeout bounds each non-watch request of Env.Client; 0 = none.
 	ClientTimeout time.Duration
+	// Resources is the catalogue the API server serves; nil:
+	// api.Resources().
+	Resources api.Catalogue
 }
 
 // Start starts an API server, which stops when the test ends, and returns
@@ -34,7 +39,7 @@ func Start(t testing.TB) *Env {
 // StartWith is Start with options.
 func StartWith(t testing.TB, opts Options) *Env {
 	t.Helper()
-	srv := testenv.Start(t)
+	srv := testenv.StartWith(t, testenv.Options{Server: apiserver.Config{Resources: opts.Resources}})
 	rc, err := client.New(&client.Config{Server: srv.URL, Timeout: opts.ClientTimeout})
 	if err != nil {
 		t.Fatal(err)
