@@ -1,6 +1,9 @@
 // Package garbagecollector deletes objects whose owners are gone, following
-// metadata.ownerReferences across every kind minictl serves, as
-// kube-controller-manager's garbage collector does.
+// metadata.ownerReferences across every kind of its catalogue (the kinds
+// minictl serves, unless given another), as kube-controller-manager's
+// garbage collector does across every kind discovery lists. It watches each
+// kind through an informer by descriptor, so a kind is collected as soon as
+// it is in the catalogue, Go type or not.
 //
 // A graph builder turns every informer event into an owner→dependents graph
 // keyed by uid (graph.go); workers take uids from a queue and act on what
@@ -27,7 +30,7 @@
 //     instead of doing harm.
 //   - Workers start only once the graph holds everything the informers
 //     listed at start-up, so no dependent is judged on a half-built graph.
-//   - A dependent of a kind minictl does not serve, or an owner reference
+//   - A dependent of a kind not in the catalogue, or an owner reference
 //     to such a kind, is never collected on that reference's account: the
 //     collector cannot tell whether such an owner exists.
 //   - Pods are deleted with their default grace period: the kubelet
@@ -67,9 +70,13 @@ type Options struct {
 	// Client is what it reads owners and writes dependents through.
 	// Required.
 	Client *client.RESTClient
-	// Informers is the shared factory it takes one informer per served
-	// resource from. Required; the caller starts it after New.
+	// Informers is the shared factory it takes one informer per resource
+	// of the catalogue from. Required; the caller starts it after New.
 	Informers *informer.SharedInformerFactory
+	// Resources is the catalogue: the kinds it watches and resolves owner
+	// references to. It should be what the API server serves. Nil:
+	// api.Resources().
+	Resources api.Catalogue
 	// Recorder receives an Event per action. Nil: none.
 	Recorder EventRecorder
 	// Logger receives the collector's story. Nil: discard.
@@ -81,8 +88,9 @@ type Options struct {
 
 // Controller is the garbage collector.
 type Controller struct {
-	objects objects
-	// caches holds each served resource's informer cache, read to find
+	objects   objects
+	resources api.Catalogue
+	// caches holds each resource's informer cache, read to find
 	// the current state of a node's object.
 	caches map[*api.Resource]informer.Indexer
 	synced []func() bool
@@ -120,18 +128,23 @@ const (
 // informers have not shown it yet. Look again later.
 var errNotObserved = errors.New("owner exists but is not observed yet")
 
-// New returns a garbage collector with an informer on every served
-// resource. Call Run to start it.
+// New returns a garbage collector with an informer on every resource of
+// its catalogue. Call Run to start it.
 func New(opts Options) (*Controller, error) {
 	if opts.Client == nil || opts.Informers == nil {
 		return nil, errors.New("garbagecollector: Options.Client and Options.Informers are required")
 	}
+	resources := opts.Resources
+	if resources == nil {
+		resources = api.Resources()
+	}
 	gc := &Controller{
-		objects:  objects{rc: opts.Client},
-		caches:   map[*api.Resource]informer.Indexer{},
-		graph:    newGraph(),
-		recorder: opts.Recorder,
-		log:      opts.Logger,
+		objects:   objects{rc: opts.Client},
+		resources: resources,
+		caches:    map[*api.Resource]informer.Indexer{},
+		graph:     newGraph(resources),
+		recorder:  opts.Recorder,
+		log:       opts.Logger,
 	}
 	if gc.recorder == nil {
 		gc.recorder = controller.NopRecorder{}
@@ -144,14 +157,8 @@ func New(opts Options) (*Controller, error) {
 	gc.queue = workqueue.New[types.UID]("garbagecollector",
 		workqueue.Options{MetricsRegisterer: opts.Metrics})
 
-	for _, res := range api.Resources() {
-		informerFor, ok := informerFuncs[res]
-		if !ok {
-			gc.log.Warn("no informer for "+res.Plural+"; its objects are not collected",
-				slog.String("resource", res.GroupResource().String()))
-			continue
-		}
-		inf := informerFor(opts.Informers)
+	for _, res := range resources {
+		inf := informer.ForResource(opts.Informers, res)
 		gc.caches[res] = inf.GetIndexer()
 		reg, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any, _ bool) { gc.enqueueChange(changeObserved, res, obj) },
@@ -299,7 +306,7 @@ func (gc *Controller) sync(ctx context.Context, uid types.UID) error {
 // not exist, the graph builder drops it and its dependents are looked at.
 func (gc *Controller) checkVirtualOwner(ctx context.Context, n nodeInfo) error {
 	if n.ref.res == nil {
-		return nil // a kind we do not serve: we cannot tell
+		return nil // a kind not in the catalogue: we cannot tell
 	}
 	gone := !validName(n.ref.name)
 	if !gone {
@@ -401,10 +408,10 @@ func (gc *Controller) collectIfOwnersGone(ctx context.Context, n nodeInfo, obj a
 }
 
 // ownerState looks ref up live. A reference that cannot be resolved (a
-// kind we do not serve, a namespaced owner of a cluster-scoped object) is
+// kind not in the catalogue, a namespaced owner of a cluster-scoped object) is
 // solid: we cannot tell it is gone.
 func (gc *Controller) ownerState(ctx context.Context, dependent objectRef, ref metav1.OwnerReference) (ownerState, error) {
-	res := resourceFor(ref.APIVersion, ref.Kind)
+	res := resourceFor(gc.resources, ref.APIVersion, ref.Kind)
 	if res == nil || (res.Namespaced && dependent.namespace == "") {
 		return ownerSolid, nil
 	}

@@ -10,12 +10,15 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
 	"github.com/minictl/minictl/informer"
+	"github.com/minictl/minictl/internal/testenv"
 )
 
 // fixture is a real API server with the garbage collector running against
@@ -245,6 +248,71 @@ func TestReplicaSetPodsAreCollected(t *testing.T) {
 		}
 		return len(list.Items) == 0
 	})
+}
+
+// A kind added to the catalogue, and nowhere else, is collected as a
+// dependent and resolved as an owner.
+func TestCollectsAKindOnlyInTheCatalogue(t *testing.T) {
+	widgets := testenv.Widgets()
+	resources := api.Resources().With(widgets)
+	rc := controllertest.StartWith(t, controllertest.Options{Resources: resources}).Client
+	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})
+	gc, err := New(Options{Client: rc, Informers: factory, Resources: resources, Logger: controllertest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Run(t, factory, 2, gc)
+	f := &fixture{rc: rc, cms: client.For[*corev1.ConfigMap](rc)}
+	ctx := t.Context()
+	wc := client.ForResource(rc, widgets)
+	newWidget := func(name string, owners ...metav1.OwnerReference) api.Object {
+		w := &unstructured.Unstructured{}
+		w.SetName(name)
+		w.SetNamespace("default")
+		w.SetOwnerReferences(owners)
+		created, err := wc.Create(ctx, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return created
+	}
+
+	// A widget owned by a configmap goes with it.
+	owner := f.createCM(t, "owner")
+	newWidget("owned", ownerRef(owner, true))
+	f.deleteCM(t, "owner", metav1.DeletePropagationBackground)
+	// A configmap owned by a widget goes with it, deleted in the
+	// foreground: the widget waits for it.
+	w := newWidget("owner")
+	yes := true
+	f.createCM(t, "dep", metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Widget", Name: "owner", UID: w.GetUID(), BlockOwnerDeletion: &yes})
+	foreground := metav1.DeletePropagationForeground
+	if err := wc.Delete(ctx, "default", "owner", metav1.DeleteOptions{PropagationPolicy: &foreground}); err != nil {
+		t.Fatal(err)
+	}
+
+	waitFor(t, "the widgets and the configmap they owned or owned them to be gone", func() bool {
+		_, errOwned := wc.Get(ctx, "default", "owned")
+		_, errOwner := wc.Get(ctx, "default", "owner")
+		return client.IsNotFound(errOwned) && client.IsNotFound(errOwner) && f.gone(ctx, "dep")
+	})
+}
+
+func TestEveryResourceOfTheCatalogueIsWatched(t *testing.T) {
+	resources := api.Resources().With(testenv.Widgets())
+	rc, err := client.New(&client.Config{Server: "http://127.0.0.1:1"}) // never asked: nothing runs
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc, err := New(Options{Client: rc, Informers: informer.NewSharedInformerFactory(rc, informer.FactoryOptions{}), Resources: resources})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range resources {
+		if _, ok := gc.caches[res]; !ok {
+			t.Errorf("no informer on %s", res.GroupResource())
+		}
+	}
 }
 
 // createCM creates configmap default/name with the given owners.

@@ -13,7 +13,7 @@ import (
 // objectRef is what the collector knows of an object's identity: its uid,
 // and where a live GET or DELETE finds it.
 type objectRef struct {
-	res       *api.Resource // nil: an owner of a kind minictl does not serve
+	res       *api.Resource // nil: an owner of a kind not in the catalogue
 	kind      string        // as the object or the owner reference says it
 	namespace string
 	name      string
@@ -66,12 +66,17 @@ type node struct {
 // with uid o and o is in nodes; a virtual node has no owners and at least
 // one dependent.
 type graph struct {
+	// resources resolves owner references to resources. Never changed.
+	resources api.Catalogue
+
 	// mu guards nodes and every node in it.
 	mu    sync.RWMutex
 	nodes map[types.UID]*node
 }
 
-func newGraph() *graph { return &graph{nodes: map[types.UID]*node{}} }
+func newGraph(resources api.Catalogue) *graph {
+	return &graph{resources: resources, nodes: map[types.UID]*node{}}
+}
 
 // nodeInfo is a copy of what a worker needs to know about a node, taken
 // under the graph's lock.
@@ -166,7 +171,7 @@ func (g *graph) observe(res *api.Resource, obj api.Object) []types.UID {
 		if !ok {
 			// An owner we have not seen: it may not exist at all. A
 			// worker checks.
-			owner = &node{ref: virtualRef(ref, n.ref.namespace), virtual: true, dependents: map[types.UID]*node{}}
+			owner = &node{ref: g.virtualRef(ref, n.ref.namespace), virtual: true, dependents: map[types.UID]*node{}}
 			g.nodes[ref.UID] = owner
 			work.add(ref.UID)
 		}
@@ -263,8 +268,8 @@ func (g *graph) dropIfUnneededLocked(n *node) {
 
 // virtualRef is the identity an owner reference gives a not yet observed
 // owner: a namespaced owner lives in its dependent's namespace.
-func virtualRef(ref metav1.OwnerReference, dependentNamespace string) objectRef {
-	res := resourceFor(ref.APIVersion, ref.Kind)
+func (g *graph) virtualRef(ref metav1.OwnerReference, dependentNamespace string) objectRef {
+	res := resourceFor(g.resources, ref.APIVersion, ref.Kind)
 	r := objectRef{res: res, kind: ref.Kind, name: ref.Name, uid: ref.UID}
 	if res != nil && res.Namespaced {
 		r.namespace = dependentNamespace

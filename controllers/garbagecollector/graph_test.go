@@ -30,7 +30,7 @@ func deleting(obj *corev1.ConfigMap, finalizer string) *corev1.ConfigMap {
 }
 
 func TestGraphVirtualOwner(t *testing.T) {
-	g := newGraph()
+	g := newGraph(api.Resources())
 	// A dependent seen before its owner makes a virtual owner, which a
 	// worker must check.
 	work := g.observe(api.ConfigMaps, cm("dep", "d", refTo("owner", "o", false)))
@@ -55,7 +55,7 @@ func TestGraphVirtualOwner(t *testing.T) {
 }
 
 func TestGraphVirtualOwnerGone(t *testing.T) {
-	g := newGraph()
+	g := newGraph(api.Resources())
 	g.observe(api.ConfigMaps, cm("dep-1", "d1", refTo("owner", "o", false)))
 	g.observe(api.ConfigMaps, cm("dep-2", "d2", refTo("owner", "o", false)))
 	work := g.forgetVirtual("o")
@@ -69,7 +69,7 @@ func TestGraphVirtualOwnerGone(t *testing.T) {
 }
 
 func TestGraphOwnerDeleted(t *testing.T) {
-	g := newGraph()
+	g := newGraph(api.Resources())
 	g.observe(api.ConfigMaps, cm("owner", "o"))
 	g.observe(api.ConfigMaps, cm("dep", "d", refTo("owner", "o", true)))
 	work := g.forget(cm("owner", "o"))
@@ -89,7 +89,7 @@ func TestGraphOwnerDeleted(t *testing.T) {
 }
 
 func TestGraphReferenceRemovedDropsVirtualOwner(t *testing.T) {
-	g := newGraph()
+	g := newGraph(api.Resources())
 	g.observe(api.ConfigMaps, cm("dep", "d", refTo("owner", "o", false)))
 	g.observe(api.ConfigMaps, cm("dep", "d"))
 	if _, ok := g.info("o"); ok {
@@ -98,7 +98,7 @@ func TestGraphReferenceRemovedDropsVirtualOwner(t *testing.T) {
 }
 
 func TestGraphForegroundDeletion(t *testing.T) {
-	g := newGraph()
+	g := newGraph(api.Resources())
 	owner := cm("owner", "o")
 	g.observe(api.ConfigMaps, owner)
 	g.observe(api.ConfigMaps, cm("blocking", "b", refTo("owner", "o", true)))
@@ -134,7 +134,7 @@ func TestGraphForegroundDeletion(t *testing.T) {
 }
 
 func TestGraphOrphaningOwnerIsWorkedOn(t *testing.T) {
-	g := newGraph()
+	g := newGraph(api.Resources())
 	owner := cm("owner", "o")
 	g.observe(api.ConfigMaps, owner)
 	g.observe(api.ConfigMaps, cm("dep", "d", refTo("owner", "o", false)))
@@ -169,14 +169,6 @@ func TestDiffOwners(t *testing.T) {
 	}
 }
 
-func TestEveryServedResourceHasAnInformer(t *testing.T) {
-	for _, res := range api.Resources() {
-		if _, ok := informerFuncs[res]; !ok {
-			t.Errorf("informerFuncs has no entry for %s: add one line to resources.go", res.GroupResource())
-		}
-	}
-}
-
 func TestResourceFor(t *testing.T) {
 	for _, tc := range []struct {
 		apiVersion, kind string
@@ -188,14 +180,14 @@ func TestResourceFor(t *testing.T) {
 		{"batch/v1", "Job", nil},
 		{"not/a/version", "Pod", nil},
 	} {
-		if got := resourceFor(tc.apiVersion, tc.kind); got != tc.want {
+		if got := resourceFor(api.Resources(), tc.apiVersion, tc.kind); got != tc.want {
 			t.Errorf("resourceFor(%q, %q) = %v, want %v", tc.apiVersion, tc.kind, got, tc.want)
 		}
 	}
 }
 
 func TestUnresolvableOwnersAreSolid(t *testing.T) {
-	gc := &Controller{} // ownerState returns before it needs the API
+	gc := &Controller{resources: api.Resources()} // ownerState returns before it needs the API
 	for _, tc := range []struct {
 		name      string
 		dependent objectRef

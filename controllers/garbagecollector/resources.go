@@ -4,74 +4,36 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
-	"github.com/minictl/minictl/informer"
 )
 
-// informerFuncs gives, for every served resource, its shared informer from
-// the factory. The factory is generic over the Go type, which only the
-// compiler can pick, hence one line per kind; a test checks that every
-// resource in api.Resources() has its line.
-var informerFuncs = map[*api.Resource]func(*informer.SharedInformerFactory) *informer.SharedInformer{
-	api.Namespaces:      sharedInformer[*corev1.Namespace],
-	api.Pods:            sharedInformer[*corev1.Pod],
-	api.Nodes:           sharedInformer[*corev1.Node],
-	api.Services:        sharedInformer[*corev1.Service],
-	api.Endpoints:       sharedInformer[*corev1.Endpoints],
-	api.ConfigMaps:      sharedInformer[*corev1.ConfigMap],
-	api.Secrets:         sharedInformer[*corev1.Secret],
-	api.ServiceAccounts: sharedInformer[*corev1.ServiceAccount],
-	api.Events:          sharedInformer[*corev1.Event],
-	api.ResourceQuotas:  sharedInformer[*corev1.ResourceQuota],
-	api.LimitRanges:     sharedInformer[*corev1.LimitRange],
-	api.Leases:          sharedInformer[*coordinationv1.Lease],
-	api.ReplicaSets:     sharedInformer[*appsv1.ReplicaSet],
-	api.Deployments:     sharedInformer[*appsv1.Deployment],
-}
-
-func sharedInformer[T api.Object](f *informer.SharedInformerFactory) *informer.SharedInformer {
-	return informer.For[T](f).SharedInformer
-}
-
-// resourceFor finds the served resource of an ownerReference's apiVersion
-// and kind; nil when minictl serves no such kind.
-func resourceFor(apiVersion, kind string) *api.Resource {
+// resourceFor finds, in the catalogue c, the resource of an
+// ownerReference's apiVersion and kind; nil when c has no such kind.
+func resourceFor(c api.Catalogue, apiVersion, kind string) *api.Resource {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
 		return nil
 	}
-	for _, r := range api.Resources() {
-		if r.Group == gv.Group && r.Version == gv.Version && r.Kind == kind {
-			return r
-		}
-	}
-	return nil
+	res, _ := c.ForKind(gv.WithKind(kind))
+	return res
 }
 
-// objects reads and writes objects of any served resource: the part of a
-// dynamic client the garbage collector needs.
+// objects reads and writes objects of any resource of the catalogue, by
+// descriptor: the part of a dynamic client the garbage collector needs.
 type objects struct {
 	rc *client.RESTClient
 }
 
 // get reads an object live from the API server.
 func (o objects) get(ctx context.Context, res *api.Resource, namespace, name string) (api.Object, error) {
-	out := res.New()
-	if err := o.rc.Do(ctx, http.MethodGet, client.ResourcePath(res, namespace, name), nil, "", nil, out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return client.ForResource(o.rc, res).Get(ctx, namespace, name)
 }
 
 // delete deletes ref with the given propagation policy, on condition that
@@ -79,15 +41,10 @@ func (o objects) get(ctx context.Context, res *api.Resource, namespace, name str
 // object is a Conflict). Pods get their default grace period.
 func (o objects) delete(ctx context.Context, ref objectRef, rv string, policy metav1.DeletionPropagation) error {
 	uid := ref.uid
-	opts := metav1.DeleteOptions{
+	return client.ForResource(o.rc, ref.res).Delete(ctx, ref.namespace, ref.name, metav1.DeleteOptions{
 		PropagationPolicy: &policy,
 		Preconditions:     &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
-	}
-	body, err := json.Marshal(&opts)
-	if err != nil {
-		return err
-	}
-	return o.rc.Do(ctx, http.MethodDelete, client.ResourcePath(ref.res, ref.namespace, ref.name), nil, "application/json", body, nil)
+	})
 }
 
 // patchMetadata merge-patches metadata fields of obj, on condition that it
@@ -101,8 +58,8 @@ func (o objects) patchMetadata(ctx context.Context, ref objectRef, rv string, fi
 	if err != nil {
 		return err
 	}
-	return o.rc.Do(ctx, http.MethodPatch, client.ResourcePath(ref.res, ref.namespace, ref.name), nil,
-		string(types.MergePatchType), body, nil)
+	_, err = client.ForResource(o.rc, ref.res).Patch(ctx, ref.namespace, ref.name, types.MergePatchType, body)
+	return err
 }
 
 // withoutOwners returns obj's ownerReferences minus those to uids, as a
