@@ -18,6 +18,12 @@
 //     they have dependents of their own), and loses the finalizer (and so
 //     goes) once no dependent whose reference sets blockOwnerDeletion is
 //     left.
+//   - Cycles: owners whose foreground deletions wait on each other round a
+//     cycle (a owns b, b owns c, c owns a, each reference blocking) would
+//     wait forever; an owner that finds itself on such a cycle makes the
+//     reference of its dependent on it stop blocking, so it goes first,
+//     and the others follow. kube-controller-manager's collector breaks
+//     such cycles too, from the dependent's side.
 //   - Orphan: an owner being deleted with the "orphan" finalizer has its
 //     reference removed from every dependent, then loses the finalizer.
 //
@@ -43,6 +49,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -450,6 +457,9 @@ func (gc *Controller) deleteDependentsFirst(ctx context.Context, n nodeInfo, obj
 		}
 	}
 	what := describe(n.ref)
+	if cycle := gc.graph.waitCycle(n.ref.uid); len(cycle) > 0 {
+		return gc.unblockCycle(ctx, n, cycle)
+	}
 	if blocking > 0 {
 		verb := " still block"
 		if blocking == 1 {
@@ -470,6 +480,43 @@ func (gc *Controller) deleteDependentsFirst(ctx context.Context, n nodeInfo, obj
 	gc.decided(ctx, n.ref, what+": no dependents left that block its deletion → remove finalizer "+
 		metav1.FinalizerDeleteDependents)
 	gc.recorder.Eventf(obj, corev1.EventTypeNormal, "DependentsDeleted", "All dependents that block deletion are gone")
+	return nil
+}
+
+// unblockCycle ends a cycle of foreground deletions that wait on each
+// other: the references of the dependents on the cycle to owner n stop
+// blocking its deletion, so n goes first, and then each of the others once
+// what it waits on is gone. Every object on the cycle is being deleted
+// already; only the order changes. (kube-controller-manager's collector
+// unblocks a dependent's references when it deletes it in the foreground
+// while one of its own dependents already waits; seen from the owner, the
+// cycle is also ended when every object on it was deleted by hand.)
+func (gc *Controller) unblockCycle(ctx context.Context, n nodeInfo, cycle []objectRef) error {
+	for _, ref := range cycle {
+		dep, ok := gc.cached(ref)
+		if !ok {
+			continue // gone meanwhile: it blocks nothing
+		}
+		refs := slices.Clone(dep.GetOwnerReferences())
+		for i := range refs {
+			if refs[i].UID == n.ref.uid {
+				no := false
+				refs[i].BlockOwnerDeletion = &no
+			}
+		}
+		err := gc.objects.patchMetadata(ctx, ref, dep.GetResourceVersion(), map[string]any{"ownerReferences": refs})
+		if client.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%s: unblock the reference to %s: %w", ref, n.ref, err)
+		}
+		gc.log.Info("garbagecollector: "+describe(n.ref)+" is being deleted in the foreground and waits on "+
+			describe(ref)+", which waits on it in turn → its reference no longer blocks the deletion of "+n.ref.name,
+			slog.String("object", ref.String()), slog.String("owner", n.ref.String()))
+		gc.recorder.Eventf(dep, corev1.EventTypeNormal, "OwnerRefUnblocked",
+			"The reference to %s no longer blocks its deletion: both are deleted in the foreground and wait on each other", n.ref)
+	}
 	return nil
 }
 

@@ -2,6 +2,8 @@ package garbagecollector
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -129,6 +131,52 @@ func (g *graph) len() int {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	return len(g.nodes)
+}
+
+// waitCycle returns the dependents through which the foreground deletion
+// of the node with uid waits on itself: each is being deleted in the
+// foreground too, its reference blocks uid's deletion, and following such
+// waits from it (an owner waits on a dependent whose reference blocks it
+// and which itself waits on its dependents) leads back to uid. Nothing on
+// such a cycle can ever go, as each waits for the next; nil when uid is on
+// none.
+func (g *graph) waitCycle(uid types.UID) []objectRef {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	n, ok := g.nodes[uid]
+	if !ok {
+		return nil
+	}
+	var out []objectRef
+	for _, d := range n.dependents {
+		if waitsOn(n, d) && g.reachesLocked(d, uid, map[types.UID]bool{}) {
+			out = append(out, d.ref)
+		}
+	}
+	slices.SortFunc(out, func(a, b objectRef) int { return strings.Compare(string(a.uid), string(b.uid)) })
+	return out
+}
+
+// reachesLocked reports whether following waits from n leads to target.
+// seen holds the nodes already followed.
+func (g *graph) reachesLocked(n *node, target types.UID, seen map[types.UID]bool) bool {
+	if n.ref.uid == target {
+		return true
+	}
+	seen[n.ref.uid] = true
+	for _, d := range n.dependents {
+		if !seen[d.ref.uid] && waitsOn(n, d) && g.reachesLocked(d, target, seen) {
+			return true
+		}
+	}
+	return false
+}
+
+// waitsOn reports whether owner's foreground deletion waits on d, and d's
+// on its own dependents: both are deleting their dependents first, and d's
+// reference to owner blocks owner's deletion.
+func waitsOn(owner, d *node) bool {
+	return owner.deletingDependents && d.deletingDependents && blocks(d.owners, owner.ref.uid)
 }
 
 // blocks reports whether owners has a reference to uid with

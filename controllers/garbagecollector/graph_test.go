@@ -133,6 +133,59 @@ func TestGraphForegroundDeletion(t *testing.T) {
 	}
 }
 
+func TestGraphWaitCycle(t *testing.T) {
+	fg := metav1.FinalizerDeleteDependents
+	names := func(refs []objectRef) []string {
+		var out []string
+		for _, r := range refs {
+			out = append(out, r.name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		objects []*corev1.ConfigMap
+		want    []string // waitCycle("a")
+	}{
+		{"three that own each other, all waiting", []*corev1.ConfigMap{
+			deleting(cm("a", "a", refTo("c", "c", true)), fg),
+			deleting(cm("b", "b", refTo("a", "a", true)), fg),
+			deleting(cm("c", "c", refTo("b", "b", true)), fg),
+		}, []string{"b"}},
+		{"one that owns itself", []*corev1.ConfigMap{
+			deleting(cm("a", "a", refTo("a", "a", true)), fg),
+		}, []string{"a"}},
+		{"a chain that ends: c waits on nothing", []*corev1.ConfigMap{
+			deleting(cm("a", "a"), fg),
+			deleting(cm("b", "b", refTo("a", "a", true)), fg),
+			deleting(cm("c", "c", refTo("b", "b", true)), fg),
+		}, nil},
+		{"a reference that does not block", []*corev1.ConfigMap{
+			deleting(cm("a", "a", refTo("c", "c", false)), fg),
+			deleting(cm("b", "b", refTo("a", "a", true)), fg),
+			deleting(cm("c", "c", refTo("b", "b", true)), fg),
+		}, nil},
+		{"one of them not deleted yet: it will be, and go", []*corev1.ConfigMap{
+			deleting(cm("a", "a", refTo("c", "c", true)), fg),
+			deleting(cm("b", "b", refTo("a", "a", true)), fg),
+			cm("c", "c", refTo("b", "b", true)),
+		}, nil},
+		{"one deleted in the background: it waits on nothing", []*corev1.ConfigMap{
+			deleting(cm("a", "a", refTo("c", "c", true)), fg),
+			deleting(cm("b", "b", refTo("a", "a", true)), "example.com/hold"),
+			deleting(cm("c", "c", refTo("b", "b", true)), fg),
+		}, nil},
+	} {
+		g := newGraph(api.Resources())
+		for _, obj := range tc.objects {
+			g.observe(api.ConfigMaps, obj)
+		}
+		if got := names(g.waitCycle("a")); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: waitCycle(a) = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestGraphOrphaningOwnerIsWorkedOn(t *testing.T) {
 	g := newGraph(api.Resources())
 	owner := cm("owner", "o")
