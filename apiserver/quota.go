@@ -78,7 +78,7 @@ func (s *Server) validateResourceQuota(ctx context.Context, a *attributes) (rele
 			if err != nil || !ok {
 				return cur, err
 			}
-			covered := quota.CoveredResources(q.Status.Hard)
+			covered := quota.CoveredResources(s.resources, q.Status.Hard)
 			if err := quota.Constraints(res, obj, covered); err != nil {
 				return nil, forbidden(res, obj, fmt.Sprintf("failed quota: %s: %v", q.Name, err))
 			}

@@ -149,14 +149,15 @@ func MatchingResources(res *api.Resource, names []corev1.ResourceName) []corev1.
 	return intersect(names, own)
 }
 
-// CoveredResources returns the names in hard that some served kind can be
-// charged under, sorted: the part of a quota whose usage can be measured.
-// Others ("requests.storage" with no volume claims served, or
-// "count/widgets.example.com") are limits nothing here counts.
-func CoveredResources(hard corev1.ResourceList) []corev1.ResourceName {
+// CoveredResources returns the names in hard that some kind of the
+// catalogue served can be charged under, sorted: the part of a quota whose
+// usage can be measured. Others ("requests.storage" with no volume claims
+// served, or "count/widgets.example.com" with no such kind) are limits
+// nothing here counts.
+func CoveredResources(served api.Catalogue, hard corev1.ResourceList) []corev1.ResourceName {
 	names := ResourceNames(hard)
 	var out []corev1.ResourceName
-	for _, res := range api.Resources() {
+	for _, res := range served {
 		for _, name := range MatchingResources(res, names) {
 			if !slices.Contains(out, name) {
 				out = append(out, name)

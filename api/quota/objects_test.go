@@ -118,10 +118,17 @@ func TestMatchingResources(t *testing.T) {
 func TestCoveredResources(t *testing.T) {
 	hard := list("pods", "10", "requests.cpu", "4", "count/deployments.apps", "2", "configmaps", "5",
 		"requests.storage", "10Gi", "count/widgets.example.com", "1", "count/events", "100", "count/leases.coordination.k8s.io", "3")
-	got := CoveredResources(hard)
+	got := CoveredResources(api.Resources(), hard)
 	want := []corev1.ResourceName{"configmaps", "count/deployments.apps", "count/leases.coordination.k8s.io", "pods", "requests.cpu"}
 	if !slices.Equal(got, want) {
 		t.Errorf("CoveredResources = %v, want %v", got, want)
+	}
+	// A catalogue with the kind covers its count.
+	widgets := &api.Resource{Group: "example.com", Version: "v1", Kind: "Widget", Plural: "widgets", Namespaced: true, New: api.NewUnstructured}
+	got = CoveredResources(api.Resources().With(widgets), hard)
+	want = []corev1.ResourceName{"configmaps", "count/deployments.apps", "count/leases.coordination.k8s.io", "count/widgets.example.com", "pods", "requests.cpu"}
+	if !slices.Equal(got, want) {
+		t.Errorf("CoveredResources with widgets = %v, want %v", got, want)
 	}
 }
 
