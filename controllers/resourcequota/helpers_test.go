@@ -40,7 +40,14 @@ type fixture struct {
 // ends.
 func run(t *testing.T, resync time.Duration) *fixture {
 	t.Helper()
-	env := controllertest.Start(t)
+	return runWith(t, resync, nil)
+}
+
+// runWith is run with the API server and the controller on the catalogue
+// resources (nil: api.Resources()).
+func runWith(t *testing.T, resync time.Duration, resources api.Catalogue) *fixture {
+	t.Helper()
+	env := controllertest.StartWith(t, controllertest.Options{ClientTimeout: 20 * time.Second, Resources: resources})
 	rc := env.Client
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
 	if _, err := client.For[*corev1.Namespace](rc).Create(t.Context(), nsObj); err != nil {
@@ -52,6 +59,7 @@ func run(t *testing.T, resync time.Duration) *fixture {
 		Client: rc, Informers: env.Informers, Recorder: &record.FakeRecorder{},
 		Logger:       slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		ResyncPeriod: resync,
+		Resources:    resources,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -3,9 +3,11 @@
 // controller does. status.hard mirrors spec.hard; status.used is what the
 // namespace uses of each limited resource that can be measured: pods,
 // services, configmaps, secrets, count/<resource>.<group> of every quotable
-// served kind, requests.cpu, requests.memory, limits.cpu, limits.memory and
-// the rest of api/quota's names. The API server's quota admission checks
-// requests against that status, with the same api/quota arithmetic.
+// kind of its catalogue (the kinds minictl serves, unless it is given
+// another; each watched through an informer by descriptor), requests.cpu,
+// requests.memory, limits.cpu, limits.memory and the rest of api/quota's
+// names. The API server's quota admission checks requests against that
+// status, with the same api/quota arithmetic.
 //
 // Properties:
 //
@@ -28,8 +30,8 @@
 //   - status is written (through the status subresource) only when hard or
 //     used changed, compared by value ("1000m" is "1"); each write logs one
 //     line: "resourcequota team-a/compute: used pods 2→3 (hard 5)".
-//   - A resource in spec.hard that nothing served is charged under
-//     ("requests.storage", "count/widgets.example.com") keeps whatever
+//   - A resource in spec.hard that no kind of the catalogue is charged
+//     under ("requests.storage", "count/gadgets.example.com") keeps whatever
 //     status.used held for it, as upstream does.
 //
 // Handlers only enqueue quota keys; every decision is made in sync.
@@ -93,6 +95,10 @@ type Options struct {
 	// Clock is the time source for resyncs, pod grace periods and the
 	// workqueue; nil means the real clock.
 	Clock workqueue.Clock
+	// Resources is the catalogue of kinds a quota can count (the
+	// quotable ones: count/<resource>.<group> and the rest); it should be
+	// what the API server serves. Nil means api.Resources().
+	Resources api.Catalogue
 }
 
 // Controller is the ResourceQuota controller. Create it with New, then Run
@@ -102,6 +108,7 @@ type Controller struct {
 	quotaLister informer.Lister[*corev1.ResourceQuota]
 	quotaSynced func() bool
 	informers   *informer.SharedInformerFactory
+	resources   api.Catalogue
 
 	queue    *workqueue.Queue[string]
 	recorder record.EventRecorder
@@ -128,6 +135,7 @@ func New(opts Options) (*Controller, error) {
 	c := &Controller{
 		quotas:    client.For[*corev1.ResourceQuota](opts.Client),
 		informers: opts.Informers,
+		resources: opts.Resources,
 		recorder:  opts.Recorder,
 		log:       opts.Logger,
 		resync:    opts.ResyncPeriod,
@@ -143,6 +151,9 @@ func New(opts Options) (*Controller, error) {
 	}
 	if c.resync <= 0 {
 		c.resync = DefaultResyncPeriod
+	}
+	if c.resources == nil {
+		c.resources = api.Resources()
 	}
 	if c.clock == nil {
 		c.clock = workqueue.RealClock{}
@@ -326,7 +337,7 @@ func (c *Controller) sourcesFor(ctx context.Context, names []corev1.ResourceName
 	defer c.mu.Unlock()
 	var out []*source
 	opened := false
-	for _, res := range api.Resources() {
+	for _, res := range c.resources {
 		if len(quota.MatchingResources(res, names)) == 0 {
 			continue
 		}

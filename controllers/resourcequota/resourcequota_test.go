@@ -1,16 +1,19 @@
 package resourcequota
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
+	"github.com/minictl/minictl/internal/testenv"
 )
 
 // computeHard limits every compute name a pod is charged under.
@@ -157,6 +160,42 @@ func TestUsedFollowsObjectCounts(t *testing.T) {
 	f.waitForUsed(t, "objects", list(
 		"configmaps", "1", "count/configmaps", "1", "count/deployments.apps", "0", "secrets", "0",
 		"services", "1", "services.loadbalancers", "0", "services.nodeports", "0"))
+}
+
+// A kind added to the catalogue, and nowhere else, is counted: the
+// controller keeps count/widgets.example.com true, and the API server's
+// quota admission refuses the widget that would exceed it.
+func TestCountsAKindOnlyInTheCatalogue(t *testing.T) {
+	widgets := testenv.Widgets()
+	f := runWith(t, time.Hour, api.Resources().With(widgets))
+	ctx := t.Context()
+	wc := client.ForResource(f.rc, widgets)
+	create := func(name string) error {
+		w := &unstructured.Unstructured{}
+		w.SetName(name)
+		w.SetNamespace(ns)
+		_, err := wc.Create(ctx, w)
+		return err
+	}
+	if err := create("w1"); err != nil {
+		t.Fatal(err)
+	}
+	f.createQuota(t, "widgets", list("count/widgets.example.com", "2"))
+	f.waitForUsed(t, "widgets", list("count/widgets.example.com", "1"))
+	if !f.watching(widgets) {
+		t.Fatal("widgets are counted but not watched")
+	}
+	if err := create("w2"); err != nil {
+		t.Fatal(err)
+	}
+	f.waitForUsed(t, "widgets", list("count/widgets.example.com", "2"))
+	if err := create("w3"); !client.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota: widgets") {
+		t.Fatalf("third widget: %v, want Forbidden: exceeded quota", err)
+	}
+	if err := wc.Delete(ctx, ns, "w1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitForUsed(t, "widgets", list("count/widgets.example.com", "1"))
 }
 
 func TestHardMirrorsSpecAfterUpdate(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/minictl/minictl/api/quota"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/informer"
+	"github.com/minictl/minictl/internal/testenv"
 )
 
 func TestEveryQuotableKindHasASource(t *testing.T) {
@@ -20,7 +21,7 @@ func TestEveryQuotableKindHasASource(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})
-	for _, res := range api.Resources() {
+	for _, res := range api.Resources().With(testenv.Widgets()) {
 		if !quota.Quotable(res) {
 			continue
 		}
