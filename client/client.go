@@ -8,7 +8,9 @@ import (
 	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/minictl/minictl/api"
 )
@@ -150,11 +152,22 @@ func (c *Client[T]) decodeJSONList(data []byte) (metav1.ListMeta, []T, error) {
 			continue // reported as a null item
 		}
 		items[i] = c.res.New().(T)
-		if err := json.Unmarshal(raw, items[i]); err != nil {
+		if err := decodeJSON(raw, items[i]); err != nil {
 			return wire.Metadata, nil, fmt.Errorf("item %d: %w", i, err)
 		}
 	}
 	return wire.Metadata, items, nil
+}
+
+// decodeJSON decodes one object's JSON into obj. An unstructured object
+// takes the JSON as it comes, with or without apiVersion and kind: the
+// items of a list of a built-in kind carry neither, in kube-apiserver's
+// answers; the caller sets them.
+func decodeJSON(data []byte, obj api.Object) error {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return utiljson.Unmarshal(data, &u.Object)
+	}
+	return json.Unmarshal(data, obj)
 }
 
 // decodeProtobufList reads a <Kind>List in protobuf.

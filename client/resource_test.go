@@ -1,6 +1,8 @@
 package client_test
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -90,5 +92,35 @@ func TestForResourceOfATypedKind(t *testing.T) {
 	cm, ok := list.Items[0].(*corev1.ConfigMap)
 	if !ok || cm.Data["k"] != "v" || cm.Kind != "ConfigMap" {
 		t.Fatalf("item = %T %+v", list.Items[0], list.Items[0])
+	}
+}
+
+// List items of a built-in kind carry no apiVersion or kind in
+// kube-apiserver's JSON; a client by descriptor of a kind it decodes
+// unstructured takes them all the same, numbers as integers.
+func TestForResourceListItemsWithoutKind(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"WidgetList","apiVersion":"example.com/v1","metadata":{"resourceVersion":"7"},
+			"items":[{"metadata":{"name":"a","namespace":"ns"},"spec":{"size":3}}]}`))
+	}))
+	defer srv.Close()
+	rc, err := client.New(&client.Config{Server: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := client.ForResource(rc, testenv.Widgets()).List(ctxFor(t), "ns", metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list.ResourceVersion != "7" || len(list.Items) != 1 {
+		t.Fatalf("list = %+v", list)
+	}
+	u := list.Items[0].(*unstructured.Unstructured)
+	if u.GetName() != "a" || u.GetKind() != "Widget" || u.GetAPIVersion() != "example.com/v1" {
+		t.Errorf("item = %v", u.Object)
+	}
+	if size, ok, _ := unstructured.NestedInt64(u.Object, "spec", "size"); !ok || size != 3 {
+		t.Errorf("spec.size = %v (found %v), want the integer 3", size, ok)
 	}
 }
