@@ -7,13 +7,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/minictl/minictl/api"
 )
 
 var (
-	podsRT       = resourceType{gvr: podsGVR, deleteCollection: true}
-	configMapsRT = resourceType{gvr: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, deleteCollection: true}
-	deployRT     = resourceType{gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, deleteCollection: true}
+	podsRT       = resourceType{res: api.Pods, deleteCollection: true}
+	configMapsRT = resourceType{res: api.ConfigMaps, deleteCollection: true}
+	deployRT     = resourceType{res: api.Deployments, deleteCollection: true}
 )
 
 func TestContentConditions(t *testing.T) {

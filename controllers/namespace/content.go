@@ -2,18 +2,15 @@ package namespace
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
@@ -25,11 +22,6 @@ const finalizerEstimate = 15 * time.Second
 
 // listPageSize bounds one page of a content list.
 const listPageSize = 500
-
-var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-
-// item is what the deleter needs of any object: its metadata.
-type item = metav1.PartialObjectMetadata
 
 // count is how many objects of one resource there are.
 type count struct {
@@ -45,7 +37,7 @@ type contentReport struct {
 	// From inventory: the resources served, what each holds (only the
 	// non-empty ones, pods first), and why discovery was incomplete.
 	found        []count
-	items        map[resourceType][]item
+	items        map[resourceType][]api.Object
 	discoveryErr error
 	parseErr     error
 
@@ -78,7 +70,7 @@ func (r *contentReport) err() error {
 func counts(cs []count) string {
 	parts := make([]string, len(cs))
 	for i, c := range cs {
-		parts[i] = fmt.Sprintf("%d %s", c.n, c.rt.gvr.Resource)
+		parts[i] = fmt.Sprintf("%d %s", c.n, c.rt.res.Plural)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -120,7 +112,7 @@ func (c *Controller) inventory(ctx context.Context, namespace string) *contentRe
 	disc := c.discovery.namespacedResources(ctx)
 	r := &contentReport{
 		namespace:    namespace,
-		items:        map[resourceType][]item{},
+		items:        map[resourceType][]api.Object{},
 		finalizers:   map[string]int{},
 		discoveryErr: disc.err,
 		parseErr:     disc.parseErr,
@@ -147,9 +139,9 @@ func podsFirst(rts []resourceType) []resourceType {
 	out := slices.Clone(rts)
 	slices.SortStableFunc(out, func(a, b resourceType) int {
 		switch {
-		case a.gvr == podsGVR && b.gvr != podsGVR:
+		case a.isPods() && !b.isPods():
 			return -1
-		case b.gvr == podsGVR && a.gvr != podsGVR:
+		case b.isPods() && !a.isPods():
 			return 1
 		}
 		return 0
@@ -174,7 +166,7 @@ func (c *Controller) purge(ctx context.Context, r *contentReport) {
 		if err != nil {
 			r.deleteErrs = append(r.deleteErrs, err)
 		}
-		if rt.gvr == podsGVR && (err != nil || len(left) > 0) {
+		if rt.isPods() && (err != nil || len(left) > 0) {
 			r.waitingForPods = len(r.found) > 1
 			return
 		}
@@ -183,7 +175,7 @@ func (c *Controller) purge(ctx context.Context, r *contentReport) {
 
 // purgeResource deletes every object of rt in namespace, unless all of
 // items are already being deleted, and lists what is left.
-func (c *Controller) purgeResource(ctx context.Context, rt resourceType, namespace string, items []item) ([]item, error) {
+func (c *Controller) purgeResource(ctx context.Context, rt resourceType, namespace string, items []api.Object) ([]api.Object, error) {
 	if notDeleting(items) > 0 {
 		if err := c.deleteContent(ctx, rt, namespace, items); err != nil {
 			return nil, err
@@ -193,10 +185,10 @@ func (c *Controller) purgeResource(ctx context.Context, rt resourceType, namespa
 }
 
 // notDeleting counts the items not yet being deleted.
-func notDeleting(items []item) int {
+func notDeleting(items []api.Object) int {
 	n := 0
 	for _, it := range items {
-		if it.DeletionTimestamp == nil {
+		if it.GetDeletionTimestamp() == nil {
 			n++
 		}
 	}
@@ -208,7 +200,7 @@ func notDeleting(items []item) int {
 // the future) or held by finalizers are expected to go by themselves, and
 // extend the estimate; anything else left is an error, as upstream reports
 // it.
-func (r *contentReport) account(rt resourceType, left []item, now time.Time) error {
+func (r *contentReport) account(rt resourceType, left []api.Object, now time.Time) error {
 	if len(left) == 0 {
 		return nil
 	}
@@ -216,11 +208,11 @@ func (r *contentReport) account(rt resourceType, left []item, now time.Time) err
 	var graceful time.Duration
 	held := false
 	for _, it := range left {
-		for _, f := range it.Finalizers {
+		for _, f := range it.GetFinalizers() {
 			r.finalizers[f]++
 			held = true
 		}
-		if dt := it.DeletionTimestamp; dt != nil && dt.After(now) {
+		if dt := it.GetDeletionTimestamp(); dt != nil && dt.After(now) {
 			graceful = max(graceful, dt.Sub(now))
 		}
 	}
@@ -230,38 +222,27 @@ func (r *contentReport) account(rt resourceType, left []item, now time.Time) err
 	case held:
 		r.estimate = max(r.estimate, finalizerEstimate)
 	default:
-		return fmt.Errorf("unexpected items still remain in namespace: %s for gvr: %v", r.namespace, rt.gvr)
+		return fmt.Errorf("unexpected items still remain in namespace: %s for gvr: %v", r.namespace, rt.gvr())
 	}
 	return nil
 }
 
-// contentPath is the path of rt's collection in namespace, or of one
-// object when name is set.
-func contentPath(rt resourceType, namespace, name string) string {
-	res := &api.Resource{Group: rt.gvr.Group, Version: rt.gvr.Version, Plural: rt.gvr.Resource, Namespaced: true}
-	return client.ResourcePath(res, namespace, name)
-}
-
 // backgroundDelete asks the garbage collector to delete dependents after
 // their owners, never to orphan them: the namespace must end up empty.
-func backgroundDelete() []byte {
+func backgroundDelete() metav1.DeleteOptions {
 	policy := metav1.DeletePropagationBackground
-	body, _ := json.Marshal(&metav1.DeleteOptions{PropagationPolicy: &policy})
-	return body
+	return metav1.DeleteOptions{PropagationPolicy: &policy}
 }
 
-// listContent lists the metadata of every object of rt in namespace, page
-// by page. A resource the server no longer serves is empty, and makes the
-// next pass discover again.
-func (c *Controller) listContent(ctx context.Context, rt resourceType, namespace string) ([]item, error) {
-	var out []item
+// listContent lists every object of rt in namespace, page by page. A
+// resource the server no longer serves is empty, and makes the next pass
+// discover again.
+func (c *Controller) listContent(ctx context.Context, rt resourceType, namespace string) ([]api.Object, error) {
+	objects := client.ForResource(c.rc, rt.res)
+	var out []api.Object
 	opts := metav1.ListOptions{Limit: listPageSize}
 	for {
-		var page struct {
-			Metadata metav1.ListMeta `json:"metadata"`
-			Items    []item          `json:"items"`
-		}
-		err := c.rc.Do(ctx, http.MethodGet, contentPath(rt, namespace, ""), client.ListOptionsQuery(opts), "", nil, &page)
+		page, err := objects.List(ctx, namespace, opts)
 		if client.IsNotFound(err) || client.IsMethodNotSupported(err) {
 			c.discovery.invalidate()
 			return nil, nil
@@ -270,19 +251,20 @@ func (c *Controller) listContent(ctx context.Context, rt resourceType, namespace
 			return nil, fmt.Errorf("list %s: %w", rt, err)
 		}
 		out = append(out, page.Items...)
-		if page.Metadata.Continue == "" {
+		if page.Continue == "" {
 			return out, nil
 		}
-		opts.Continue = page.Metadata.Continue
+		opts.Continue = page.Continue
 	}
 }
 
 // deleteContent deletes every object of rt in namespace: with one
 // deletecollection where the server serves it, else one delete per object
 // not yet being deleted.
-func (c *Controller) deleteContent(ctx context.Context, rt resourceType, namespace string, items []item) error {
+func (c *Controller) deleteContent(ctx context.Context, rt resourceType, namespace string, items []api.Object) error {
+	objects := client.ForResource(c.rc, rt.res)
 	if rt.deleteCollection {
-		err := c.rc.Do(ctx, http.MethodDelete, contentPath(rt, namespace, ""), nil, "application/json", backgroundDelete(), nil)
+		err := objects.DeleteCollection(ctx, namespace, backgroundDelete(), metav1.ListOptions{})
 		if err == nil {
 			return nil
 		}
@@ -293,12 +275,12 @@ func (c *Controller) deleteContent(ctx context.Context, rt resourceType, namespa
 		// fall back to one delete per object.
 	}
 	for _, it := range items {
-		if it.DeletionTimestamp != nil {
+		if it.GetDeletionTimestamp() != nil {
 			continue
 		}
-		err := c.rc.Do(ctx, http.MethodDelete, contentPath(rt, namespace, it.Name), nil, "application/json", backgroundDelete(), nil)
+		err := objects.Delete(ctx, namespace, it.GetName(), backgroundDelete())
 		if err != nil && !client.IsNotFound(err) && !client.IsMethodNotSupported(err) {
-			return fmt.Errorf("delete %s %s: %w", rt, it.Name, err)
+			return fmt.Errorf("delete %s %s: %w", rt, it.GetName(), err)
 		}
 	}
 	return nil

@@ -14,19 +14,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
 )
 
 func TestAccount(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) *metav1.Time { ts := metav1.NewTime(now.Add(d)); return &ts }
-	obj := func(name string, deleting *metav1.Time, finalizers ...string) item {
-		return item{ObjectMeta: metav1.ObjectMeta{Name: name, DeletionTimestamp: deleting, Finalizers: finalizers}}
+	obj := func(name string, deleting *metav1.Time, finalizers ...string) api.Object {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, DeletionTimestamp: deleting, Finalizers: finalizers}}
 	}
 	tests := []struct {
 		name         string
 		rt           resourceType
-		left         []item
+		left         []api.Object
 		wantEstimate time.Duration
 		wantErr      string
 		wantFinal    map[string]int
@@ -35,26 +36,26 @@ func TestAccount(t *testing.T) {
 		{
 			name:         "pods in their grace period",
 			rt:           podsRT,
-			left:         []item{obj("a", at(4*time.Second)), obj("b", at(25*time.Second))},
+			left:         []api.Object{obj("a", at(4*time.Second)), obj("b", at(25*time.Second))},
 			wantEstimate: 25 * time.Second,
 		},
 		{
 			name:         "held by finalizers",
 			rt:           configMapsRT,
-			left:         []item{obj("a", at(-time.Second), "example.com/hold")},
+			left:         []api.Object{obj("a", at(-time.Second), "example.com/hold")},
 			wantEstimate: finalizerEstimate,
 			wantFinal:    map[string]int{"example.com/hold": 1},
 		},
 		{
 			name:    "a pod past its grace period, no kubelet finishing it",
 			rt:      podsRT,
-			left:    []item{obj("a", at(-time.Second))},
+			left:    []api.Object{obj("a", at(-time.Second))},
 			wantErr: "unexpected items still remain in namespace: team-a for gvr: /v1, Resource=pods",
 		},
 		{
 			name:    "not even being deleted",
 			rt:      deployRT,
-			left:    []item{obj("a", nil)},
+			left:    []api.Object{obj("a", nil)},
 			wantErr: "unexpected items still remain in namespace: team-a for gvr: apps/v1, Resource=deployments",
 		},
 	}
@@ -139,10 +140,10 @@ func (f *fakeContent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == collection:
 		list := struct {
-			Items []item `json:"items"`
-		}{Items: []item{}}
+			Items []metav1.PartialObjectMetadata `json:"items"`
+		}{Items: []metav1.PartialObjectMetadata{}}
 		for name, deleting := range f.items {
-			it := item{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
+			it := metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
 			if deleting {
 				now := metav1.Now()
 				it.DeletionTimestamp = &now
@@ -179,7 +180,9 @@ func TestPurgeFallsBackToDeletingEachObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &Controller{rc: rc, discovery: &discoverer{rc: rc, now: time.Now}, now: time.Now}
-	rt := resourceType{gvr: schema.GroupVersionResource{Version: "v1", Resource: "widgets"}, deleteCollection: true}
+	rt, _ := deletable(schema.GroupVersion{Version: "v1"}, metav1.APIResource{
+		Name: "widgets", Kind: "Widget", Namespaced: true, Verbs: metav1.Verbs{"list", "delete", "deletecollection"},
+	})
 
 	items, err := c.listContent(context.Background(), rt, "ns")
 	if err != nil || len(items) != 3 {
@@ -195,7 +198,7 @@ func TestPurgeFallsBackToDeletingEachObject(t *testing.T) {
 	if want := []string{"a Background", "c Background"}; !slices.Equal(deletes, want) {
 		t.Errorf("deletes %q, want %q (b is already being deleted)", deletes, want)
 	}
-	if len(left) != 1 || left[0].Name != "b" {
+	if len(left) != 1 || left[0].GetName() != "b" {
 		t.Errorf("left %v, want b", left)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
 )
 
@@ -24,15 +25,26 @@ const discoveryTTL = 10 * time.Second
 
 // resourceType is one namespaced resource the deleter can empty: it can be
 // listed (to see what is left) and deleted, as a collection or one object
-// at a time.
+// at a time, through client.ForResource.
 type resourceType struct {
-	gvr              schema.GroupVersionResource
+	// res is the catalogue entry of a kind minictl has compiled in, and
+	// otherwise an entry made from discovery, whose objects are
+	// unstructured: a kind nobody compiled in is emptied all the same.
+	res              *api.Resource
 	deleteCollection bool // deletecollection is served; otherwise list and delete each
 }
 
 // String names the resource in messages the way upstream does:
 // "pods." for core pods, "deployments.apps".
-func (rt resourceType) String() string { return rt.gvr.Resource + "." + rt.gvr.Group }
+func (rt resourceType) String() string { return rt.res.Plural + "." + rt.res.Group }
+
+// gvr is the resource's group, version and plural.
+func (rt resourceType) gvr() schema.GroupVersionResource {
+	return rt.res.GroupVersion().WithResource(rt.res.Plural)
+}
+
+// isPods reports whether rt is the core group's pods.
+func (rt resourceType) isPods() bool { return rt.res.Group == "" && rt.res.Plural == "pods" }
 
 // discoveryResult is what one round of discovery found.
 type discoveryResult struct {
@@ -145,7 +157,14 @@ func deletable(gv schema.GroupVersion, r metav1.APIResource) (resourceType, bool
 	if !has("list") || !(has("delete") || has("deletecollection")) {
 		return resourceType{}, false
 	}
-	return resourceType{gvr: gv.WithResource(r.Name), deleteCollection: has("deletecollection")}, true
+	res, ok := api.Lookup(gv.Group, gv.Version, r.Name)
+	if !ok {
+		res = &api.Resource{
+			Group: gv.Group, Version: gv.Version, Kind: r.Kind, Plural: r.Name, Singular: r.SingularName,
+			Namespaced: true, New: api.NewUnstructured,
+		}
+	}
+	return resourceType{res: res, deleteCollection: has("deletecollection")}, true
 }
 
 type gvPath struct {

@@ -170,8 +170,8 @@ func TestDiscoveryPartialFailureAndCache(t *testing.T) {
 	if res.resources[1].deleteCollection {
 		t.Error("tokens: deletecollection was not served")
 	}
-	if res.resources[2].gvr.Version != "v2" {
-		t.Errorf("widgets through %s, want the preferred v2", res.resources[2].gvr.Version)
+	if res.resources[2].res.Version != "v2" {
+		t.Errorf("widgets through %s, want the preferred v2", res.resources[2].res.Version)
 	}
 
 	// Incomplete answers are not cached.

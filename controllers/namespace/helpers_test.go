@@ -31,7 +31,15 @@ type running struct {
 // both stop when the test ends.
 func runController(t *testing.T) *running {
 	t.Helper()
-	env := controllertest.Start(t)
+	return runControllerOn(t, nil)
+}
+
+// runControllerOn is runController with an API server that serves the
+// catalogue resources (nil: api.Resources()). The controller itself is
+// told nothing: it finds what the server serves through discovery.
+func runControllerOn(t *testing.T, resources api.Catalogue) *running {
+	t.Helper()
+	env := controllertest.StartWith(t, controllertest.Options{ClientTimeout: 20 * time.Second, Resources: resources})
 	rec := &record.FakeRecorder{}
 	c, err := New(Options{Client: env.Client, Informers: env.Informers, Recorder: rec, Logger: controllertest.Logger(t)})
 	if err != nil {

@@ -10,8 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/internal/testenv"
 )
 
 // A deleted namespace is emptied, pods first, waits for the pod a kubelet
@@ -126,6 +130,41 @@ func TestDeletedNamespaceIsEmptiedThenRemoved(t *testing.T) {
 	if !slices.ContainsFunc(r.recorder.Events(), func(e string) bool { return strings.HasPrefix(e, "Normal Finalized Namespace team-a is empty") }) {
 		t.Errorf("no Finalized event; got %q", r.recorder.Events())
 	}
+}
+
+// A kind added to the catalogue, and nowhere else, is emptied from a
+// deleted namespace like any other: discovery finds it, and the controller
+// lists and deletes it by descriptor.
+func TestDeletesAKindOnlyInTheCatalogue(t *testing.T) {
+	t.Parallel()
+	widgets := testenv.Widgets()
+	r := runControllerOn(t, api.Resources().With(widgets))
+	rc := r.rc
+	ctx := testCtx(t)
+	create(t, rc, newNamespace("team-w"))
+	wc := client.ForResource(rc, widgets)
+	for _, name := range []string{"plain", "held"} {
+		w := &unstructured.Unstructured{}
+		w.SetName(name)
+		w.SetNamespace("team-w")
+		if name == "held" {
+			w.SetFinalizers([]string{"example.com/hold"})
+		}
+		if _, err := wc.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	deleteNamespace(t, rc, "team-w")
+	waitForCondition(t, rc, "team-w", corev1.NamespaceContentRemaining,
+		"Some resources are remaining: widgets.example.com has 1 resource instances")
+	if _, err := wc.Get(ctx, "team-w", "plain"); !client.IsNotFound(err) {
+		t.Errorf("widget plain: %v, want it deleted", err)
+	}
+	if _, err := wc.Patch(ctx, "team-w", "held", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitForNamespaceGone(t, rc, "team-w")
 }
 
 // A finalizer on content holds the namespace until it is removed.
