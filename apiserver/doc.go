@@ -2,6 +2,10 @@
 // over one etcd.
 //
 // Design, one line a part:
+//   - the server serves the resources of its catalogue (Config.Resources,
+//     api.Resources() unless given another): one store, one watch cache and
+//     one set of routes per entry, kinds without a Go type included (their
+//     objects are unstructured JSON, as custom resources' are).
 //   - request.go reads a path into a requestInfo (resource, namespace,
 //     name, subresource, verb), as kube-apiserver's RequestInfoFactory does.
 //   - storage.go maps objects to etcd keys and JSON values, and does
@@ -19,12 +23,13 @@
 //     semantics.
 //   - subresources.go serves status, scale, binding and finalize.
 //   - discovery.go serves /api, /apis and the resource lists, generated from
-//     the api package's registry.
+//     the catalogue.
 //   - table.go answers reads in the form the Accept header asks for: the
 //     objects (JSON or protobuf), a meta.k8s.io Table of the kind's columns
 //     (what `kubectl get` prints) or PartialObjectMetadata.
 //   - openapi.go and openapi_schema.go serve /openapi/v2 (JSON or protobuf)
-//     and /openapi/v3, built by reflection over the k8s.io/api types; kubectl
+//     and /openapi/v3, built by reflection over the k8s.io/api types (a kind
+//     without one is an object that keeps unknown fields); kubectl
 //     validates, applies, edits and explains with them.
 //   - fieldvalidation.go is ?fieldValidation= (Strict, Warn, Ignore) and
 //     ?fieldManager= of writes, and the Warning headers of a response;
