@@ -160,10 +160,10 @@ func (c *Client[T]) decodeJSONList(data []byte) (metav1.ListMeta, []T, error) {
 }
 
 // decodeJSON decodes one object's JSON into obj. An unstructured object
-// takes the JSON as it comes, with or without apiVersion and kind: the
+// takes the JSON as it comes, with or without apiVersion and kind (the
 // items of a list of a built-in kind carry neither, in kube-apiserver's
-// answers; the caller sets them.
-func decodeJSON(data []byte, obj api.Object) error {
+// answers); the caller sets them.
+func decodeJSON(data []byte, obj any) error {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		return utiljson.Unmarshal(data, &u.Object)
 	}

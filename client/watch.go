@@ -291,7 +291,7 @@ func (w *Watcher[T]) event(we wireEvent) (Event[T], error) {
 	if len(we.Object) == 0 || string(we.Object) == "null" {
 		return Event[T]{Type: we.Type}, fmt.Errorf("%s event without an object", we.Type)
 	}
-	return w.decodeEvent(we.Type, we.Object, func(data []byte, into runtime.Object) error { return json.Unmarshal(data, into) })
+	return w.decodeEvent(we.Type, we.Object, func(data []byte, into runtime.Object) error { return decodeJSON(data, into) })
 }
 
 // decodeEvent decodes data, an event's object encoded as unmarshal reads
