@@ -16,11 +16,14 @@
 //   - admission.go is the admission chain, every step in kube-apiserver's
 //     order: NamespaceLifecycle, LimitRanger (limitrange.go),
 //     DefaultTolerationSeconds, ResourceQuota (quota.go).
-//   - watchcache.go holds one etcd watch per resource and fans events out
-//     to every HTTP watcher (the Cacher); a write offers it the object it
-//     stores, so an event costs no decoding. read.go serves lists and
-//     watches from it or from etcd, with Kubernetes' resourceVersion
-//     semantics.
+//   - watchcache.go holds one etcd watch per resource, the current state
+//     of every object and a window of recent events (the Cacher);
+//     watchcache_watchers.go fans each event out to every HTTP watcher;
+//     watchcache_offer.go takes, from a write, the object it stores, so its
+//     event costs no decoding; watchcache_fresh.go waits until the cache
+//     has caught up with a revision, which makes a list from the cache as
+//     fresh as one from etcd. read.go serves lists and watches from the
+//     cache or from etcd, with Kubernetes' resourceVersion semantics.
 //   - subresources.go serves status, scale, binding and finalize.
 //   - discovery.go serves /api, /apis and the resource lists, generated from
 //     the catalogue.

@@ -1,18 +1,14 @@
 package apiserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
@@ -59,34 +55,6 @@ type watchCache struct {
 	offered   map[string]*offered
 }
 
-// offered is an object as a writer had it, and data, its stored bytes.
-type offered struct {
-	obj  api.Object
-	data []byte
-
-	// data stamped with a revision: spliced once, for the writer's answer
-	// and the cache alike.
-	stampMu sync.Mutex
-	stampRV int64
-	stamp   []byte
-}
-
-// stamped returns data with metadata.resourceVersion set to rev (see
-// withResourceVersion), splicing it only once for a given rev. The bytes
-// are shared: nobody may change them.
-func (o *offered) stamped(rev int64) ([]byte, bool) {
-	o.stampMu.Lock()
-	defer o.stampMu.Unlock()
-	if o.stamp == nil || o.stampRV != rev {
-		raw, ok := withResourceVersion(o.data, rev)
-		if !ok {
-			return nil, false
-		}
-		o.stamp, o.stampRV = raw, rev
-	}
-	return o.stamp, true
-}
-
 // cachedObject is one object as the cache holds it: decoded, encoded once,
 // and with the labels and fields that selectors match against.
 type cachedObject struct {
@@ -123,61 +91,6 @@ type cachedEvent struct {
 	prevAtRV     *cachedObject // prev stamped with rv, for "left the selector"
 }
 
-// filter is what a list or watch selects.
-type filter struct {
-	namespace string
-	label     labels.Selector
-	field     fields.Selector
-}
-
-func (f *filter) matches(o *cachedObject) bool {
-	if o == nil {
-		return false
-	}
-	if f.namespace != "" && o.namespace != f.namespace {
-		return false
-	}
-	if f.label != nil && !f.label.Empty() && !f.label.Matches(o.labels) {
-		return false
-	}
-	if f.field != nil && !f.field.Empty() && !f.field.Matches(o.fields) {
-		return false
-	}
-	return true
-}
-
-// watchItem is what a watcher receives: an event as this watcher sees it
-// (an object entering its selector is ADDED, leaving it is DELETED), or a
-// bookmark when ev is nil.
-type watchItem struct {
-	typ watch.EventType
-	obj *cachedObject
-	rv  int64
-	// line, when set, is the event as a JSON watch line, shared by every
-	// watcher the event was dispatched to: read it, never change it.
-	line []byte
-}
-
-// jsonEventLine is one watch event as kube-apiserver writes it in JSON:
-// {"type":..,"object":..} and a newline.
-func jsonEventLine(typ watch.EventType, raw []byte) []byte {
-	b := make([]byte, 0, len(raw)+32)
-	b = append(b, `{"type":"`...)
-	b = append(b, typ...)
-	b = append(b, `","object":`...)
-	b = append(b, raw...)
-	b = append(b, "}\n"...)
-	return b
-}
-
-type cacheWatcher struct {
-	filter    filter
-	bookmarks bool
-	jsonLines bool           // writes objects as plain JSON lines: wants watchItem.line
-	ch        chan watchItem // closed when the watcher is stopped
-	stopped   bool           // guarded by the cache's mu
-}
-
 func newWatchCache(rs *resourceStore, log *slog.Logger, m *metrics, capacity, buffer int) *watchCache {
 	c := &watchCache{
 		res: rs.res, rs: rs, log: log.With("resource", rs.res.Plural), metrics: m,
@@ -191,57 +104,6 @@ func newWatchCache(rs *resourceStore, log *slog.Logger, m *metrics, capacity, bu
 	rs.cached = c.current
 	rs.offer = c.offer
 	return c
-}
-
-// offer is told, before this server writes o.data under key, the object
-// o.obj that data encodes. If etcd's watch then reports exactly that data
-// under key, apply takes o.obj instead of decoding the value and encoding
-// it again: equal bytes are what makes the object the same. The caller
-// hands o.obj over and never changes it afterwards; withdraw drops the
-// offer, if it is still there, when the write fails. A later offer for the
-// same key replaces an earlier one, whose event is then decoded as usual.
-func (c *watchCache) offer(key string, o *offered) (withdraw func()) {
-	c.offeredMu.Lock()
-	c.offered[key] = o
-	c.offeredMu.Unlock()
-	return func() {
-		c.offeredMu.Lock()
-		if c.offered[key] == o {
-			delete(c.offered, key)
-		}
-		c.offeredMu.Unlock()
-	}
-}
-
-// dropOffered forgets what was offered for key, which was just deleted.
-// An offer is normally taken by its write's event; one whose event never
-// comes (its write was already in the list a refill read) stays until the
-// key's next offer or its deletion.
-func (c *watchCache) dropOffered(key string) {
-	c.offeredMu.Lock()
-	delete(c.offered, key)
-	c.offeredMu.Unlock()
-}
-
-// takeOffered returns, for a put of value under key at rev, the object
-// offered for it, stamped with rev; nil when none was. When value cannot
-// be spliced it leaves the object alone, as resourceStore.create, which
-// then copies it, relies on.
-func (c *watchCache) takeOffered(key string, value []byte, rev int64) *cachedObject {
-	c.offeredMu.Lock()
-	o := c.offered[key]
-	if o == nil || !bytes.Equal(o.data, value) {
-		c.offeredMu.Unlock()
-		return nil
-	}
-	delete(c.offered, key)
-	c.offeredMu.Unlock()
-	raw, ok := o.stamped(rev)
-	if !ok {
-		return nil
-	}
-	o.obj.SetResourceVersion(strconv.FormatInt(rev, 10))
-	return c.encoded(key, o.obj, raw, rev)
 }
 
 // current returns the cached object under key, or nil when the cache has
@@ -450,112 +312,6 @@ func (c *watchCache) setRVLocked(rv int64) {
 	c.changed = make(chan struct{})
 }
 
-// itemFor is e as w sees it, or false when w does not see it at all.
-func (c *watchCache) itemFor(f *filter, e *cachedEvent) (watchItem, bool) {
-	cur := e.typ != watch.Deleted && f.matches(e.obj)
-	was := e.prev != nil && f.matches(e.prev)
-	switch {
-	case e.typ == watch.Deleted && was:
-		return watchItem{typ: watch.Deleted, obj: e.obj, rv: e.rv}, true
-	case cur && was:
-		return watchItem{typ: watch.Modified, obj: e.obj, rv: e.rv}, true
-	case cur:
-		return watchItem{typ: watch.Added, obj: e.obj, rv: e.rv}, true
-	case was:
-		e.prevAtRVOnce.Do(func() { e.prevAtRV = c.restamp(e.prev, e.rv) })
-		return watchItem{typ: watch.Deleted, obj: e.prevAtRV, rv: e.rv}, true
-	}
-	return watchItem{}, false
-}
-
-func (c *watchCache) dispatchLocked(e *cachedEvent) {
-	// Each form an event takes (ADDED, MODIFIED, DELETED, of this object or
-	// of its previous state) is rendered once, for every watcher.
-	type form struct {
-		typ watch.EventType
-		obj *cachedObject
-	}
-	lines := map[form][]byte{}
-	for w := range c.watchers {
-		item, ok := c.itemFor(&w.filter, e)
-		if !ok {
-			continue
-		}
-		if w.jsonLines {
-			f := form{item.typ, item.obj}
-			if item.line, ok = lines[f]; !ok {
-				item.line = jsonEventLine(item.typ, item.obj.raw)
-				lines[f] = item.line
-			}
-		}
-		select {
-		case w.ch <- item:
-		default:
-			c.log.Debug("closing a watcher that did not keep up", "buffer", c.buffer)
-			c.metrics.closedSlow.WithLabelValues(c.res.Plural).Inc()
-			c.stopLocked(w)
-		}
-	}
-}
-
-// bookmark offers every watcher that asked for bookmarks the current
-// revision. A full buffer just skips the bookmark.
-func (c *watchCache) bookmark() {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	for w := range c.watchers {
-		if !w.bookmarks {
-			continue
-		}
-		select {
-		case w.ch <- watchItem{typ: watch.Bookmark, rv: c.rv}:
-		default:
-		}
-	}
-}
-
-// waitFresh blocks until the cache has seen revision rv, asking etcd for a
-// progress notification when other resources moved the revision on. It asks
-// again every progressRetry: a notification sent while this resource's etcd
-// watch was still being set up (just after a start or a relist) reaches
-// only the watches that already existed.
-func (c *watchCache) waitFresh(ctx context.Context, rv int64) error {
-	deadline := time.NewTimer(3 * time.Second)
-	defer deadline.Stop()
-	retry := time.NewTicker(progressRetry)
-	defer retry.Stop()
-	ask := true
-	for {
-		c.mu.RLock()
-		cur, ready, changed := c.rv, c.ready, c.changed
-		c.mu.RUnlock()
-		if ready && cur >= rv {
-			return nil
-		}
-		if ready && ask {
-			ask = false
-			// etcd answers a progress request on the gRPC stream the
-			// request names, and clientv3 picks the stream by the
-			// context's metadata: the watch was opened with
-			// WithRequireLeader (store.Watch), so the request must carry
-			// it too, or it goes to a stream with no watches on it.
-			_ = c.rs.store.Client().RequestProgress(clientv3.WithRequireLeader(ctx))
-		}
-		select {
-		case <-changed:
-		case <-retry.C:
-			ask = true
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-deadline.C:
-			return apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rv, cur), 1)
-		}
-	}
-}
-
-// progressRetry is how often waitFresh asks etcd for progress again.
-const progressRetry = 100 * time.Millisecond
-
 // list returns the cached objects f selects, in key order, and the revision
 // they are current at.
 func (c *watchCache) list(f *filter) ([]*cachedObject, int64) {
@@ -580,98 +336,9 @@ func (c *watchCache) get(key string) (*cachedObject, bool) {
 	return c.objects[key], c.ready
 }
 
-// watch registers a watcher. With initial, it first receives every object f
-// selects as ADDED (a watch without a resourceVersion, or with "0"), as of
-// a revision not older than from; otherwise it receives the window's events
-// after from. The returned items come before anything on the watcher's
-// channel; the returned revision is the one they are current at.
-func (c *watchCache) watch(ctx context.Context, from int64, initial bool, f filter, bookmarks, jsonLines bool) ([]watchItem, int64, *cacheWatcher, error) {
-	if err := c.waitFresh(ctx, from); err != nil {
-		return nil, 0, nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var items []watchItem
-	if initial {
-		keys := make([]string, 0, len(c.objects))
-		for k, o := range c.objects {
-			if f.matches(o) {
-				keys = append(keys, k)
-			}
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			o := c.objects[k]
-			items = append(items, watchItem{typ: watch.Added, obj: o, rv: o.rv})
-		}
-	} else {
-		floor := max(c.oldest, c.rs.store.CompactedRevision())
-		if from < floor {
-			return nil, 0, nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, floor))
-		}
-		for i := 0; i < c.count; i++ {
-			e := c.history[(c.start+i)%c.capacity]
-			if e.rv <= from {
-				continue
-			}
-			if item, ok := c.itemFor(&f, e); ok {
-				items = append(items, item)
-			}
-		}
-	}
-	w := &cacheWatcher{filter: f, bookmarks: bookmarks, jsonLines: jsonLines, ch: make(chan watchItem, c.buffer)}
-	c.watchers[w] = struct{}{}
-	c.metrics.watchers.WithLabelValues(c.res.Plural).Inc()
-	return items, c.rv, w, nil
-}
-
 // currentRV is the revision the cache reflects.
 func (c *watchCache) currentRV() int64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.rv
-}
-
-func (c *watchCache) stop(w *cacheWatcher) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.stopLocked(w)
-}
-
-func (c *watchCache) stopLocked(w *cacheWatcher) {
-	if w.stopped {
-		return
-	}
-	w.stopped = true
-	delete(c.watchers, w)
-	close(w.ch)
-	c.metrics.watchers.WithLabelValues(c.res.Plural).Dec()
-}
-
-func (c *watchCache) stopWatchersLocked() {
-	for w := range c.watchers {
-		c.stopLocked(w)
-	}
-}
-
-func (c *watchCache) stopAll() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.stopWatchersLocked()
-}
-
-// consistentList lists from the watch cache once it has caught up with
-// etcd's current revision: a read as fresh as one from etcd, without
-// decoding every object again.
-func (s *Server) consistentList(ctx context.Context, res *api.Resource, f *filter) ([]*cachedObject, error) {
-	rev, err := s.store.Revision(ctx)
-	if err != nil {
-		return nil, s.stores[res].storageError(err, "")
-	}
-	c := s.caches[res]
-	if err := c.waitFresh(ctx, rev); err != nil {
-		return nil, err
-	}
-	items, _ := c.list(f)
-	return items, nil
 }

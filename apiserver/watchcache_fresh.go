@@ -1,0 +1,70 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/minictl/minictl/api"
+)
+
+// waitFresh blocks until the cache has seen revision rv, asking etcd for a
+// progress notification when other resources moved the revision on. It asks
+// again every progressRetry: a notification sent while this resource's etcd
+// watch was still being set up (just after a start or a relist) reaches
+// only the watches that already existed.
+func (c *watchCache) waitFresh(ctx context.Context, rv int64) error {
+	deadline := time.NewTimer(3 * time.Second)
+	defer deadline.Stop()
+	retry := time.NewTicker(progressRetry)
+	defer retry.Stop()
+	ask := true
+	for {
+		c.mu.RLock()
+		cur, ready, changed := c.rv, c.ready, c.changed
+		c.mu.RUnlock()
+		if ready && cur >= rv {
+			return nil
+		}
+		if ready && ask {
+			ask = false
+			// etcd answers a progress request on the gRPC stream the
+			// request names, and clientv3 picks the stream by the
+			// context's metadata: the watch was opened with
+			// WithRequireLeader (store.Watch), so the request must carry
+			// it too, or it goes to a stream with no watches on it.
+			_ = c.rs.store.Client().RequestProgress(clientv3.WithRequireLeader(ctx))
+		}
+		select {
+		case <-changed:
+		case <-retry.C:
+			ask = true
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rv, cur), 1)
+		}
+	}
+}
+
+// progressRetry is how often waitFresh asks etcd for progress again.
+const progressRetry = 100 * time.Millisecond
+
+// consistentList lists from the watch cache once it has caught up with
+// etcd's current revision: a read as fresh as one from etcd, without
+// decoding every object again.
+func (s *Server) consistentList(ctx context.Context, res *api.Resource, f *filter) ([]*cachedObject, error) {
+	rev, err := s.store.Revision(ctx)
+	if err != nil {
+		return nil, s.stores[res].storageError(err, "")
+	}
+	c := s.caches[res]
+	if err := c.waitFresh(ctx, rev); err != nil {
+		return nil, err
+	}
+	items, _ := c.list(f)
+	return items, nil
+}

@@ -1,0 +1,204 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// filter is what a list or watch selects.
+type filter struct {
+	namespace string
+	label     labels.Selector
+	field     fields.Selector
+}
+
+func (f *filter) matches(o *cachedObject) bool {
+	if o == nil {
+		return false
+	}
+	if f.namespace != "" && o.namespace != f.namespace {
+		return false
+	}
+	if f.label != nil && !f.label.Empty() && !f.label.Matches(o.labels) {
+		return false
+	}
+	if f.field != nil && !f.field.Empty() && !f.field.Matches(o.fields) {
+		return false
+	}
+	return true
+}
+
+// watchItem is what a watcher receives: an event as this watcher sees it
+// (an object entering its selector is ADDED, leaving it is DELETED), or a
+// bookmark when ev is nil.
+type watchItem struct {
+	typ watch.EventType
+	obj *cachedObject
+	rv  int64
+	// line, when set, is the event as a JSON watch line, shared by every
+	// watcher the event was dispatched to: read it, never change it.
+	line []byte
+}
+
+// jsonEventLine is one watch event as kube-apiserver writes it in JSON:
+// {"type":..,"object":..} and a newline.
+func jsonEventLine(typ watch.EventType, raw []byte) []byte {
+	b := make([]byte, 0, len(raw)+32)
+	b = append(b, `{"type":"`...)
+	b = append(b, typ...)
+	b = append(b, `","object":`...)
+	b = append(b, raw...)
+	b = append(b, "}\n"...)
+	return b
+}
+
+type cacheWatcher struct {
+	filter    filter
+	bookmarks bool
+	jsonLines bool           // writes objects as plain JSON lines: wants watchItem.line
+	ch        chan watchItem // closed when the watcher is stopped
+	stopped   bool           // guarded by the cache's mu
+}
+
+// itemFor is e as w sees it, or false when w does not see it at all.
+func (c *watchCache) itemFor(f *filter, e *cachedEvent) (watchItem, bool) {
+	cur := e.typ != watch.Deleted && f.matches(e.obj)
+	was := e.prev != nil && f.matches(e.prev)
+	switch {
+	case e.typ == watch.Deleted && was:
+		return watchItem{typ: watch.Deleted, obj: e.obj, rv: e.rv}, true
+	case cur && was:
+		return watchItem{typ: watch.Modified, obj: e.obj, rv: e.rv}, true
+	case cur:
+		return watchItem{typ: watch.Added, obj: e.obj, rv: e.rv}, true
+	case was:
+		e.prevAtRVOnce.Do(func() { e.prevAtRV = c.restamp(e.prev, e.rv) })
+		return watchItem{typ: watch.Deleted, obj: e.prevAtRV, rv: e.rv}, true
+	}
+	return watchItem{}, false
+}
+
+func (c *watchCache) dispatchLocked(e *cachedEvent) {
+	// Each form an event takes (ADDED, MODIFIED, DELETED, of this object or
+	// of its previous state) is rendered once, for every watcher.
+	type form struct {
+		typ watch.EventType
+		obj *cachedObject
+	}
+	lines := map[form][]byte{}
+	for w := range c.watchers {
+		item, ok := c.itemFor(&w.filter, e)
+		if !ok {
+			continue
+		}
+		if w.jsonLines {
+			f := form{item.typ, item.obj}
+			if item.line, ok = lines[f]; !ok {
+				item.line = jsonEventLine(item.typ, item.obj.raw)
+				lines[f] = item.line
+			}
+		}
+		select {
+		case w.ch <- item:
+		default:
+			c.log.Debug("closing a watcher that did not keep up", "buffer", c.buffer)
+			c.metrics.closedSlow.WithLabelValues(c.res.Plural).Inc()
+			c.stopLocked(w)
+		}
+	}
+}
+
+// bookmark offers every watcher that asked for bookmarks the current
+// revision. A full buffer just skips the bookmark.
+func (c *watchCache) bookmark() {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for w := range c.watchers {
+		if !w.bookmarks {
+			continue
+		}
+		select {
+		case w.ch <- watchItem{typ: watch.Bookmark, rv: c.rv}:
+		default:
+		}
+	}
+}
+
+// watch registers a watcher. With initial, it first receives every object f
+// selects as ADDED (a watch without a resourceVersion, or with "0"), as of
+// a revision not older than from; otherwise it receives the window's events
+// after from. The returned items come before anything on the watcher's
+// channel; the returned revision is the one they are current at.
+func (c *watchCache) watch(ctx context.Context, from int64, initial bool, f filter, bookmarks, jsonLines bool) ([]watchItem, int64, *cacheWatcher, error) {
+	if err := c.waitFresh(ctx, from); err != nil {
+		return nil, 0, nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var items []watchItem
+	if initial {
+		keys := make([]string, 0, len(c.objects))
+		for k, o := range c.objects {
+			if f.matches(o) {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			o := c.objects[k]
+			items = append(items, watchItem{typ: watch.Added, obj: o, rv: o.rv})
+		}
+	} else {
+		floor := max(c.oldest, c.rs.store.CompactedRevision())
+		if from < floor {
+			return nil, 0, nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, floor))
+		}
+		for i := 0; i < c.count; i++ {
+			e := c.history[(c.start+i)%c.capacity]
+			if e.rv <= from {
+				continue
+			}
+			if item, ok := c.itemFor(&f, e); ok {
+				items = append(items, item)
+			}
+		}
+	}
+	w := &cacheWatcher{filter: f, bookmarks: bookmarks, jsonLines: jsonLines, ch: make(chan watchItem, c.buffer)}
+	c.watchers[w] = struct{}{}
+	c.metrics.watchers.WithLabelValues(c.res.Plural).Inc()
+	return items, c.rv, w, nil
+}
+
+func (c *watchCache) stop(w *cacheWatcher) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopLocked(w)
+}
+
+func (c *watchCache) stopLocked(w *cacheWatcher) {
+	if w.stopped {
+		return
+	}
+	w.stopped = true
+	delete(c.watchers, w)
+	close(w.ch)
+	c.metrics.watchers.WithLabelValues(c.res.Plural).Dec()
+}
+
+func (c *watchCache) stopWatchersLocked() {
+	for w := range c.watchers {
+		c.stopLocked(w)
+	}
+}
+
+func (c *watchCache) stopAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopWatchersLocked()
+}
