@@ -284,7 +284,7 @@ func TestWatchCacheServesWhatWasWritten(t *testing.T) {
 	foreign := `{ "apiVersion": "v1", "kind": "Pod", "notAPodField": 1,
 		"metadata": {"name": "c", "namespace": "wc", "uid": "4a8e8e0c-0000-4000-8000-000000000001"},
 		"spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]} }`
-	if _, err := env.Store.Client().Put(context.Background(), "/registry/core/pods/wc/c", foreign); err != nil {
+	if _, err := env.Store.Create(context.Background(), "/registry/core/pods/wc/c", []byte(foreign)); err != nil {
 		t.Fatal(err)
 	}
 	deleted := do(t, env, http.MethodDelete, podPath("wc", "a"), "", nil).want(t, http.StatusOK).body

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/minictl/minictl/api"
@@ -31,12 +30,7 @@ func (c *watchCache) waitFresh(ctx context.Context, rv int64) error {
 		}
 		if ready && ask {
 			ask = false
-			// etcd answers a progress request on the gRPC stream the
-			// request names, and clientv3 picks the stream by the
-			// context's metadata: the watch was opened with
-			// WithRequireLeader (store.Watch), so the request must carry
-			// it too, or it goes to a stream with no watches on it.
-			_ = c.rs.store.Client().RequestProgress(clientv3.WithRequireLeader(ctx))
+			_ = c.rs.store.RequestProgress(ctx) // a failure is answered by the retry or the deadline
 		}
 		select {
 		case <-changed:

@@ -8,7 +8,8 @@
 //     etcd's v3client (no gRPC encoding, no socket), or dial an external one.
 //   - kv.go: Create, Get, List, Update, Delete, Revision: reads and
 //     compare-and-swap writes of single keys.
-//   - watch.go: Watch: an ordered stream of changes under a prefix.
+//   - watch.go: Watch: an ordered stream of changes under a prefix;
+//     RequestProgress: every open watch learns the current revision now.
 //   - compact.go: Compact and the periodic compaction loop.
 //   - zaplog.go: etcd's zap logs, forwarded to the caller's slog.Logger.
 //

@@ -193,10 +193,6 @@ func (s *Store) Endpoints() []string {
 	return append([]string(nil), s.endpoints...)
 }
 
-// Client returns the raw etcd client. Writes through it bypass the store's
-// guarantees only in the obvious way: they are ordinary etcd writes.
-func (s *Store) Client() *clientv3.Client { return s.client }
-
 // logEtcdErrors logs what the embedded etcd reports after it started; it
 // returns when etcd has closed.
 func (s *Store) logEtcdErrors() {

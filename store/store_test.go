@@ -101,7 +101,7 @@ func TestOpenEmbedded(t *testing.T) {
 			}
 			// The raw client reaches the same etcd.
 			rev := mustCreate(t, s, "/k", "v")
-			resp, err := s.Client().Get(testCtx(t), "/k")
+			resp, err := s.client.Get(testCtx(t), "/k")
 			if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].ModRevision != rev {
 				t.Errorf("raw Get /k = %v, %v; want one key at revision %d", resp, err, rev)
 			}

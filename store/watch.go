@@ -108,6 +108,22 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) <-
 	return out
 }
 
+// RequestProgress asks etcd to send every watch of this Store, at once, a
+// progress notification: a watch then learns the store's current revision
+// even when nothing under its prefix changed, without waiting for the
+// periodic one. A watch still being set up when the request arrives may
+// miss it; ask again.
+func (s *Store) RequestProgress(ctx context.Context) error {
+	// etcd answers a progress request on the gRPC stream the request
+	// names, and clientv3 picks the stream by the context's metadata:
+	// Watch opens its watches WithRequireLeader, so the request must carry
+	// it too, or it goes to a stream with no watches on it.
+	if err := s.client.RequestProgress(clientv3.WithRequireLeader(ctx)); err != nil {
+		return fmt.Errorf("store: request progress: %w", err)
+	}
+	return nil
+}
+
 // watchError returns why resp ends the watch, or nil if it does not.
 func (s *Store) watchError(resp clientv3.WatchResponse, prefix string, fromRevision int64) error {
 	if resp.CompactRevision != 0 {
