@@ -19,12 +19,13 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/internal/timeline"
-	"github.com/minictl/minictl/store"
 )
 
 // Config configures a Server. Only Store is required.
 type Config struct {
-	Store  *store.Store
+	// Store is the etcd the server keeps every object in: a *store.Store,
+	// or anything that keeps its contract (see Storage).
+	Store  Storage
 	Logger *slog.Logger // nil: discard
 	// Resources is the catalogue the server serves: storage, watch cache,
 	// routes, discovery and OpenAPI for each entry. nil: api.Resources().
@@ -53,7 +54,7 @@ type Config struct {
 
 // Server is minictl's API server: kube-apiserver's REST API over one etcd.
 type Server struct {
-	store    *store.Store
+	store    Storage
 	log      *slog.Logger
 	registry *prometheus.Registry
 	metrics  *metrics

@@ -15,12 +15,42 @@ import (
 	"github.com/minictl/minictl/store"
 )
 
+// Storage is what the API server needs of etcd: keys, opaque values and
+// revisions, as package store provides them; a *store.Store satisfies it.
+// The server reaches etcd only through it.
+//
+// The contract is store's (see its package documentation): one revision
+// counter that only grows; Create, Update and Delete are compare-and-swap
+// and fail with store.ErrExists, store.ErrNotFound or store.ErrConflict;
+// reads without a revision see every write that returned before them; a
+// watch delivers every change under its prefix from its revision, in
+// order, or ends with an event whose Err is set.
+type Storage interface {
+	Get(ctx context.Context, key string) (*store.KeyValue, error)
+	List(ctx context.Context, prefix string, opts store.ListOptions) (*store.ListResult, error)
+	Create(ctx context.Context, key string, value []byte) (int64, error)
+	Update(ctx context.Context, key string, value []byte, expectedRevision int64) (int64, error)
+	Delete(ctx context.Context, key string, expectedRevision int64) (int64, error)
+	Watch(ctx context.Context, prefix string, fromRevision int64) <-chan store.WatchEvent
+
+	// Revision is the revision of the latest write.
+	Revision(ctx context.Context) (int64, error)
+	// CompactedRevision is the oldest revision still kept: a watch from
+	// before it cannot be served.
+	CompactedRevision() int64
+	// RequestProgress asks for a progress event on every open watch, so
+	// that each learns the current revision without a change of its own.
+	RequestProgress(ctx context.Context) error
+}
+
+var _ Storage = (*store.Store)(nil)
+
 // resourceStore is one resource's view of etcd: it turns objects into keys
 // and JSON values and back, maps storage errors to Kubernetes Statuses, and
 // implements read-modify-write as Kubernetes' GuaranteedUpdate does.
 type resourceStore struct {
 	res     *api.Resource
-	store   *store.Store
+	store   Storage
 	prefix  string // "/registry/<group>/<plural>/"; the core group is "core"
 	metrics *metrics
 	// cached, if set, returns the watch cache's object under key (nil if
@@ -35,7 +65,7 @@ type resourceStore struct {
 	offer func(key string, o *offered) (withdraw func())
 }
 
-func newResourceStore(res *api.Resource, st *store.Store, m *metrics) *resourceStore {
+func newResourceStore(res *api.Resource, st Storage, m *metrics) *resourceStore {
 	group := res.Group
 	if group == "" {
 		group = "core"
