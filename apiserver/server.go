@@ -113,18 +113,15 @@ func New(cfg Config) (*Server, error) {
 	if s.bookmark == 0 {
 		s.bookmark = 10 * time.Second
 	}
-	size, buffer := cfg.WatchCacheSize, cfg.WatcherBuffer
-	if size == 0 {
-		size = 10000
-	}
-	if buffer == 0 {
-		buffer = 1000
-	}
 	s.metrics = newMetrics(s.registry)
 	for _, res := range s.resources {
-		rs := newResourceStore(res, s.store, s.metrics)
-		s.stores[res] = rs
-		s.caches[res] = newWatchCache(rs, s.log, s.metrics, size, buffer)
+		// The watch cache reads etcd; the resource store writes it, and
+		// tells the cache what it writes and starts updates from its state.
+		cache := newWatchCache(res, s.store, watchCacheOptions{
+			capacity: cfg.WatchCacheSize, buffer: cfg.WatcherBuffer, log: s.log, metrics: s.metrics,
+		})
+		s.caches[res] = cache
+		s.stores[res] = newResourceStore(res, s.store, cache, s.metrics)
 	}
 	s.handler = s.routes()
 	return s, nil

@@ -51,26 +51,40 @@ var _ Storage = (*store.Store)(nil)
 type resourceStore struct {
 	res     *api.Resource
 	store   Storage
-	prefix  string // "/registry/<group>/<plural>/"; the core group is "core"
+	prefix  string // registryPrefix(res)
 	metrics *metrics
-	// cached, if set, returns the watch cache's object under key (nil if
-	// it has none): where an update starts, before it reads etcd. The
-	// watch cache sets it.
-	cached func(key string) *cachedObject
-	// offer, if set, tells the watch cache what this server is about to
-	// write under key: an object and its stored bytes. When etcd's watch
-	// reports that value, the cache takes the object instead of decoding
-	// the value and encoding the object again. withdraw drops the offer
-	// when the write fails. The watch cache sets it.
-	offer func(key string, o *offered) (withdraw func())
+	// cache is the resource's watch cache, which the writes start from and
+	// tell what they write.
+	cache writeCache
 }
 
-func newResourceStore(res *api.Resource, st Storage, m *metrics) *resourceStore {
+// writeCache is what a resourceStore needs of its resource's watch cache,
+// a *watchCache.
+type writeCache interface {
+	// current returns the cached object under key, or nil when the cache
+	// has none or is not filled yet: where an update starts, before it
+	// reads etcd.
+	current(key string) *cachedObject
+	// offer tells the cache what this server is about to write under key:
+	// an object and its stored bytes. When etcd's watch reports that
+	// value, the cache takes the object instead of decoding the value and
+	// encoding the object again. withdraw drops the offer when the write
+	// fails.
+	offer(key string, o *offered) (withdraw func())
+}
+
+func newResourceStore(res *api.Resource, st Storage, cache writeCache, m *metrics) *resourceStore {
+	return &resourceStore{res: res, store: st, prefix: registryPrefix(res), metrics: m, cache: cache}
+}
+
+// registryPrefix is where res's objects live: "/registry/<group>/<plural>/";
+// the core group is "core".
+func registryPrefix(res *api.Resource) string {
 	group := res.Group
 	if group == "" {
 		group = "core"
 	}
-	return &resourceStore{res: res, store: st, prefix: "/registry/" + group + "/" + res.Plural + "/", metrics: m}
+	return "/registry/" + group + "/" + res.Plural + "/"
 }
 
 // key is where one object lives: /registry/<group>/<plural>/<namespace>/<name>,
@@ -165,10 +179,7 @@ func (rs *resourceStore) create(ctx context.Context, obj api.Object) ([]byte, er
 // write runs write, which stores o's data under key; first it offers the
 // watch cache o (see offer), whose object the caller hands over.
 func (rs *resourceStore) write(key string, o *offered, write func() (int64, error)) (int64, error) {
-	if rs.offer == nil {
-		return write()
-	}
-	withdraw := rs.offer(key, o)
+	withdraw := rs.cache.offer(key, o)
 	rev, err := write()
 	if err != nil {
 		withdraw()
@@ -198,8 +209,8 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 	defer rs.observe("update", time.Now())
 	key := rs.key(namespace, name)
 	var cached *cachedObject
-	if !dry && rs.cached != nil {
-		cached = rs.cached(key)
+	if !dry {
+		cached = rs.cache.current(key)
 	}
 	for {
 		var cur api.Object

@@ -25,7 +25,8 @@ func TestUpdateFromAStaleGuess(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	rs := newResourceStore(api.ConfigMaps, st, newMetrics(prometheus.NewRegistry()))
+	cache := &guessCache{}
+	rs := newResourceStore(api.ConfigMaps, st, cache, newMetrics(prometheus.NewRegistry()))
 
 	cm := &corev1.ConfigMap{Data: map[string]string{"v": "1"}}
 	cm.Name, cm.Namespace = "c", "default"
@@ -49,7 +50,7 @@ func TestUpdateFromAStaleGuess(t *testing.T) {
 	if _, err := rs.update(ctx, "default", "c", false, set("2")); err != nil {
 		t.Fatal(err)
 	}
-	rs.cached = func(string) *cachedObject {
+	cache.guess = func(string) *cachedObject {
 		return &cachedObject{obj: stale.DeepCopyObject().(api.Object), rv: staleRV, raw: raw}
 	}
 
@@ -112,3 +113,19 @@ func TestUpdateFromAStaleGuess(t *testing.T) {
 		}
 	})
 }
+
+// guessCache stands in for the watch cache of TestUpdateFromAStaleGuess:
+// its current object is guess's answer (nothing while guess is nil), and
+// it ignores offers.
+type guessCache struct {
+	guess func(key string) *cachedObject
+}
+
+func (c *guessCache) current(key string) *cachedObject {
+	if c.guess == nil {
+		return nil
+	}
+	return c.guess(key)
+}
+
+func (c *guessCache) offer(string, *offered) (withdraw func()) { return func() {} }

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -29,9 +30,13 @@ import (
 //     last revision it saw); it never delays the cache or other watchers.
 //   - Objects in the cache are shared and never modified after they are put
 //     there.
+//
+// It only reads etcd: the resource's resourceStore writes, and offers the
+// cache what it writes (see offer).
 type watchCache struct {
 	res      *api.Resource
-	rs       *resourceStore
+	store    Storage
+	prefix   string // every key of res starts with it (registryPrefix)
 	log      *slog.Logger
 	metrics  *metrics
 	capacity int // events kept in the window
@@ -53,6 +58,41 @@ type watchCache struct {
 	// never wait for the cache's.
 	offeredMu sync.Mutex
 	offered   map[string]*offered
+}
+
+// watchCacheOptions configure a watchCache; a zero field takes its default.
+type watchCacheOptions struct {
+	// capacity is the number of events kept for watchers that resume
+	// (0: defaultWatchCacheSize).
+	capacity int
+	// buffer is the number of events buffered per watcher before it is
+	// closed as too slow (0: defaultWatcherBuffer).
+	buffer int
+	// log receives the cache's logs (nil: discard).
+	log *slog.Logger
+	// metrics is the server's metrics; required.
+	metrics *metrics
+}
+
+const (
+	defaultWatchCacheSize = 10000
+	defaultWatcherBuffer  = 1000
+)
+
+// newWatchCache makes res's watch cache over st. Nothing runs until run.
+func newWatchCache(res *api.Resource, st Storage, opts watchCacheOptions) *watchCache {
+	log := cmp.Or(opts.log, slog.New(slog.DiscardHandler))
+	capacity := cmp.Or(opts.capacity, defaultWatchCacheSize)
+	return &watchCache{
+		res: res, store: st, prefix: registryPrefix(res),
+		log: log.With("resource", res.Plural), metrics: opts.metrics,
+		capacity: capacity, buffer: cmp.Or(opts.buffer, defaultWatcherBuffer),
+		objects:  map[string]*cachedObject{},
+		history:  make([]*cachedEvent, capacity),
+		changed:  make(chan struct{}),
+		watchers: map[*cacheWatcher]struct{}{},
+		offered:  map[string]*offered{},
+	}
 }
 
 // cachedObject is one object as the cache holds it: decoded, encoded once,
@@ -89,21 +129,6 @@ type cachedEvent struct {
 
 	prevAtRVOnce sync.Once
 	prevAtRV     *cachedObject // prev stamped with rv, for "left the selector"
-}
-
-func newWatchCache(rs *resourceStore, log *slog.Logger, m *metrics, capacity, buffer int) *watchCache {
-	c := &watchCache{
-		res: rs.res, rs: rs, log: log.With("resource", rs.res.Plural), metrics: m,
-		capacity: capacity, buffer: buffer,
-		objects:  map[string]*cachedObject{},
-		history:  make([]*cachedEvent, capacity),
-		changed:  make(chan struct{}),
-		watchers: map[*cacheWatcher]struct{}{},
-		offered:  map[string]*offered{},
-	}
-	rs.cached = c.current
-	rs.offer = c.offer
-	return c
 }
 
 // current returns the cached object under key, or nil when the cache has
@@ -151,7 +176,7 @@ func (c *watchCache) fill(ctx context.Context) (int64, error) {
 	var rev int64
 	opts := store.ListOptions{Limit: 1000}
 	for {
-		res, err := c.rs.store.List(ctx, c.rs.prefix, opts)
+		res, err := c.store.List(ctx, c.prefix, opts)
 		if err != nil {
 			return 0, err
 		}
@@ -191,7 +216,7 @@ func (c *watchCache) follow(ctx context.Context, rev int64) error {
 	gauge := c.metrics.etcdWatches.WithLabelValues(c.res.Plural)
 	gauge.Inc()
 	defer gauge.Dec()
-	for ev := range c.rs.store.Watch(ctx, c.rs.prefix, rev+1) {
+	for ev := range c.store.Watch(ctx, c.prefix, rev+1) {
 		if ev.Err != nil {
 			return ev.Err
 		}

@@ -3,7 +3,6 @@ package apiserver
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"testing"
 
@@ -195,9 +194,7 @@ func BenchmarkWatchCacheFanOut(b *testing.B) {
 
 func benchCache(b *testing.B) *watchCache {
 	b.Helper()
-	m := newMetrics(prometheus.NewRegistry())
-	rs := newResourceStore(api.Pods, nil, m)
-	return newWatchCache(rs, slog.New(slog.DiscardHandler), m, 10000, 1000)
+	return newWatchCache(api.Pods, nil, watchCacheOptions{metrics: newMetrics(prometheus.NewRegistry())})
 }
 
 func benchFilter(b *testing.B, namespace, label, field string) *filter {

@@ -155,7 +155,7 @@ func (c *watchCache) watch(ctx context.Context, from int64, initial bool, f filt
 			items = append(items, watchItem{typ: watch.Added, obj: o, rv: o.rv})
 		}
 	} else {
-		floor := max(c.oldest, c.rs.store.CompactedRevision())
+		floor := max(c.oldest, c.store.CompactedRevision())
 		if from < floor {
 			return nil, 0, nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, floor))
 		}
