@@ -42,6 +42,28 @@ type watchCache struct {
 	capacity int // events kept in the window
 	buffer   int // events buffered per watcher
 
+	// Lock order: mu, then offeredMu or an offered's stampMu; offeredMu
+	// and stampMu are never held together, and neither is held while
+	// taking mu. A writer offering its object (offer, withdraw) takes only
+	// offeredMu, and resourceStore.create only stampMu, so a write never
+	// waits for the cache's mu.
+
+	// mu guards the fields below it down to watchers, and every watcher's
+	// stopped. Readers (get, list, currentRV, bookmark, waitFresh) take it
+	// shared; whatever changes the cache or its watchers takes it alone.
+	//
+	// Invariants, whenever mu is free:
+	//   - objects holds every key's state at rv.
+	//   - history[(start+i)%capacity], for i < count, are the window's
+	//     events in revision order, all at or below rv; count <= capacity.
+	//   - oldest <= rv, and every event after oldest up to rv is in the
+	//     window: a watch from any revision >= oldest misses nothing.
+	//   - changed is closed and replaced whenever rv moves, so that a
+	//     reader that saw an older rv, and took changed with it, wakes.
+	//   - ready turns true at the first fill and stays true.
+	//   - A watcher is in watchers iff it is not stopped; its channel is
+	//     closed when, and only when, it is stopped, so nobody sends on a
+	//     closed channel.
 	mu       sync.RWMutex
 	objects  map[string]*cachedObject // by key; the state at rv
 	history  []*cachedEvent           // ring buffer of the last len(history) events
@@ -54,8 +76,9 @@ type watchCache struct {
 	watchers map[*cacheWatcher]struct{}
 
 	// offered holds, by key, the object this server is writing there and
-	// its stored bytes (see offer). It has its own lock, so that writers
-	// never wait for the cache's.
+	// its stored bytes (see offer): the last offer for the key that no
+	// event took, and no withdraw, deletion or fill dropped. It has its own
+	// lock, so that writers never wait for the cache's.
 	offeredMu sync.Mutex
 	offered   map[string]*offered
 }
@@ -77,6 +100,12 @@ type watchCacheOptions struct {
 const (
 	defaultWatchCacheSize = 10000
 	defaultWatcherBuffer  = 1000
+	// fillPageSize is how many keys each List of a fill reads.
+	fillPageSize = 1000
+	// firstRelistBackoff is the wait after a fill fails; each further
+	// failure doubles it, up to maxRelistBackoff.
+	firstRelistBackoff = 100 * time.Millisecond
+	maxRelistBackoff   = 5 * time.Second
 )
 
 // newWatchCache makes res's watch cache over st. Nothing runs until run.
@@ -145,7 +174,7 @@ func (c *watchCache) current(key string) *cachedObject {
 // again and every watcher is closed, so that clients resume or relist.
 func (c *watchCache) run(ctx context.Context) {
 	defer c.stopAll()
-	backoff := 100 * time.Millisecond
+	backoff := firstRelistBackoff
 	for ctx.Err() == nil {
 		rev, err := c.fill(ctx)
 		if err != nil {
@@ -158,10 +187,10 @@ func (c *watchCache) run(ctx context.Context) {
 				return
 			case <-time.After(backoff):
 			}
-			backoff = min(2*backoff, 5*time.Second)
+			backoff = min(2*backoff, maxRelistBackoff)
 			continue
 		}
-		backoff = 100 * time.Millisecond
+		backoff = firstRelistBackoff
 		err = c.follow(ctx, rev)
 		if ctx.Err() != nil {
 			return
@@ -174,7 +203,7 @@ func (c *watchCache) run(ctx context.Context) {
 func (c *watchCache) fill(ctx context.Context) (int64, error) {
 	objects := map[string]*cachedObject{}
 	var rev int64
-	opts := store.ListOptions{Limit: 1000}
+	opts := store.ListOptions{Limit: fillPageSize}
 	for {
 		res, err := c.store.List(ctx, c.prefix, opts)
 		if err != nil {
@@ -192,7 +221,7 @@ func (c *watchCache) fill(ctx context.Context) (int64, error) {
 		if !res.More || len(res.Items) == 0 {
 			break
 		}
-		opts = store.ListOptions{Revision: rev, Limit: 1000, StartKey: res.Items[len(res.Items)-1].Key + "\x00"}
+		opts = store.ListOptions{Revision: rev, Limit: fillPageSize, StartKey: res.Items[len(res.Items)-1].Key + "\x00"}
 	}
 	c.mu.Lock()
 	c.stopWatchersLocked()

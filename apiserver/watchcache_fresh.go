@@ -14,9 +14,10 @@ import (
 // progress notification when other resources moved the revision on. It asks
 // again every progressRetry: a notification sent while this resource's etcd
 // watch was still being set up (just after a start or a relist) reaches
-// only the watches that already existed.
+// only the watches that already existed. After freshTimeout it gives up
+// with a Timeout (504), as kube-apiserver does.
 func (c *watchCache) waitFresh(ctx context.Context, rv int64) error {
-	deadline := time.NewTimer(3 * time.Second)
+	deadline := time.NewTimer(freshTimeout)
 	defer deadline.Stop()
 	retry := time.NewTicker(progressRetry)
 	defer retry.Stop()
@@ -44,8 +45,13 @@ func (c *watchCache) waitFresh(ctx context.Context, rv int64) error {
 	}
 }
 
-// progressRetry is how often waitFresh asks etcd for progress again.
-const progressRetry = 100 * time.Millisecond
+const (
+	// freshTimeout is how long a read waits for the cache to reach its
+	// revision (kube-apiserver's blockTimeout).
+	freshTimeout = 3 * time.Second
+	// progressRetry is how often waitFresh asks etcd for progress again.
+	progressRetry = 100 * time.Millisecond
+)
 
 // consistentList lists from the watch cache once it has caught up with
 // etcd's current revision: a read as fresh as one from etcd, without

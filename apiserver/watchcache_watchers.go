@@ -36,7 +36,7 @@ func (f *filter) matches(o *cachedObject) bool {
 
 // watchItem is what a watcher receives: an event as this watcher sees it
 // (an object entering its selector is ADDED, leaving it is DELETED), or a
-// bookmark when ev is nil.
+// bookmark, which has no obj.
 type watchItem struct {
 	typ watch.EventType
 	obj *cachedObject
@@ -49,15 +49,18 @@ type watchItem struct {
 // jsonEventLine is one watch event as kube-apiserver writes it in JSON:
 // {"type":..,"object":..} and a newline.
 func jsonEventLine(typ watch.EventType, raw []byte) []byte {
-	b := make([]byte, 0, len(raw)+32)
-	b = append(b, `{"type":"`...)
+	const open, mid, end = `{"type":"`, `","object":`, "}\n"
+	b := make([]byte, 0, len(open)+len(typ)+len(mid)+len(raw)+len(end))
+	b = append(b, open...)
 	b = append(b, typ...)
-	b = append(b, `","object":`...)
+	b = append(b, mid...)
 	b = append(b, raw...)
-	b = append(b, "}\n"...)
+	b = append(b, end...)
 	return b
 }
 
+// cacheWatcher is one watch registered with the cache: what it selects,
+// and the channel its events go to.
 type cacheWatcher struct {
 	filter    filter
 	bookmarks bool
