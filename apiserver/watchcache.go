@@ -39,6 +39,7 @@ type watchCache struct {
 	prefix   string // every key of res starts with it (registryPrefix)
 	log      *slog.Logger
 	metrics  *metrics
+	clock    cacheClock
 	capacity int // events kept in the window
 	buffer   int // events buffered per watcher
 
@@ -95,6 +96,8 @@ type watchCacheOptions struct {
 	log *slog.Logger
 	// metrics is the server's metrics; required.
 	metrics *metrics
+	// clock is the source of the cache's waits (nil: the wall clock).
+	clock cacheClock
 }
 
 const (
@@ -108,13 +111,42 @@ const (
 	maxRelistBackoff   = 5 * time.Second
 )
 
+// cacheClock is where the watch cache's waits come from: the backoff
+// before it lists again, and waitFresh's deadline and retries. Tests pass
+// one they move by hand.
+type cacheClock interface {
+	NewTimer(d time.Duration) cacheTimer
+}
+
+// cacheTimer is a one-shot timer from a cacheClock.
+type cacheTimer interface {
+	// C delivers the time once the timer fires.
+	C() <-chan time.Time
+	// Stop prevents the timer from firing; it reports whether it did.
+	Stop() bool
+}
+
+// wallClock is the real time.
+type wallClock struct{}
+
+func (wallClock) NewTimer(d time.Duration) cacheTimer { return wallTimer{time.NewTimer(d)} }
+
+type wallTimer struct{ t *time.Timer }
+
+func (w wallTimer) C() <-chan time.Time { return w.t.C }
+func (w wallTimer) Stop() bool          { return w.t.Stop() }
+
 // newWatchCache makes res's watch cache over st. Nothing runs until run.
 func newWatchCache(res *api.Resource, st Storage, opts watchCacheOptions) *watchCache {
 	log := cmp.Or(opts.log, slog.New(slog.DiscardHandler))
 	capacity := cmp.Or(opts.capacity, defaultWatchCacheSize)
+	var clock cacheClock = wallClock{}
+	if opts.clock != nil {
+		clock = opts.clock
+	}
 	return &watchCache{
 		res: res, store: st, prefix: registryPrefix(res),
-		log: log.With("resource", res.Plural), metrics: opts.metrics,
+		log: log.With("resource", res.Plural), metrics: opts.metrics, clock: clock,
 		capacity: capacity, buffer: cmp.Or(opts.buffer, defaultWatcherBuffer),
 		objects:  map[string]*cachedObject{},
 		history:  make([]*cachedEvent, capacity),
@@ -182,10 +214,8 @@ func (c *watchCache) run(ctx context.Context) {
 				return
 			}
 			c.log.Warn("watch cache list failed; retrying", "err", err, "backoff", backoff)
-			select {
-			case <-ctx.Done():
+			if !c.sleep(ctx, backoff) {
 				return
-			case <-time.After(backoff):
 			}
 			backoff = min(2*backoff, maxRelistBackoff)
 			continue
@@ -196,6 +226,18 @@ func (c *watchCache) run(ctx context.Context) {
 			return
 		}
 		c.log.Warn("etcd watch ended; relisting", "err", err)
+	}
+}
+
+// sleep waits for d on the cache's clock; false if ctx ended first.
+func (c *watchCache) sleep(ctx context.Context, d time.Duration) bool {
+	t := c.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
 	}
 }
 

@@ -17,10 +17,10 @@ import (
 // only the watches that already existed. After freshTimeout it gives up
 // with a Timeout (504), as kube-apiserver does.
 func (c *watchCache) waitFresh(ctx context.Context, rv int64) error {
-	deadline := time.NewTimer(freshTimeout)
+	deadline := c.clock.NewTimer(freshTimeout)
 	defer deadline.Stop()
-	retry := time.NewTicker(progressRetry)
-	defer retry.Stop()
+	retry := c.clock.NewTimer(progressRetry)
+	defer func() { retry.Stop() }()
 	ask := true
 	for {
 		c.mu.RLock()
@@ -35,11 +35,12 @@ func (c *watchCache) waitFresh(ctx context.Context, rv int64) error {
 		}
 		select {
 		case <-changed:
-		case <-retry.C:
+		case <-retry.C():
 			ask = true
+			retry = c.clock.NewTimer(progressRetry)
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-deadline.C:
+		case <-deadline.C():
 			return apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rv, cur), 1)
 		}
 	}

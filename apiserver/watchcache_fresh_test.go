@@ -1,0 +1,153 @@
+package apiserver
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/store"
+)
+
+// TestWaitFresh waits, on a clock the test moves, for revisions a real
+// etcd reaches and for one it never does: a wait ends when the cache sees
+// the revision; meanwhile it asks etcd for progress at once and again
+// every progressRetry; after freshTimeout it answers Timeout (504).
+func TestWaitFresh(t *testing.T) {
+	ctx := t.Context()
+	st, err := store.Open(ctx, store.Config{DataDir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	counted := &progressCounter{Store: st}
+	clock := newManualClock()
+	c := newWatchCache(api.ConfigMaps, counted, watchCacheOptions{metrics: newMetrics(prometheus.NewRegistry()), clock: clock})
+	runCtx, stop := context.WithCancel(ctx)
+	var running sync.WaitGroup
+	running.Go(func() { c.run(runCtx) })
+	t.Cleanup(func() {
+		stop()
+		running.Wait()
+	})
+
+	if err := c.waitFresh(ctx, 0); err != nil {
+		t.Fatalf("wait for the first fill: %v", err)
+	}
+	cm := &corev1.ConfigMap{}
+	cm.Name, cm.Namespace = "a", "default"
+	setTypeMeta(api.ConfigMaps, cm)
+	data, err := encodeForStorage(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := st.Create(ctx, registryPrefix(api.ConfigMaps)+"default/a", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.waitFresh(ctx, rev); err != nil {
+		t.Fatalf("wait for a write's revision %d: %v", rev, err)
+	}
+
+	asked := counted.requests.Load()
+	never := rev + 1000
+	done := make(chan error, 1)
+	go func() { done <- c.waitFresh(ctx, never) }()
+	waitUntil(t, "the first progress request", func() bool { return counted.requests.Load() == asked+1 })
+	for i := range int64(3) {
+		clock.step(progressRetry)
+		waitUntil(t, "a progress request after progressRetry", func() bool { return counted.requests.Load() == asked+2+i })
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("wait for revision %d returned before freshTimeout: %v", never, err)
+	default:
+	}
+	clock.step(freshTimeout - 3*progressRetry)
+	select {
+	case err := <-done:
+		if !apierrors.IsTimeout(err) {
+			t.Fatalf("wait for revision %d = %v, want a Timeout", never, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("wait for revision %d did not end at freshTimeout", never)
+	}
+}
+
+// progressCounter is a real store that counts the progress requests made
+// through it.
+type progressCounter struct {
+	*store.Store
+	requests atomic.Int64
+}
+
+func (p *progressCounter) RequestProgress(ctx context.Context) error {
+	p.requests.Add(1)
+	return p.Store.RequestProgress(ctx)
+}
+
+// manualClock is a cacheClock whose time moves only in step.
+type manualClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers map[*manualTimer]struct{} // not fired, not stopped
+}
+
+type manualTimer struct {
+	clock *manualClock
+	at    time.Time
+	c     chan time.Time
+}
+
+func newManualClock() *manualClock {
+	return &manualClock{now: time.Unix(0, 0), timers: map[*manualTimer]struct{}{}}
+}
+
+func (c *manualClock) NewTimer(d time.Duration) cacheTimer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &manualTimer{clock: c, at: c.now.Add(d), c: make(chan time.Time, 1)}
+	c.timers[t] = struct{}{}
+	return t
+}
+
+// step moves the time on by d and fires the timers then due.
+func (c *manualClock) step(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	for t := range c.timers {
+		if !t.at.After(c.now) {
+			t.c <- c.now
+			delete(c.timers, t)
+		}
+	}
+}
+
+func (t *manualTimer) C() <-chan time.Time { return t.c }
+
+func (t *manualTimer) Stop() bool {
+	t.clock.mu.Lock()
+	defer t.clock.mu.Unlock()
+	_, pending := t.clock.timers[t]
+	delete(t.clock.timers, t)
+	return pending
+}
+
+// waitUntil polls cond until it holds, failing the test after 10s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
