@@ -33,6 +33,9 @@ type Env struct {
 type Options struct {
 	// Server is the API server's configuration; Store is filled in.
 	Server apiserver.Config
+	// Storage, if set, makes what the API server runs on from the real
+	// etcd store: a wrapper that fails on purpose, say. Nil: the store.
+	Storage func(*store.Store) apiserver.Storage
 }
 
 // Widgets returns a new catalogue entry for a kind nobody compiled in:
@@ -62,6 +65,10 @@ func StartWith(t testing.TB, opts Options) *Env {
 	}
 	e.Store = st
 	t.Cleanup(func() { _ = st.Close() })
+	e.cfg.Store = st
+	if opts.Storage != nil {
+		e.cfg.Store = opts.Storage(st)
+	}
 	e.startServer()
 	t.Cleanup(e.StopServer)
 	return e
@@ -79,9 +86,7 @@ func (e *Env) startServer() {
 	}
 	e.addr = ln.Addr().String()
 	e.URL = "http://" + e.addr
-	cfg := e.cfg
-	cfg.Store = e.Store
-	srv, err := apiserver.New(cfg)
+	srv, err := apiserver.New(e.cfg)
 	if err != nil {
 		e.t.Fatalf("new apiserver: %v", err)
 	}
