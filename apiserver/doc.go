@@ -8,8 +8,10 @@
 //     objects are unstructured JSON, as custom resources' are).
 //   - request.go reads a path into a requestInfo (resource, namespace,
 //     name, subresource, verb), as kube-apiserver's RequestInfoFactory does.
-//   - storage.go maps objects to etcd keys and JSON values, and does
-//     read-modify-write with compare-and-swap (GuaranteedUpdate).
+//   - storage.go: Storage, all the server needs of etcd (a *store.Store
+//     has it), and each resource's view of it, which maps objects to keys
+//     and JSON values and does read-modify-write with compare-and-swap
+//     (GuaranteedUpdate).
 //   - write.go and delete.go are the create, update, patch and delete paths:
 //     server-set metadata, defaults, admission, validation, graceful
 //     deletion, finalizers and propagation policy.
@@ -22,8 +24,9 @@
 //     watchcache_offer.go takes, from a write, the object it stores, so its
 //     event costs no decoding; watchcache_fresh.go waits until the cache
 //     has caught up with a revision, which makes a list from the cache as
-//     fresh as one from etcd. read.go serves lists and watches from the
-//     cache or from etcd, with Kubernetes' resourceVersion semantics.
+//     fresh as one from etcd; watchcache_clock.go is the time it waits
+//     on. read.go serves lists and watches from the cache or from etcd,
+//     with Kubernetes' resourceVersion semantics.
 //   - subresources.go serves status, scale, binding and finalize.
 //   - discovery.go serves /api, /apis and the resource lists, generated from
 //     the catalogue.
