@@ -511,9 +511,9 @@ func (gc *Controller) unblockCycle(ctx context.Context, n nodeInfo, cycle []obje
 		if err != nil {
 			return fmt.Errorf("%s: unblock the reference to %s: %w", ref, n.ref, err)
 		}
-		gc.log.Info("garbagecollector: "+describe(n.ref)+" is being deleted in the foreground and waits on "+
-			describe(ref)+", which waits on it in turn → its reference no longer blocks the deletion of "+n.ref.name,
-			slog.String("object", ref.String()), slog.String("owner", n.ref.String()))
+		gc.decided(ctx, ref, describe(ref)+" waits on "+describe(n.ref)+", which waits on it in turn"+
+			" (both are deleted in the foreground) → its reference no longer blocks the deletion of "+n.ref.name,
+			slog.String("owner", n.ref.String()))
 		gc.recorder.Eventf(dep, corev1.EventTypeNormal, "OwnerRefUnblocked",
 			"The reference to %s no longer blocks its deletion: both are deleted in the foreground and wait on each other", n.ref)
 	}
