@@ -14,7 +14,7 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
-	"github.com/minictl/minictl/informer/workqueue"
+	"github.com/minictl/minictl/clock"
 )
 
 // ReflectorStore is what a Reflector writes into: a DeltaFIFO in an
@@ -110,7 +110,7 @@ type ReflectorOptions struct {
 	// Backoff is the delay policy after failures; see Backoff.
 	Backoff Backoff
 	// Clock times backoffs. Nil means the real clock.
-	Clock workqueue.Clock
+	Clock clock.Clock
 	// Logger receives the Reflector's story: lists, relists, failures.
 	// Nil means discard.
 	Logger *slog.Logger
@@ -146,7 +146,7 @@ type Reflector struct {
 	store           ReflectorStore
 	pageSize        int64
 	minWatchTimeout time.Duration
-	clock           workqueue.Clock
+	clock           clock.Clock
 	log             *slog.Logger
 	trace           tracer
 	backoff         backoffState // used by Run's goroutine only
@@ -166,7 +166,7 @@ func NewReflector(lw ListerWatcher, store ReflectorStore, opts ReflectorOptions)
 		store:           store,
 		pageSize:        opts.PageSize,
 		minWatchTimeout: opts.MinWatchTimeout,
-		clock:           opts.Clock,
+		clock:           clock.Or(opts.Clock),
 		log:             opts.Logger,
 		trace:           tracer{opts.Trace, opts.TraceActive},
 		backoff:         backoffState{cfg: opts.Backoff.withDefaults()},
@@ -182,9 +182,6 @@ func NewReflector(lw ListerWatcher, store ReflectorStore, opts ReflectorOptions)
 	}
 	if r.minWatchTimeout <= 0 {
 		r.minWatchTimeout = DefaultMinWatchTimeout
-	}
-	if r.clock == nil {
-		r.clock = workqueue.RealClock{}
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minictl/minictl/client"
-	"github.com/minictl/minictl/informer/workqueue"
+	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/internal/testenv"
 )
 
@@ -124,7 +124,7 @@ func (w *scriptedStream) Err() error {
 }
 
 func TestReflectorBacksOffOnFakeClock(t *testing.T) {
-	clock := workqueue.NewFakeClock(time.Unix(1000, 0))
+	clock := clock.NewFake(time.Unix(1000, 0))
 	lw := &scriptedLW{listErr: errors.New("connection refused")}
 	r := NewReflector(lw, NewIndexer(nil, nil), ReflectorOptions{
 		Clock:   clock,
@@ -328,7 +328,7 @@ func (g *goneLW) count() int {
 }
 
 func TestReflectorDoesNotRelistInATightLoop(t *testing.T) {
-	clock := workqueue.NewFakeClock(time.Unix(1000, 0))
+	clock := clock.NewFake(time.Unix(1000, 0))
 	lw := &goneLW{}
 	runReflector(t, context.Background(), lw, ReflectorOptions{
 		Clock:   clock,

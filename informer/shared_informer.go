@@ -14,7 +14,7 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
-	"github.com/minictl/minictl/informer/workqueue"
+	"github.com/minictl/minictl/clock"
 )
 
 // MinResyncPeriod is the shortest resync period a handler gets; shorter
@@ -73,7 +73,7 @@ type SharedInformer struct {
 	indexer       Indexer
 	fifo          *DeltaFIFO
 	reflector     *Reflector
-	clock         workqueue.Clock
+	clock         clock.Clock
 	log           *slog.Logger
 	trace         tracer
 	defaultResync time.Duration
@@ -100,7 +100,7 @@ type SharedInformer struct {
 func NewSharedInformer(lw ListerWatcher, opts SharedInformerOptions) *SharedInformer {
 	s := &SharedInformer{
 		name:          opts.Name,
-		clock:         opts.Reflector.Clock,
+		clock:         clock.Or(opts.Reflector.Clock),
 		log:           opts.Logger,
 		trace:         tracer{opts.Trace, opts.TraceActive},
 		defaultResync: opts.ResyncPeriod,
@@ -108,9 +108,6 @@ func NewSharedInformer(lw ListerWatcher, opts SharedInformerOptions) *SharedInfo
 	}
 	if s.name == "" {
 		s.name = "objects"
-	}
-	if s.clock == nil {
-		s.clock = workqueue.RealClock{}
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -293,7 +290,7 @@ func (s *SharedInformer) resyncLoop(ctx context.Context) {
 		s.mu.Lock()
 		period, changed := s.resyncCheck, s.resyncChanged
 		s.mu.Unlock()
-		var timer workqueue.Timer
+		var timer clock.Timer
 		var fire <-chan time.Time
 		if period > 0 {
 			timer = s.clock.NewTimer(period)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
 )
@@ -119,6 +120,10 @@ type Options struct {
 	// containers stopped, before the kubelet removes it; 0 removes it at
 	// once.
 	TerminationDelay time.Duration
+	// Clock is the kubelet's time source: the times it writes (heartbeats,
+	// Lease renewals, pod conditions), its waits and its workqueue; nil is
+	// the real clock.
+	Clock clock.Clock
 }
 
 // Kubelet is one simulated node agent. See the package doc.
@@ -136,6 +141,7 @@ type Kubelet struct {
 	queue      *workqueue.Queue[string]
 	recorder   EventRecorder
 	log        *slog.Logger
+	clock      clock.Clock
 	bootID     string
 	// kick (buffered 1) tells the heartbeat loop that the heartbeat
 	// annotation changed.
@@ -206,6 +212,7 @@ func New(opts Options) (*Kubelet, error) {
 	if opts.Recorder == nil {
 		opts.Recorder = discardRecorder{}
 	}
+	opts.Clock = clock.Or(opts.Clock)
 	k := &Kubelet{
 		name:      opts.NodeName,
 		opts:      opts,
@@ -215,11 +222,12 @@ func New(opts Options) (*Kubelet, error) {
 		informers: opts.Informers,
 		recorder:  opts.Recorder,
 		log:       opts.Logger.With("node", opts.NodeName),
+		clock:     opts.Clock,
 		bootID:    uuid.NewString(),
 		kick:      make(chan struct{}, 1),
 		memos:     map[string]*podMemo{},
 		// The queue exists before any handler can fire.
-		queue: workqueue.New[string]("kubelet-"+opts.NodeName, workqueue.Options{}),
+		queue: workqueue.New[string]("kubelet-"+opts.NodeName, workqueue.Options{Clock: opts.Clock}),
 	}
 	if k.informers == nil {
 		k.informers = informer.NewSharedInformerFactory(opts.Client, informer.FactoryOptions{Logger: opts.Logger})
@@ -372,10 +380,11 @@ func (k *Kubelet) stopPod(ctx context.Context, key string, pod *corev1.Pod) erro
 	}
 	k.mu.Lock()
 	m := k.memoLocked(key, pod.UID)
+	now := k.clock.Now()
 	if m.stoppedAt.IsZero() {
-		m.stoppedAt = time.Now()
+		m.stoppedAt = now
 	}
-	wait := k.opts.TerminationDelay - time.Since(m.stoppedAt)
+	wait := k.opts.TerminationDelay - now.Sub(m.stoppedAt)
 	k.mu.Unlock()
 	if wait > 0 {
 		return requeueAfter(wait)
@@ -446,7 +455,7 @@ func (k *Kubelet) writeStatus(ctx context.Context, key string, pod *corev1.Pod, 
 // applied once the status is written), readiness from its ready
 // annotation.
 func (k *Kubelet) plan(key string, pod *corev1.Pod, stop bool) (simulation, *string, error) {
-	step := simulation{now: metav1.Now(), stop: stop}
+	step := simulation{now: metav1.NewTime(k.clock.Now()), stop: stop}
 	if stop {
 		return step, nil, nil
 	}

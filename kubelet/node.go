@@ -48,10 +48,12 @@ func (k *Kubelet) registerNode(ctx context.Context) (*corev1.Node, error) {
 			return node, nil
 		}
 		k.log.Error("register node failed; will retry", slog.String("object", k.name), slog.Any("err", err))
+		timer := k.clock.NewTimer(registrationRetry)
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return nil, fmt.Errorf("kubelet %s: register node: %w", k.name, ctx.Err())
-		case <-time.After(registrationRetry):
+		case <-timer.C():
 		}
 	}
 }
@@ -70,7 +72,7 @@ func (k *Kubelet) newNode() *corev1.Node {
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: k.name, Labels: labels},
 		Spec:       corev1.NodeSpec{Taints: k.opts.Taints},
-		Status:     k.nodeStatus(&corev1.Node{}, metav1.Now()),
+		Status:     k.nodeStatus(&corev1.Node{}, metav1.NewTime(k.clock.Now())),
 	}
 }
 
@@ -140,10 +142,6 @@ func nodeReady(node *corev1.Node) bool {
 // a pause, until ctx is done. While the Node carries the heartbeat
 // annotation "stop", it writes nothing.
 func (k *Kubelet) heartbeat(ctx context.Context) {
-	leaseTicker := time.NewTicker(k.opts.HeartbeatInterval)
-	defer leaseTicker.Stop()
-	statusTicker := time.NewTicker(k.opts.StatusUpdateInterval)
-	defer statusTicker.Stop()
 	paused := false
 	beat := func(lease, status bool) {
 		if k.heartbeatStopped() {
@@ -169,18 +167,38 @@ func (k *Kubelet) heartbeat(ctx context.Context) {
 		}
 	}
 	beat(true, true)
+	// Each of the two is due every interval from the start, like a
+	// ticker's ticks: one that falls behind skips the beats it missed.
+	start := k.clock.Now()
+	nextLease, nextStatus := start.Add(k.opts.HeartbeatInterval), start.Add(k.opts.StatusUpdateInterval)
 	for {
+		due := nextLease
+		if nextStatus.Before(due) {
+			due = nextStatus
+		}
+		timer := k.clock.NewTimer(due.Sub(k.clock.Now()))
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return
-		case <-leaseTicker.C:
-			beat(true, false)
-		case <-statusTicker.C:
-			beat(false, true)
 		case <-k.kick:
+			timer.Stop()
 			beat(false, false)
+		case now := <-timer.C():
+			lease, status := !now.Before(nextLease), !now.Before(nextStatus)
+			nextLease = nextDue(nextLease, k.opts.HeartbeatInterval, now)
+			nextStatus = nextDue(nextStatus, k.opts.StatusUpdateInterval, now)
+			beat(lease, status)
 		}
 	}
+}
+
+// nextDue is the first of next, next+every, next+2*every, ... after now.
+func nextDue(next time.Time, every time.Duration, now time.Time) time.Time {
+	if next.After(now) {
+		return next
+	}
+	return next.Add((now.Sub(next)/every + 1) * every)
 }
 
 func (k *Kubelet) heartbeatStopped() bool {
@@ -229,7 +247,7 @@ func (k *Kubelet) renewLease(ctx context.Context) error {
 // the Node (so that it goes with it) once the node is known.
 func (k *Kubelet) renewed(lease *coordinationv1.Lease) *coordinationv1.Lease {
 	l := lease.DeepCopy()
-	now := metav1.NewMicroTime(time.Now())
+	now := metav1.NewMicroTime(k.clock.Now())
 	l.Spec.HolderIdentity = &k.name
 	l.Spec.LeaseDurationSeconds = new(LeaseDurationSeconds)
 	l.Spec.RenewTime = &now
@@ -248,7 +266,7 @@ func (k *Kubelet) updateNodeStatus(ctx context.Context) error {
 			return fmt.Errorf("get node: %w", err)
 		}
 		cp := node.DeepCopy()
-		cp.Status = k.nodeStatus(node, metav1.Now())
+		cp.Status = k.nodeStatus(node, metav1.NewTime(k.clock.Now()))
 		_, err = k.nodes.UpdateStatus(ctx, cp)
 		if err == nil {
 			if !nodeReady(node) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
 )
@@ -61,6 +62,9 @@ type Options struct {
 	// the first to the second. A change to nodes, or a bound pod going
 	// away, retries every unschedulable pod at once. 0 means the defaults.
 	PodInitialBackoff, PodMaxBackoff time.Duration
+	// Clock is the scheduler's time source: the times it writes and its
+	// workqueue's delays; nil is the real clock.
+	Clock clock.Clock
 }
 
 // Scheduler binds pending pods to nodes. See the package doc.
@@ -74,6 +78,7 @@ type Scheduler struct {
 	queue      *workqueue.Queue[string]
 	recorder   EventRecorder
 	log        *slog.Logger
+	clock      clock.Clock
 	metrics    prometheus.Registerer // nil: no metrics
 	attempts   *prometheus.CounterVec
 
@@ -149,6 +154,7 @@ func New(opts Options) (*Scheduler, error) {
 		pods:          client.For[*corev1.Pod](opts.Client),
 		recorder:      opts.Recorder,
 		log:           opts.Logger,
+		clock:         clock.Or(opts.Clock),
 		assumed:       map[string]assumedPod{},
 		bound:         map[string]boundPod{},
 		usage:         map[string]*nodeUsage{},
@@ -163,6 +169,7 @@ func New(opts Options) (*Scheduler, error) {
 	}
 	// The queue exists before any handler can fire.
 	s.queue = workqueue.New[string]("scheduler", workqueue.Options{
+		Clock:             s.clock,
 		RateLimiter:       workqueue.NewItemExponentialFailureRateLimiter(opts.PodInitialBackoff, opts.PodMaxBackoff),
 		MetricsRegisterer: opts.Metrics,
 	})
@@ -565,7 +572,7 @@ func (s *Scheduler) setUnschedulableCondition(ctx context.Context, pod *corev1.P
 		Status:             corev1.ConditionFalse,
 		Reason:             corev1.PodReasonUnschedulable,
 		Message:            message,
-		LastTransitionTime: metav1.Now(),
+		LastTransitionTime: metav1.NewTime(s.clock.Now()),
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type != corev1.PodScheduled || c.Status != corev1.ConditionFalse {

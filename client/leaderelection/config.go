@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/clock"
 )
 
 // Defaults of Config, kube-controller-manager's values.
@@ -65,10 +66,11 @@ type Config struct {
 	ReleaseOnCancel bool
 
 	Logger *slog.Logger // nil discards
-	// Clock reads the time; nil is time.Now. It must advance with real time
-	// (waits use real timers): it is a seam for skewed clocks, not a fake
-	// clock.
-	Clock func() time.Time
+	// Clock reads the time and times the waits between attempts; nil is
+	// the real clock. It must advance with real time (each request's
+	// deadline is a real one): it is a seam for skewed clocks, not for a
+	// fake one.
+	Clock clock.Clock
 }
 
 // withDefaults returns cfg with its zero fields defaulted, or an error if
@@ -106,8 +108,6 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = time.Now
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	return cfg, nil
 }

@@ -66,7 +66,7 @@ func New(cfg Config) (*LeaderElector, error) {
 func (le *LeaderElector) IsLeader() bool {
 	le.mu.Lock()
 	defer le.mu.Unlock()
-	return le.leading && le.cfg.Clock().Before(le.validUntil)
+	return le.leading && le.cfg.Clock.Now().Before(le.validUntil)
 }
 
 // GetLeader returns the holder of the lease as last seen, "" when there is
@@ -87,7 +87,7 @@ func (le *LeaderElector) Check(maxTolerableExpiredLease time.Duration) error {
 	if !le.leading {
 		return nil
 	}
-	if since := le.cfg.Clock().Sub(le.renewedAt); since > le.cfg.LeaseDuration+maxTolerableExpiredLease {
+	if since := le.cfg.Clock.Now().Sub(le.renewedAt); since > le.cfg.LeaseDuration+maxTolerableExpiredLease {
 		return fmt.Errorf("leaderelection: lease %s/%s not renewed for %v", le.cfg.Namespace, le.cfg.Name, since.Round(time.Millisecond))
 	}
 	return nil
@@ -161,7 +161,7 @@ func (le *LeaderElector) Run(ctx context.Context) error {
 // (false).
 func (le *LeaderElector) acquire(ctx context.Context) bool {
 	for {
-		start := le.cfg.Clock()
+		start := le.cfg.Clock.Now()
 		actx, cancel := context.WithTimeout(ctx, le.cfg.RenewDeadline)
 		ok := le.tryAcquireOrRenew(actx, start, false)
 		cancel()
@@ -175,7 +175,7 @@ func (le *LeaderElector) acquire(ctx context.Context) bool {
 			return true
 		}
 		jitter := time.Duration(rand.Float64() * JitterFactor * float64(le.cfg.RetryPeriod))
-		if !sleep(ctx, le.cfg.RetryPeriod+jitter) {
+		if !le.sleep(ctx, le.cfg.RetryPeriod+jitter) {
 			return false
 		}
 	}
@@ -186,11 +186,11 @@ func (le *LeaderElector) acquire(ctx context.Context) bool {
 // another candidate holds the lease (ErrLeaseLost).
 func (le *LeaderElector) renew(ctx context.Context) error {
 	for {
-		if !sleep(ctx, le.cfg.RetryPeriod) {
+		if !le.sleep(ctx, le.cfg.RetryPeriod) {
 			return nil
 		}
 		for renewed := false; !renewed; {
-			start := le.cfg.Clock()
+			start := le.cfg.Clock.Now()
 			le.mu.Lock()
 			until := le.validUntil
 			le.mu.Unlock()
@@ -213,7 +213,7 @@ func (le *LeaderElector) renew(ctx context.Context) error {
 			if h := le.GetLeader(); h != le.cfg.Identity {
 				return fmt.Errorf("%w: held by %q", ErrLeaseLost, h)
 			}
-			if !sleep(ctx, min(le.cfg.RetryPeriod, until.Sub(le.cfg.Clock()))) {
+			if !le.sleep(ctx, min(le.cfg.RetryPeriod, until.Sub(le.cfg.Clock.Now()))) {
 				return nil
 			}
 		}
@@ -226,7 +226,7 @@ func (le *LeaderElector) renew(ctx context.Context) error {
 func (le *LeaderElector) extend(start time.Time) bool {
 	le.mu.Lock()
 	defer le.mu.Unlock()
-	if !le.cfg.Clock().Before(le.validUntil) {
+	if !le.cfg.Clock.Now().Before(le.validUntil) {
 		return false
 	}
 	le.renewedAt, le.validUntil = start, start.Add(le.cfg.RenewDeadline)
@@ -235,16 +235,16 @@ func (le *LeaderElector) extend(start time.Time) bool {
 
 // sleep waits for d or until ctx is done, and reports whether ctx is still
 // live.
-func sleep(ctx context.Context, d time.Duration) bool {
+func (le *LeaderElector) sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
-	t := time.NewTimer(d)
+	t := le.cfg.Clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
-	case <-t.C:
+	case <-t.C():
 		return true
 	}
 }

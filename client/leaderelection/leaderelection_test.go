@@ -15,6 +15,7 @@ import (
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/leaderelection"
+	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/internal/testenv"
 )
 
@@ -236,7 +237,7 @@ func TestSecondCandidateWaitsWhileFirstRenews(t *testing.T) {
 	// b's clock is an hour ahead: to b, a's renewTime is an hour old, which
 	// must not matter.
 	b := f.start(t, "b", func(c *leaderelection.Config) {
-		c.Clock = func() time.Time { return time.Now().Add(time.Hour) }
+		c.Clock = skewed{by: time.Hour}
 	})
 	watch(t, a, b)
 
@@ -382,3 +383,11 @@ func TestNeverTwoLeaders(t *testing.T) {
 		t.Errorf("leaseTransitions = %d after three handovers, want 3", n)
 	}
 }
+
+// skewed is the real clock, off by a fixed amount.
+type skewed struct {
+	clock.Real
+	by time.Duration
+}
+
+func (s skewed) Now() time.Time { return time.Now().Add(s.by) }

@@ -115,7 +115,7 @@ func (le *LeaderElector) release(ctx context.Context) {
 		if lease == nil || holderOf(lease) != le.cfg.Identity {
 			return
 		}
-		now := le.cfg.Clock()
+		now := le.cfg.Clock.Now()
 		released := lease.DeepCopy()
 		empty, second := "", int32(1)
 		released.Spec.HolderIdentity = &empty

@@ -17,6 +17,7 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/clock"
 )
 
 // Defaults of Options, client-go's values.
@@ -39,8 +40,9 @@ type Options struct {
 	// Logger gets a debug line per event and a line per event lost; nil
 	// discards.
 	Logger *slog.Logger
-	// Clock stamps events; nil is time.Now.
-	Clock func() time.Time
+	// Clock stamps events and times the waits between retries; nil is the
+	// real clock.
+	Clock clock.Clock
 	// QueueSize is how many events may wait for the sender before new ones
 	// are dropped; 0 is DefaultQueueSize.
 	QueueSize int
@@ -79,9 +81,7 @@ func NewRecorder(rc *client.RESTClient, opts Options) *Recorder {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.Clock == nil {
-		opts.Clock = time.Now
-	}
+	opts.Clock = clock.Or(opts.Clock)
 	if opts.QueueSize <= 0 {
 		opts.QueueSize = DefaultQueueSize
 	}
@@ -183,7 +183,7 @@ func (r *Recorder) WaitIdle(ctx context.Context) error {
 // makeEvent builds the Event as Kubernetes names and fills it. Cluster-
 // scoped objects have their events in the default namespace.
 func (r *Recorder) makeEvent(obj api.Object, eventType, reason, message string) *corev1.Event {
-	now := r.opts.Clock()
+	now := r.opts.Clock.Now()
 	r.mu.Lock()
 	nanos := max(now.UnixNano(), r.lastNanos+1)
 	r.lastNanos = nanos
@@ -288,12 +288,12 @@ func (r *Recorder) send(ctx context.Context, ev *corev1.Event) {
 			wait = time.Duration(rand.Int64N(int64(wait)) + 1)
 		}
 		r.log.Debug("event not written: will retry", append(logAttrs, "after", wait)...)
-		t := time.NewTimer(wait)
+		t := r.opts.Clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }

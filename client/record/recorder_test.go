@@ -16,15 +16,20 @@ import (
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/internal/testenv"
 )
 
-// fakeClock starts at a fixed time and moves one second per reading, so
-// that each event has its own timestamp.
-func fakeClock() func() time.Time {
-	var ticks atomic.Int64
+// tickingClock starts at a fixed time and moves one second per reading, so
+// that each event has its own timestamp; its timers are real.
+type tickingClock struct {
+	clock.Real
+	ticks atomic.Int64
+}
+
+func (c *tickingClock) Now() time.Time {
 	start := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	return func() time.Time { return start.Add(time.Duration(ticks.Add(1)-1) * time.Second) }
+	return start.Add(time.Duration(c.ticks.Add(1)-1) * time.Second)
 }
 
 type fixture struct {
@@ -50,7 +55,7 @@ func (f *fixture) start(t *testing.T, opts record.Options) *record.Recorder {
 		opts.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	if opts.Clock == nil {
-		opts.Clock = fakeClock()
+		opts.Clock = &tickingClock{}
 	}
 	rec := record.NewRecorder(f.rc, opts)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -59,6 +59,7 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
@@ -89,7 +90,7 @@ type Options struct {
 	MetricsRegisterer prometheus.Registerer
 	// Clock is the time source for conditions, the progress deadline and
 	// the workqueue; nil means the real clock.
-	Clock workqueue.Clock
+	Clock clock.Clock
 }
 
 // Controller is the Deployment controller. Create it with New, then Run it.
@@ -107,7 +108,7 @@ type Controller struct {
 
 	recorder EventRecorder
 	log      *slog.Logger
-	clock    workqueue.Clock
+	clock    clock.Clock
 }
 
 // New returns a controller reading from opts.Informers, with its event
@@ -174,7 +175,7 @@ func newController(opts Options, dIndexer, rsIndexer, podIndexer informer.Indexe
 		c.log = slog.Default()
 	}
 	if c.clock == nil {
-		c.clock = workqueue.RealClock{}
+		c.clock = clock.Real{}
 	}
 	c.queue = workqueue.New[string]("deployment", workqueue.Options{
 		Clock:             c.clock,

@@ -16,9 +16,9 @@ import (
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
 	"github.com/minictl/minictl/informer"
-	"github.com/minictl/minictl/informer/workqueue"
 	"github.com/minictl/minictl/internal/timeline"
 )
 
@@ -42,7 +42,7 @@ type fixture struct {
 	nodes    *client.Client[*corev1.Node]
 	leases   *client.Client[*coordinationv1.Lease]
 	pods     *client.Client[*corev1.Pod]
-	clock    *workqueue.FakeClock
+	clock    *clock.Fake
 	start    time.Time // the fake clock's first reading
 	ctrl     *Controller
 	recorder *record.FakeRecorder
@@ -59,7 +59,7 @@ func newFixture(t *testing.T) *fixture {
 		nodes:    client.For[*corev1.Node](rc),
 		leases:   client.For[*coordinationv1.Lease](rc),
 		pods:     client.For[*corev1.Pod](rc),
-		clock:    workqueue.NewFakeClock(start),
+		clock:    clock.NewFake(start),
 		start:    start,
 		recorder: &record.FakeRecorder{},
 		logs:     newLogBuffer(t),

@@ -77,6 +77,7 @@ import (
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
@@ -134,7 +135,7 @@ type Options struct {
 	LargeClusterSizeThreshold int
 	// Clock is the controller's time source (probe times, tolerations,
 	// rate limits, periods); nil means the real clock.
-	Clock workqueue.Clock
+	Clock clock.Clock
 }
 
 // Controller is the node lifecycle controller. Create it with New, then
@@ -161,7 +162,7 @@ type Controller struct {
 	secondaryRate     float64
 	unhealthyZone     float64
 	largeClusterNodes int
-	clock             workqueue.Clock
+	clock             clock.Clock
 	recorder          record.EventRecorder
 	log               *slog.Logger
 	metrics           *metrics
@@ -215,7 +216,7 @@ func New(opts Options) (*Controller, error) {
 		evictions:         map[string]scheduledEviction{},
 	}
 	if c.clock == nil {
-		c.clock = workqueue.RealClock{}
+		c.clock = clock.Real{}
 	}
 	if c.recorder == nil {
 		c.recorder = controller.NopRecorder{}

@@ -40,9 +40,9 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
-	"github.com/minictl/minictl/informer/workqueue"
 )
 
 // Kubernetes' defaults.
@@ -86,7 +86,7 @@ type Options struct {
 	// negative value means no wait (tests).
 	QuarantineTime time.Duration
 	// Clock is the time source for periods and quarantine. Nil: real.
-	Clock workqueue.Clock
+	Clock clock.Clock
 }
 
 // Controller is the pod garbage collector.
@@ -100,7 +100,7 @@ type Controller struct {
 	threshold  int
 	period     time.Duration
 	quarantine time.Duration
-	clock      workqueue.Clock
+	clock      clock.Clock
 	recorder   EventRecorder
 	log        *slog.Logger
 
@@ -142,7 +142,7 @@ func New(opts Options) (*Controller, error) {
 		c.quarantine = 0
 	}
 	if c.clock == nil {
-		c.clock = workqueue.RealClock{}
+		c.clock = clock.Real{}
 	}
 	if c.recorder == nil {
 		c.recorder = controller.NopRecorder{}

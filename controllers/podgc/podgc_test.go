@@ -13,9 +13,9 @@ import (
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
 	"github.com/minictl/minictl/informer"
-	"github.com/minictl/minictl/informer/workqueue"
 )
 
 // fixture is a real API server, a started informer factory and a pod GC
@@ -145,7 +145,7 @@ func TestPodOnMissingNodeIsDeleted(t *testing.T) {
 }
 
 func TestMissingNodeQuarantine(t *testing.T) {
-	clock := workqueue.NewFakeClock(time.Now())
+	clock := clock.NewFake(time.Now())
 	f := newFixture(t, Options{QuarantineTime: 40 * time.Second, Clock: clock})
 	ctx := t.Context()
 	pods := client.For[*corev1.Pod](f.rc)

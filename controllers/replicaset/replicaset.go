@@ -46,6 +46,7 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
@@ -86,7 +87,7 @@ type Options struct {
 	BurstReplicas int
 	// Clock is the time source for availability (minReadySeconds),
 	// expectations and the workqueue; nil means the real clock.
-	Clock workqueue.Clock
+	Clock clock.Clock
 }
 
 // Controller is the ReplicaSet controller. Create it with New, then Run it.
@@ -105,7 +106,7 @@ type Controller struct {
 	recorder      EventRecorder
 	log           *slog.Logger
 	burstReplicas int
-	clock         workqueue.Clock
+	clock         clock.Clock
 }
 
 // New returns a controller reading from opts.Informers, with its event
@@ -164,10 +165,10 @@ func newController(opts Options, rsIndexer, podIndexer informer.Indexer) *Contro
 		c.burstReplicas = DefaultBurstReplicas
 	}
 	if c.clock == nil {
-		c.clock = workqueue.RealClock{}
+		c.clock = clock.Real{}
 	}
 	c.podControl = controller.ClientPodControl{Client: c.podClient, Recorder: c.recorder}
-	c.expectations = controller.NewExpectations(c.clock.Now)
+	c.expectations = controller.NewExpectations(c.clock)
 	c.queue = workqueue.New[string]("replicaset", workqueue.Options{
 		Clock:             c.clock,
 		MetricsRegisterer: opts.MetricsRegisterer,

@@ -17,9 +17,9 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
-	"github.com/minictl/minictl/informer/workqueue"
 )
 
 // These tests call sync directly with caches the test fills by hand, so
@@ -97,7 +97,7 @@ func TestNoOverCreationWhileTheWatchIsBehind(t *testing.T) {
 
 func TestExpiredExpectationsLetTheControllerActAgain(t *testing.T) {
 	a := startAPI(t)
-	clock := workqueue.NewFakeClock(time.Now())
+	clock := clock.NewFake(time.Now())
 	c, rsIndexer, _ := newTestController(t, Options{Client: a.rc, Clock: clock})
 	a.createRS(t, newRS("web", 2))
 	key := ns + "/web"

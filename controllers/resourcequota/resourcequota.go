@@ -58,6 +58,7 @@ import (
 	"github.com/minictl/minictl/api/quota"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
@@ -94,7 +95,7 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// Clock is the time source for resyncs, pod grace periods and the
 	// workqueue; nil means the real clock.
-	Clock workqueue.Clock
+	Clock clock.Clock
 	// Resources is the catalogue of kinds a quota can count (the
 	// quotable ones: count/<resource>.<group> and the rest); it should be
 	// what the API server serves. Nil means api.Resources().
@@ -114,7 +115,7 @@ type Controller struct {
 	recorder record.EventRecorder
 	log      *slog.Logger
 	resync   time.Duration
-	clock    workqueue.Clock
+	clock    clock.Clock
 
 	// mu guards the fields below. sources holds the source of every kind
 	// some quota has needed; a source, once there, stays: its informer and
@@ -156,7 +157,7 @@ func New(opts Options) (*Controller, error) {
 		c.resources = api.Resources()
 	}
 	if c.clock == nil {
-		c.clock = workqueue.RealClock{}
+		c.clock = clock.Real{}
 	}
 	c.queue = workqueue.New[string]("resourcequota", workqueue.Options{Clock: c.clock, MetricsRegisterer: opts.Metrics})
 

@@ -3,6 +3,8 @@ package workqueue
 import (
 	"container/heap"
 	"time"
+
+	"github.com/minictl/minictl/clock"
 )
 
 // waitEntry is an item waiting for its delay to pass.
@@ -99,7 +101,7 @@ func (q *Queue[T]) popReady(now time.Time) (ready []T, next time.Time, ok bool) 
 // ShutDown closes q.stop.
 func (q *Queue[T]) waitingLoop() {
 	defer close(q.loopDone)
-	var timer Timer
+	var timer clock.Timer
 	stopTimer := func() {
 		if timer != nil {
 			timer.Stop()

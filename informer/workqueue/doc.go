@@ -10,7 +10,6 @@
 //     bucket, for AddRateLimited, Forget and NumRequeues.
 //   - metrics.go: Prometheus metrics, registered on a registry the caller
 //     passes in.
-//   - clock.go: the clock seam, real and fake.
 //
 // Properties:
 //

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/minictl/minictl/clock"
 )
 
 // queueMetrics are one queue's Prometheus metrics, all labelled
@@ -24,7 +26,7 @@ import (
 // Every method is a no-op on a nil *queueMetrics, which is what a queue
 // without a registerer holds.
 type queueMetrics[T comparable] struct {
-	clock      Clock
+	clock      clock.Clock
 	registerer prometheus.Registerer
 
 	depthGauge    prometheus.Gauge
@@ -44,9 +46,9 @@ type queueMetrics[T comparable] struct {
 	startedAt map[T]time.Time
 }
 
-func newQueueMetrics[T comparable](name string, clock Clock, reg prometheus.Registerer) *queueMetrics[T] {
+func newQueueMetrics[T comparable](name string, clk clock.Clock, reg prometheus.Registerer) *queueMetrics[T] {
 	m := &queueMetrics[T]{
-		clock:      clock,
+		clock:      clk,
 		registerer: reg,
 		addedAt:    map[T]time.Time{},
 		startedAt:  map[T]time.Time{},

@@ -6,14 +6,16 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/minictl/minictl/clock"
 )
 
 // Options configures a Queue. The zero value is usable: real clock, the
 // default controller rate limiter, no metrics.
 type Options struct {
 	// Clock is the time source for delays, the default rate limiter and
-	// metrics. Nil means RealClock.
-	Clock Clock
+	// metrics. Nil means the real clock.
+	Clock clock.Clock
 	// RateLimiter decides AddRateLimited's delays. Nil means
 	// DefaultControllerRateLimiter(Clock).
 	RateLimiter RateLimiter
@@ -29,7 +31,7 @@ type Options struct {
 // Create it with New; the zero value is not usable.
 type Queue[T comparable] struct {
 	name        string
-	clock       Clock
+	clock       clock.Clock
 	rateLimiter RateLimiter
 	metrics     *queueMetrics[T] // nil when metrics are off
 
@@ -72,7 +74,7 @@ type Queue[T comparable] struct {
 func New[T comparable](name string, opts Options) *Queue[T] {
 	q := &Queue[T]{
 		name:        name,
-		clock:       opts.Clock,
+		clock:       clock.Or(opts.Clock),
 		rateLimiter: opts.RateLimiter,
 		dirty:       map[T]struct{}{},
 		processing:  map[T]struct{}{},
@@ -82,9 +84,6 @@ func New[T comparable](name string, opts Options) *Queue[T] {
 		loopDone:    make(chan struct{}),
 	}
 	q.cond.L = &q.mu
-	if q.clock == nil {
-		q.clock = RealClock{}
-	}
 	if q.rateLimiter == nil {
 		q.rateLimiter = DefaultControllerRateLimiter(q.clock)
 	}

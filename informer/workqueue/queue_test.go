@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/minictl/minictl/clock"
 )
 
 // waitFor polls cond until it holds, failing the test after a deadline.
@@ -231,14 +233,14 @@ func TestQueueShutDownWithDrainWaitsForDone(t *testing.T) {
 
 func TestQueueAddAfter(t *testing.T) {
 	start := time.Unix(1_000_000, 0)
-	clock := NewFakeClock(start)
-	q := newTestQueue(t, Options{Clock: clock})
+	clk := clock.NewFake(start)
+	q := newTestQueue(t, Options{Clock: clk})
 
 	// waitTimer waits until the queue's goroutine sleeps until at.
 	waitTimer := func(at time.Time) {
 		t.Helper()
 		waitFor(t, "a timer at "+at.Sub(start).String(), func() bool {
-			w := clock.Waiters()
+			w := clk.Waiters()
 			return len(w) > 0 && w[0].Equal(at)
 		})
 	}
@@ -261,21 +263,21 @@ func TestQueueAddAfter(t *testing.T) {
 	if q.Len() != 0 {
 		t.Fatalf("Len = %d before any delay passed", q.Len())
 	}
-	clock.Step(time.Second)
+	clk.Step(time.Second)
 	waitFor(t, "a", func() bool { return q.Len() == 1 })
 	if item := getNow(t, q); item != "a" {
 		t.Fatalf("got %q, want a", item)
 	}
 
 	waitTimer(start.Add(2 * time.Second))
-	clock.Step(time.Second)
+	clk.Step(time.Second)
 	waitFor(t, "b and c", func() bool { return q.Len() == 2 })
 	var got []string
 	got = append(got, getNow(t, q), getNow(t, q))
 	if want := []string{"b", "c"}; !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	waitFor(t, "no timers left", func() bool { return len(clock.Waiters()) == 0 })
+	waitFor(t, "no timers left", func() bool { return len(clk.Waiters()) == 0 })
 }
 
 func TestItemExponentialFailureRateLimiter(t *testing.T) {
@@ -313,8 +315,8 @@ func TestItemExponentialFailureRateLimiter(t *testing.T) {
 }
 
 func TestBucketAndMaxOfRateLimiter(t *testing.T) {
-	clock := NewFakeClock(time.Unix(1_000_000, 0))
-	bucket := NewBucketRateLimiter(1, 2, clock) // 1 qps, burst 2
+	clk := clock.NewFake(time.Unix(1_000_000, 0))
+	bucket := NewBucketRateLimiter(1, 2, clk) // 1 qps, burst 2
 	var got []time.Duration
 	for range 4 {
 		got = append(got, bucket.When("any"))
@@ -324,10 +326,10 @@ func TestBucketAndMaxOfRateLimiter(t *testing.T) {
 		t.Fatalf("bucket delays = %v, want %v", got, want)
 	}
 
-	clock2 := NewFakeClock(time.Unix(1_000_000, 0))
+	clk2 := clock.NewFake(time.Unix(1_000_000, 0))
 	limiter := NewMaxOfRateLimiter(
 		NewItemExponentialFailureRateLimiter(time.Second, time.Minute),
-		NewBucketRateLimiter(1, 1, clock2),
+		NewBucketRateLimiter(1, 1, clk2),
 	)
 	// a: backoff 1s, bucket 0 → 1s; b: backoff 1s, bucket 1s → 1s;
 	// a again: backoff 2s, bucket 2s → 2s.
@@ -350,17 +352,17 @@ func TestBucketAndMaxOfRateLimiter(t *testing.T) {
 
 func TestQueueAddRateLimited(t *testing.T) {
 	start := time.Unix(1_000_000, 0)
-	clock := NewFakeClock(start)
-	q := newTestQueue(t, Options{Clock: clock}) // the default limiter, on the fake clock
+	clk := clock.NewFake(start)
+	q := newTestQueue(t, Options{Clock: clk}) // the default limiter, on the fake clock
 
 	for i, want := range []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond} {
 		q.AddRateLimited("a")
-		at := clock.Now().Add(want)
+		at := clk.Now().Add(want)
 		waitFor(t, fmt.Sprintf("retry %d at +%v", i, want), func() bool {
-			w := clock.Waiters()
+			w := clk.Waiters()
 			return len(w) == 1 && w[0].Equal(at)
 		})
-		clock.Step(want)
+		clk.Step(want)
 		waitFor(t, "a queued", func() bool { return q.Len() == 1 })
 		q.Done(getNow(t, q))
 	}
@@ -372,9 +374,9 @@ func TestQueueAddRateLimited(t *testing.T) {
 		t.Fatalf("NumRequeues after Forget = %d", n)
 	}
 	q.AddRateLimited("a")
-	at := clock.Now().Add(DefaultBaseDelay)
+	at := clk.Now().Add(DefaultBaseDelay)
 	waitFor(t, "backoff reset to the base delay", func() bool {
-		w := clock.Waiters()
+		w := clk.Waiters()
 		return len(w) == 1 && w[0].Equal(at)
 	})
 }
@@ -419,9 +421,9 @@ func hasLabel(m *dto.Metric, name, value string) bool {
 
 func TestQueueMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	clock := NewFakeClock(time.Unix(1_000_000, 0))
-	q := New[string]("pods", Options{Clock: clock, MetricsRegisterer: reg})
-	other := New[string]("nodes", Options{Clock: clock, MetricsRegisterer: reg}) // two queues, one registry
+	clk := clock.NewFake(time.Unix(1_000_000, 0))
+	q := New[string]("pods", Options{Clock: clk, MetricsRegisterer: reg})
+	other := New[string]("nodes", Options{Clock: clk, MetricsRegisterer: reg}) // two queues, one registry
 	defer other.ShutDown()
 
 	expect := func(name string, want float64) {
@@ -438,16 +440,16 @@ func TestQueueMetrics(t *testing.T) {
 	expect("depth", 2)
 	expect("adds_total", 2)
 
-	clock.Step(2 * time.Second)
+	clk.Step(2 * time.Second)
 	a := getNow(t, q)
 	expect("depth", 1)
 	expect("queue_duration_seconds", 1)
 
-	clock.Step(3 * time.Second)
+	clk.Step(3 * time.Second)
 	expect("unfinished_work_seconds", 3)
 	expect("longest_running_processor_seconds", 3)
 	b := getNow(t, q)
-	clock.Step(1 * time.Second)
+	clk.Step(1 * time.Second)
 	expect("unfinished_work_seconds", 4+1)
 	expect("longest_running_processor_seconds", 4)
 
@@ -482,33 +484,4 @@ func TestQueueDuplicateMetricsPanics(t *testing.T) {
 		}
 	}()
 	New[string]("dup", Options{MetricsRegisterer: reg})
-}
-
-func TestFakeClockTimers(t *testing.T) {
-	clock := NewFakeClock(time.Unix(0, 0))
-	t1 := clock.NewTimer(time.Second)
-	t2 := clock.NewTimer(2 * time.Second)
-	if !t2.Stop() || t2.Stop() {
-		t.Fatal("Stop should report true once")
-	}
-	clock.Step(time.Second)
-	select {
-	case <-t1.C():
-	default:
-		t.Fatal("t1 did not fire")
-	}
-	if t1.Stop() {
-		t.Fatal("Stop of a fired timer reported true")
-	}
-	clock.Step(time.Hour)
-	select {
-	case <-t2.C():
-		t.Fatal("stopped timer fired")
-	default:
-	}
-	select {
-	case <-clock.NewTimer(0).C():
-	default:
-		t.Fatal("a zero timer did not fire at once")
-	}
 }

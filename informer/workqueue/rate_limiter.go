@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/minictl/minictl/clock"
 )
 
 // RateLimiter decides how long an item waits before it is retried. Items
@@ -32,11 +34,11 @@ const (
 // DefaultControllerRateLimiter returns the limiter controllers use: per-item
 // exponential backoff from 5ms to 1000s, and for all items together a token
 // bucket of 10 retries per second with a burst of 100; an item waits for the
-// longer of the two. A nil clock means RealClock.
-func DefaultControllerRateLimiter(clock Clock) RateLimiter {
+// longer of the two. A nil clock means the real clock.
+func DefaultControllerRateLimiter(clk clock.Clock) RateLimiter {
 	return NewMaxOfRateLimiter(
 		NewItemExponentialFailureRateLimiter(DefaultBaseDelay, DefaultMaxDelay),
-		NewBucketRateLimiter(DefaultQPS, DefaultBurst, clock),
+		NewBucketRateLimiter(DefaultQPS, DefaultBurst, clk),
 	)
 }
 
@@ -89,16 +91,13 @@ func (r *ItemExponentialFailureRateLimiter) NumRequeues(item any) int {
 // state.
 type BucketRateLimiter struct {
 	limiter *rate.Limiter
-	clock   Clock
+	clock   clock.Clock
 }
 
 // NewBucketRateLimiter returns a token bucket of qps and burst reading time
-// from clock (nil means RealClock).
-func NewBucketRateLimiter(qps float64, burst int, clock Clock) *BucketRateLimiter {
-	if clock == nil {
-		clock = RealClock{}
-	}
-	return &BucketRateLimiter{limiter: rate.NewLimiter(rate.Limit(qps), burst), clock: clock}
+// from clock (nil means the real clock).
+func NewBucketRateLimiter(qps float64, burst int, clk clock.Clock) *BucketRateLimiter {
+	return &BucketRateLimiter{limiter: rate.NewLimiter(rate.Limit(qps), burst), clock: clock.Or(clk)}
 }
 
 // When takes a token and returns how long until it is really available.

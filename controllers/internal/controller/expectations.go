@@ -3,6 +3,8 @@ package controller
 import (
 	"sync"
 	"time"
+
+	"github.com/minictl/minictl/clock"
 )
 
 // ExpectationsTimeout is how long a controller waits to observe the creates
@@ -24,7 +26,7 @@ const ExpectationsTimeout = 5 * time.Minute
 //
 // Invariant: a key's entry has add >= 0 and del == len(deleting).
 type Expectations struct {
-	now func() time.Time
+	clock clock.Clock
 
 	mu    sync.Mutex
 	byKey map[string]*expectation
@@ -36,13 +38,10 @@ type expectation struct {
 	timestamp time.Time           // when these were set
 }
 
-// NewExpectations returns empty Expectations reading time from now (nil:
-// time.Now).
-func NewExpectations(now func() time.Time) *Expectations {
-	if now == nil {
-		now = time.Now
-	}
-	return &Expectations{now: now, byKey: map[string]*expectation{}}
+// NewExpectations returns empty Expectations reading time from c (nil: the
+// real clock).
+func NewExpectations(c clock.Clock) *Expectations {
+	return &Expectations{clock: clock.Or(c), byKey: map[string]*expectation{}}
 }
 
 // Satisfied reports whether the controller may trust its cache for key:
@@ -58,7 +57,7 @@ func (e *Expectations) Satisfied(key string) bool {
 	if exp.add <= 0 && len(exp.deleting) == 0 {
 		return true
 	}
-	return e.now().Sub(exp.timestamp) > ExpectationsTimeout
+	return e.clock.Now().Sub(exp.timestamp) > ExpectationsTimeout
 }
 
 // ExpectCreations records that n creates for key are on their way,
@@ -66,7 +65,7 @@ func (e *Expectations) Satisfied(key string) bool {
 func (e *Expectations) ExpectCreations(key string, n int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.byKey[key] = &expectation{add: n, timestamp: e.now()}
+	e.byKey[key] = &expectation{add: n, timestamp: e.clock.Now()}
 }
 
 // ExpectDeletions records that the pods podKeys ("namespace/name") are
@@ -78,7 +77,7 @@ func (e *Expectations) ExpectDeletions(key string, podKeys []string) {
 	for _, k := range podKeys {
 		deleting[k] = struct{}{}
 	}
-	e.byKey[key] = &expectation{deleting: deleting, timestamp: e.now()}
+	e.byKey[key] = &expectation{deleting: deleting, timestamp: e.clock.Now()}
 }
 
 // CreationObserved lowers key's outstanding creates by one: the informer

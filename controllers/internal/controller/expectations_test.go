@@ -3,11 +3,13 @@ package controller
 import (
 	"testing"
 	"time"
+
+	"github.com/minictl/minictl/clock"
 )
 
 func TestExpectations(t *testing.T) {
-	now := time.Unix(1000, 0)
-	e := NewExpectations(func() time.Time { return now })
+	clk := clock.NewFake(time.Unix(1000, 0))
+	e := NewExpectations(clk)
 	const key = "default/web"
 
 	if !e.Satisfied(key) {
@@ -35,11 +37,11 @@ func TestExpectations(t *testing.T) {
 		t.Fatalf("pending deletes %d, want 1 and unsatisfied", dels)
 	}
 
-	now = now.Add(ExpectationsTimeout)
+	clk.Step(ExpectationsTimeout)
 	if e.Satisfied(key) {
 		t.Fatal("satisfied at exactly the timeout")
 	}
-	now = now.Add(time.Second)
+	clk.Step(time.Second)
 	if !e.Satisfied(key) {
 		t.Fatal("not satisfied after the timeout: a lost watch event would stall the controller")
 	}
