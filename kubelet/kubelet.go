@@ -22,6 +22,7 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
@@ -72,11 +73,6 @@ func DefaultCapacity() corev1.ResourceList {
 	}
 }
 
-// EventRecorder is what the kubelet needs of client/record's Recorder.
-type EventRecorder interface {
-	Eventf(obj api.Object, eventType, reason, messageFmt string, args ...any)
-}
-
 // Options is what a Kubelet needs.
 type Options struct {
 	// Client is how the kubelet reaches the API server.
@@ -99,7 +95,7 @@ type Options struct {
 	Informers *informer.SharedInformerFactory
 	// Recorder records events about the node and its pods; nil records
 	// none.
-	Recorder EventRecorder
+	Recorder record.EventRecorder
 	// Logger tells what the kubelet does; nil discards.
 	Logger *slog.Logger
 	// HeartbeatInterval is how often the node Lease is renewed;
@@ -139,7 +135,7 @@ type Kubelet struct {
 	nodeLister informer.Lister[*corev1.Node]
 	synced     []func() bool
 	queue      *workqueue.Queue[string]
-	recorder   EventRecorder
+	recorder   record.EventRecorder
 	log        *slog.Logger
 	clock      clock.Clock
 	bootID     string
@@ -174,12 +170,6 @@ type podMemo struct {
 	stoppedAt time.Time
 }
 
-// requeueAfter is sync's answer for a pod to look at again later: not a
-// failure.
-type requeueAfter time.Duration
-
-func (r requeueAfter) Error() string { return "requeue after " + time.Duration(r).String() }
-
 // New returns a kubelet for opts.NodeName. Nothing happens until Run.
 func New(opts Options) (*Kubelet, error) {
 	if opts.Client == nil || opts.NodeName == "" {
@@ -210,7 +200,7 @@ func New(opts Options) (*Kubelet, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Recorder == nil {
-		opts.Recorder = discardRecorder{}
+		opts.Recorder = record.Discard
 	}
 	opts.Clock = clock.Or(opts.Clock)
 	k := &Kubelet{
@@ -330,13 +320,13 @@ func (k *Kubelet) processNextWorkItem(ctx context.Context) bool {
 	}
 	defer k.queue.Done(key)
 	err := k.syncPod(ctx, key)
-	var after requeueAfter
+	var requeue *workqueue.RequeueAfterError
 	switch {
 	case err == nil:
 		k.queue.Forget(key)
-	case errors.As(err, &after):
+	case errors.As(err, &requeue):
 		k.queue.Forget(key)
-		k.queue.AddAfter(key, time.Duration(after))
+		k.queue.AddAfter(key, requeue.After)
 	default:
 		k.log.Error("sync pod failed; will retry", slog.String("object", key), slog.Any("err", err))
 		k.queue.AddRateLimited(key)
@@ -387,7 +377,7 @@ func (k *Kubelet) stopPod(ctx context.Context, key string, pod *corev1.Pod) erro
 	wait := k.opts.TerminationDelay - now.Sub(m.stoppedAt)
 	k.mu.Unlock()
 	if wait > 0 {
-		return requeueAfter(wait)
+		return workqueue.RequeueAfter(wait, "stopped, it stays Terminating for TerminationDelay")
 	}
 	err := k.pods.Delete(ctx, pod.Namespace, pod.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: new(int64(0)),
@@ -567,7 +557,3 @@ func (k *Kubelet) podIPLocked(m *podMemo) (netip.Addr, error) {
 	m.ip = ip
 	return ip, nil
 }
-
-type discardRecorder struct{}
-
-func (discardRecorder) Eventf(api.Object, string, string, string, ...any) {}

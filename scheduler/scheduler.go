@@ -18,15 +18,11 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
 )
-
-// EventRecorder is what the scheduler needs of client/record's Recorder.
-type EventRecorder interface {
-	Eventf(obj api.Object, eventType, reason, messageFmt string, args ...any)
-}
 
 // Defaults of Options, as kube-scheduler has them.
 const (
@@ -49,7 +45,7 @@ type Options struct {
 	Informers *informer.SharedInformerFactory
 	// Recorder records Scheduled and FailedScheduling events; nil records
 	// none.
-	Recorder EventRecorder
+	Recorder record.EventRecorder
 	// Logger tells the story of each decision; nil discards.
 	Logger *slog.Logger
 	// SchedulerName is the spec.schedulerName of the pods this scheduler
@@ -76,7 +72,7 @@ type Scheduler struct {
 	nodeLister informer.Lister[*corev1.Node]
 	synced     []func() bool
 	queue      *workqueue.Queue[string]
-	recorder   EventRecorder
+	recorder   record.EventRecorder
 	log        *slog.Logger
 	clock      clock.Clock
 	metrics    prometheus.Registerer // nil: no metrics
@@ -146,7 +142,7 @@ func New(opts Options) (*Scheduler, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Recorder == nil {
-		opts.Recorder = discardRecorder{}
+		opts.Recorder = record.Discard
 	}
 	s := &Scheduler{
 		name:          opts.SchedulerName,
@@ -597,7 +593,3 @@ func (s *Scheduler) setUnschedulableCondition(ctx context.Context, pod *corev1.P
 	}
 	return nil
 }
-
-type discardRecorder struct{}
-
-func (discardRecorder) Eventf(api.Object, string, string, string, ...any) {}

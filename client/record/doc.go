@@ -11,7 +11,8 @@
 //     enough to combine (client-go's EventCorrelator, without its spam
 //     filter).
 //   - lru.go: the bounded cache the correlator remembers with.
-//   - fake.go: the EventRecorder interface and FakeRecorder for tests.
+//   - fake.go: the EventRecorder interface, Discard (records nothing) and
+//     FakeRecorder for tests.
 //
 // Properties:
 //

@@ -8,9 +8,9 @@ import (
 	"github.com/minictl/minictl/api"
 )
 
-// EventRecorder is what a controller needs of a Recorder. Controllers take
-// it (or a narrower interface of their own), so that their tests can pass a
-// FakeRecorder.
+// EventRecorder is what a component needs of a Recorder: the controllers,
+// the scheduler and the kubelet take one, so that their tests can pass a
+// FakeRecorder, and a nil one means Discard.
 type EventRecorder interface {
 	Event(obj api.Object, eventType, reason, message string)
 	Eventf(obj api.Object, eventType, reason, messageFmt string, args ...any)
@@ -20,6 +20,14 @@ var (
 	_ EventRecorder = (*Recorder)(nil)
 	_ EventRecorder = (*FakeRecorder)(nil)
 )
+
+// Discard records nothing: the recorder of a component given none.
+var Discard EventRecorder = discard{}
+
+type discard struct{}
+
+func (discard) Event(api.Object, string, string, string)          {}
+func (discard) Eventf(api.Object, string, string, string, ...any) {}
 
 // FakeRecorder keeps the events recorded, for tests, as client-go's
 // FakeRecorder does: each one is "<type> <reason> <message>". It is safe

@@ -10,6 +10,8 @@
 //     bucket, for AddRateLimited, Forget and NumRequeues.
 //   - metrics.go: Prometheus metrics, registered on a registry the caller
 //     passes in.
+//   - requeue.go: RequeueAfter, a worker's "look again later" that is not
+//     a failure.
 //
 // Properties:
 //
@@ -31,5 +33,6 @@
 //
 // The caller must call Done exactly once for every item Get returned, and
 // must decide retry or forget in one place: AddRateLimited to retry with
-// backoff, Forget when the item succeeded (or will never succeed).
+// backoff, Forget when the item succeeded (or will never succeed), Forget
+// and AddAfter when its worker answered RequeueAfter.
 package workqueue

@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -484,4 +485,18 @@ func TestQueueDuplicateMetricsPanics(t *testing.T) {
 		}
 	}()
 	New[string]("dup", Options{MetricsRegisterer: reg})
+}
+
+func TestRequeueAfterIsFoundWrapped(t *testing.T) {
+	err := fmt.Errorf("pods: %w", RequeueAfter(3*time.Second, "cache still filling"))
+	var ra *RequeueAfterError
+	if !errors.As(err, &ra) {
+		t.Fatalf("errors.As did not find the RequeueAfterError in %v", err)
+	}
+	if ra.After != 3*time.Second || ra.Reason != "cache still filling" {
+		t.Errorf("got %+v", ra)
+	}
+	if got, want := err.Error(), "pods: cache still filling; look again in 3s"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
 }
