@@ -23,6 +23,7 @@ import (
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/leaderelection"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
 )
 
@@ -149,15 +150,13 @@ func splitComma(s string) []string {
 	return out
 }
 
-// controllerContext is what every controller is built from: one client,
-// one shared informer factory, one event recorder, per leadership term.
+// controllerContext is what every controller is built from, per
+// leadership term: the options every controller takes (one client, one
+// shared informer factory, its own event recorder, the manager's logger,
+// its metrics), and the timings for those that have knobs.
 type controllerContext struct {
-	Client    *client.RESTClient
-	Informers *informer.SharedInformerFactory
-	Recorder  *record.Recorder
-	Logger    *slog.Logger
-	Metrics   prometheus.Registerer
-	Timings   Timings
+	controller.Common
+	Timings Timings
 }
 
 // runner is what the manager needs of a controller.
@@ -370,9 +369,12 @@ func (m *Manager) runTerm(ctx context.Context) error {
 		// kube-controller-manager name: the timeline and `minictl trace
 		// --component` read that attribute.
 		cc := &controllerContext{
-			Client: m.rc, Informers: factory, Recorder: recorder,
-			Logger:  m.log.With("controller", d.name),
-			Metrics: prometheus.WrapRegistererWith(prometheus.Labels{"controller": d.name}, m.registry),
+			Common: controller.Common{
+				Client: m.rc, Informers: factory, Recorder: recorder,
+				// The controller adds controller=<its name> itself.
+				Logger:  m.log,
+				Metrics: prometheus.WrapRegistererWith(prometheus.Labels{"controller": d.name}, m.registry),
+			},
 			Timings: m.cfg.Timings,
 		}
 		c, err := d.build(cc)

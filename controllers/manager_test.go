@@ -1,13 +1,20 @@
 package controllers
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
@@ -104,4 +111,117 @@ func TestBuildErrorStopsTheTerm(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestJSONLogCarriesEachKeyOnce runs every controller with a JSON log and
+// checks that no line carries a key twice, and that a controller's lines
+// say which controller it is, under its kube-controller-manager name:
+// "endpoint" for the endpoints controller.
+func TestJSONLogCarriesEachKeyOnce(t *testing.T) {
+	env := controllertest.Start(t)
+	var buf syncBuffer
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg := DefaultConfig()
+	cfg.LeaderElect = false
+	m, err := NewManager(env.Client, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	stop := sync.OnceValue(func() error { cancel(); return <-done })
+	t.Cleanup(func() { _ = stop() })
+
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80}}},
+	}
+	if _, err := client.For[*corev1.Service](env.Client).Create(t.Context(), svc); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Eventually(t, "the endpoint controller's line about default/web", func() (bool, string) {
+		return strings.Contains(buf.String(), `"controller":"endpoint"`) && strings.Contains(buf.String(), "default/web"), ""
+	})
+	if err := stop(); err != nil {
+		t.Errorf("Run: %v", err)
+	}
+
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if dup := duplicateKey(t, line); dup != "" {
+			t.Errorf("key %q twice in %s", dup, line)
+		}
+		var rec struct {
+			Controller string `json:"controller"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err == nil && rec.Controller != "" {
+			seen[rec.Controller] = true
+		}
+	}
+	for name := range seen {
+		if !slices.Contains(KnownControllers(), name) {
+			t.Errorf("a line says controller=%q, which is no --controllers name (%v)", name, KnownControllers())
+		}
+	}
+	if !seen["endpoint"] {
+		t.Error("no line says controller=endpoint")
+	}
+}
+
+// duplicateKey returns a key that appears twice in one object of the JSON
+// line, or "".
+func duplicateKey(t *testing.T, line string) string {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(line))
+	var walk func() string
+	walk = func() string {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		switch tok {
+		case json.Delim('{'):
+			keys := map[string]bool{}
+			for dec.More() {
+				k, _ := dec.Token()
+				key := k.(string)
+				if keys[key] {
+					return key
+				}
+				keys[key] = true
+				if dup := walk(); dup != "" {
+					return dup
+				}
+			}
+			_, _ = dec.Token() // }
+		case json.Delim('['):
+			for dec.More() {
+				if dup := walk(); dup != "" {
+					return dup
+				}
+			}
+			_, _ = dec.Token() // ]
+		}
+		return ""
+	}
+	return walk()
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -18,46 +18,34 @@ import (
 // kube-controller-manager's --controllers.
 var knownControllers = []descriptor{
 	{
-		name: "replicaset", defaultOn: true, workers: 5, workersFlag: "concurrent-replicaset-syncs",
+		name: replicaset.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-replicaset-syncs",
 		build: func(cc *controllerContext) (runner, error) {
-			return replicaset.New(replicaset.Options{
-				Client: cc.Client, Informers: cc.Informers, Recorder: cc.Recorder,
-				Logger: cc.Logger, MetricsRegisterer: cc.Metrics,
-			})
+			return replicaset.New(replicaset.Options{Common: cc.Common})
 		},
 	},
 	{
-		name: "deployment", defaultOn: true, workers: 5, workersFlag: "concurrent-deployment-syncs",
+		name: deployment.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-deployment-syncs",
 		build: func(cc *controllerContext) (runner, error) {
-			return deployment.New(deployment.Options{
-				Client: cc.Client, Informers: cc.Informers, Recorder: cc.Recorder,
-				Logger: cc.Logger, MetricsRegisterer: cc.Metrics,
-			})
+			return deployment.New(deployment.Options{Common: cc.Common})
 		},
 	},
 	{
-		name: "garbagecollector", defaultOn: true, workers: 20, workersFlag: "concurrent-gc-syncs",
+		name: garbagecollector.Name, defaultOn: true, workers: 20, workersFlag: "concurrent-gc-syncs",
 		build: func(cc *controllerContext) (runner, error) {
-			return garbagecollector.New(garbagecollector.Options{
-				Client: cc.Client, Informers: cc.Informers, Recorder: cc.Recorder,
-				Logger: cc.Logger, Metrics: cc.Metrics,
-			})
+			return garbagecollector.New(garbagecollector.Options{Common: cc.Common})
 		},
 	},
 	{
-		name: "serviceaccount", defaultOn: true, workers: 1, workersFlag: "concurrent-serviceaccount-syncs",
+		name: serviceaccount.Name, defaultOn: true, workers: 1, workersFlag: "concurrent-serviceaccount-syncs",
 		build: func(cc *controllerContext) (runner, error) {
-			return serviceaccount.New(serviceaccount.Options{
-				Client: cc.Client, Informers: cc.Informers, Recorder: cc.Recorder,
-				Logger: cc.Logger, Metrics: cc.Metrics,
-			})
+			return serviceaccount.New(serviceaccount.Options{Common: cc.Common})
 		},
 	},
 	{
-		name: "podgc", defaultOn: true, workers: 5,
+		name: podgc.Name, defaultOn: true, workers: 5,
 		build: func(cc *controllerContext) (runner, error) {
 			return podgc.New(podgc.Options{
-				Client: cc.Client, Informers: cc.Informers, Recorder: cc.Recorder, Logger: cc.Logger,
+				Common:                 cc.Common,
 				TerminatedPodThreshold: cc.Timings.TerminatedPodGCThreshold,
 				Period:                 cc.Timings.PodGCPeriod,
 				QuarantineTime:         cc.Timings.PodGCQuarantine,
@@ -65,39 +53,31 @@ var knownControllers = []descriptor{
 		},
 	},
 	{
-		name: "namespace", defaultOn: true, workers: 10, workersFlag: "concurrent-namespace-syncs",
+		name: namespace.Name, defaultOn: true, workers: 10, workersFlag: "concurrent-namespace-syncs",
 		build: func(cc *controllerContext) (runner, error) {
-			return namespace.New(namespace.Options{
-				Client: cc.Client, Informers: cc.Informers, Recorder: cc.Recorder,
-				Logger: cc.Logger, Metrics: cc.Metrics,
-			})
+			return namespace.New(namespace.Options{Common: cc.Common})
 		},
 	},
 	{
-		name: "endpoint", defaultOn: true, workers: 5, workersFlag: "concurrent-endpoint-syncs",
+		name: endpoints.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-endpoint-syncs",
 		build: func(cc *controllerContext) (runner, error) {
-			return endpoints.New(endpoints.Options{
-				Client: cc.Client, Informers: cc.Informers, Recorder: cc.Recorder,
-				Logger: cc.Logger, Metrics: cc.Metrics,
-			})
+			return endpoints.New(endpoints.Options{Common: cc.Common})
 		},
 	},
 	{
-		name: "resourcequota", defaultOn: true, workers: 5, workersFlag: "concurrent-resource-quota-syncs",
+		name: resourcequota.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-resource-quota-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return resourcequota.New(resourcequota.Options{
-				Client: cc.Client, Informers: cc.Informers, Recorder: cc.Recorder,
-				Logger: cc.Logger, Metrics: cc.Metrics, ResyncPeriod: cc.Timings.ResourceQuotaSyncPeriod,
+				Common: cc.Common, ResyncPeriod: cc.Timings.ResourceQuotaSyncPeriod,
 			})
 		},
 	},
 	{
-		name: "nodelifecycle", defaultOn: true, workers: 1,
+		name: nodelifecycle.Name, defaultOn: true, workers: 1,
 		build: func(cc *controllerContext) (runner, error) {
 			t := cc.Timings
 			return nodelifecycle.New(nodelifecycle.Options{
-				Client: cc.Client, Informers: cc.Informers, Recorder: cc.Recorder,
-				Logger: cc.Logger, Metrics: cc.Metrics,
+				Common:            cc.Common,
 				NodeMonitorPeriod: t.NodeMonitorPeriod, NodeMonitorGracePeriod: t.NodeMonitorGracePeriod,
 				NodeStartupGracePeriod: t.NodeStartupGracePeriod,
 				EvictionRate:           float32(t.NodeEvictionRate), SecondaryEvictionRate: float32(t.SecondaryNodeEvictionRate),
@@ -106,11 +86,10 @@ var knownControllers = []descriptor{
 		},
 	},
 	{
-		name: "nodeipam", defaultOn: true, workers: 1,
+		name: nodeipam.Name, defaultOn: true, workers: 1,
 		build: func(cc *controllerContext) (runner, error) {
 			return nodeipam.New(nodeipam.Options{
-				Client: cc.Client, Informers: cc.Informers, Recorder: cc.Recorder,
-				Logger: cc.Logger, Metrics: cc.Metrics,
+				Common:      cc.Common,
 				ClusterCIDR: cc.Timings.ClusterCIDR, NodeCIDRMaskSize: cc.Timings.NodeCIDRMaskSize,
 			})
 		},

@@ -44,21 +44,19 @@ package deployment
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
@@ -68,29 +66,14 @@ import (
 // controllerKind is what the controller's owner references say.
 var controllerKind = appsv1.SchemeGroupVersion.WithKind("Deployment")
 
-// EventRecorder is what the controller needs to record Events.
-type EventRecorder interface {
-	Eventf(obj api.Object, eventType, reason, messageFmt string, args ...any)
-}
+// Name is the controller's kube-controller-manager name: its --controllers
+// name, its logger's controller attribute and its workqueue's name.
+const Name = "deployment"
 
-// Options is what the controller needs. Client and Informers are required.
+// Options is what the controller needs: the options every controller takes
+// (Client and Informers required); it has no knobs of its own.
 type Options struct {
-	// Client is what the controller writes through.
-	Client *client.RESTClient
-	// Informers is the shared factory the controller reads Deployments,
-	// ReplicaSets and pods from; it adds controller.ControllerUIDIndex to
-	// the ReplicaSet and pod informers. Start it after New.
-	Informers *informer.SharedInformerFactory
-	// Recorder records the controller's Events; nil records none.
-	Recorder EventRecorder
-	// Logger tells the controller's story; nil means slog.Default().
-	Logger *slog.Logger
-	// MetricsRegisterer, if set, receives the workqueue's metrics
-	// (name="deployment").
-	MetricsRegisterer prometheus.Registerer
-	// Clock is the time source for conditions, the progress deadline and
-	// the workqueue; nil means the real clock.
-	Clock clock.Clock
+	controller.Common
 }
 
 // Controller is the Deployment controller. Create it with New, then Run it.
@@ -106,16 +89,20 @@ type Controller struct {
 
 	queue *workqueue.Queue[string]
 
-	recorder EventRecorder
+	recorder record.EventRecorder
 	log      *slog.Logger
-	clock    clock.Clock
+	// clock times conditions, the progress deadline and the workqueue.
+	clock clock.Clock
 }
 
-// New returns a controller reading from opts.Informers, with its event
-// handlers registered. Nothing runs until Run.
+// New returns a controller reading Deployments, ReplicaSets and pods from
+// opts.Informers, with its event handlers registered; it adds
+// controller.ControllerUIDIndex to the ReplicaSet and pod informers.
+// Nothing runs until Run.
 func New(opts Options) (*Controller, error) {
-	if opts.Client == nil || opts.Informers == nil {
-		return nil, errors.New("deployment: Options.Client and Options.Informers are required")
+	var err error
+	if opts.Common, err = opts.Complete(Name); err != nil {
+		return nil, err
 	}
 	dInformer := informer.For[*appsv1.Deployment](opts.Informers)
 	rsInformer := informer.For[*appsv1.ReplicaSet](opts.Informers)
@@ -154,34 +141,21 @@ func New(opts Options) (*Controller, error) {
 }
 
 // newController is New without informers: tests hand it indexers they fill
-// themselves. rsIndexer and podIndexer must have
-// controller.ControllerUIDIndex.
+// themselves. opts.Common has its defaults (Complete or WithDefaults), and
+// rsIndexer and podIndexer have controller.ControllerUIDIndex.
 func newController(opts Options, dIndexer, rsIndexer, podIndexer informer.Indexer) *Controller {
-	c := &Controller{
+	return &Controller{
 		dClient:    client.For[*appsv1.Deployment](opts.Client),
 		rsClient:   client.For[*appsv1.ReplicaSet](opts.Client),
 		dLister:    informer.NewLister[*appsv1.Deployment](dIndexer),
 		rsLister:   informer.NewLister[*appsv1.ReplicaSet](rsIndexer),
 		rsIndexer:  rsIndexer,
 		podIndexer: podIndexer,
+		queue:      controller.NewQueue[string](Name, opts.Common),
 		recorder:   opts.Recorder,
 		log:        opts.Logger,
 		clock:      opts.Clock,
 	}
-	if c.recorder == nil {
-		c.recorder = controller.NopRecorder{}
-	}
-	if c.log == nil {
-		c.log = slog.Default()
-	}
-	if c.clock == nil {
-		c.clock = clock.Real{}
-	}
-	c.queue = workqueue.New[string]("deployment", workqueue.Options{
-		Clock:             c.clock,
-		MetricsRegisterer: opts.MetricsRegisterer,
-	})
-	return c
 }
 
 // Run waits for the caches to sync, runs workers workers, and blocks until
@@ -195,7 +169,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		return
 	}
 	var wg sync.WaitGroup
-	for range workers {
+	for range controller.Workers(workers) {
 		wg.Go(func() {
 			for c.processNextWorkItem(ctx) {
 			}
@@ -207,26 +181,16 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	c.log.Info("stopped")
 }
 
-// processNextWorkItem syncs one key, and is the only place that decides to
-// retry it (with backoff) or forget it. It returns false once the queue is
-// shut down.
+// processNextWorkItem syncs one key, and leaves it to controller.HandleErr
+// to decide whether to retry it, forget it or look again later. It returns
+// false once the queue is shut down.
 func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	key, shutdown := c.queue.Get()
 	if shutdown {
 		return false
 	}
 	defer c.queue.Done(key)
-	if err := c.sync(ctx, key); err != nil {
-		level := slog.LevelWarn
-		if client.IsConflict(err) {
-			level = slog.LevelDebug // a write raced a newer version, which is on its way
-		}
-		c.log.Log(ctx, level, "sync failed, will retry", slog.String("object", key), "err", err,
-			"retries", c.queue.NumRequeues(key))
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
+	controller.HandleErr(ctx, c.log, Name, c.queue, key, c.sync(ctx, key))
 	return true
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
 	"github.com/minictl/minictl/controllers/replicaset"
 )
@@ -42,11 +43,11 @@ func runControllers(t *testing.T) *cluster {
 	rc := env.Client
 	log := controllertest.Logger(t)
 	rec := &record.FakeRecorder{}
-	rsc, err := replicaset.New(replicaset.Options{Client: rc, Informers: env.Informers, Recorder: rec, Logger: log})
+	rsc, err := replicaset.New(replicaset.Options{Common: controller.Common{Client: rc, Informers: env.Informers, Recorder: rec, Logger: log}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dc, err := New(Options{Client: rc, Informers: env.Informers, Recorder: rec, Logger: log})
+	dc, err := New(Options{Common: controller.Common{Client: rc, Informers: env.Informers, Recorder: rec, Logger: log}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func newSyncEnv(t *testing.T) *syncEnv {
 	}
 	s := &syncEnv{dIndexer: withIndexes(), rsIndexer: withIndexes(), podIx: withIndexes()}
 	rec := &record.FakeRecorder{}
-	s.c = newController(Options{Client: rc, Recorder: rec, Logger: controllertest.Logger(t)}, s.dIndexer, s.rsIndexer, s.podIx)
+	s.c = newController(Options{Common: controller.Common{Client: rc, Recorder: rec, Logger: controllertest.Logger(t)}.WithDefaults(Name)}, s.dIndexer, s.rsIndexer, s.podIx)
 	t.Cleanup(s.c.queue.ShutDown)
 	s.api = &cluster{
 		rc: rc, recorder: rec,

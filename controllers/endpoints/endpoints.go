@@ -34,16 +34,13 @@ package endpoints
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -63,20 +60,15 @@ import (
 // never cleaned up.
 const leaderAnnotation = "control-plane.alpha.kubernetes.io/leader"
 
-// Options is what the controller needs. Client and Informers are required.
+// Name is the controller's kube-controller-manager name: its --controllers
+// name, its logger's controller attribute and its workqueue's name.
+const Name = "endpoint"
+
+// Options is what the controller needs: the options every controller takes
+// (Client and Informers required); it has no knobs of its own. Its Recorder
+// gets a Warning on a service whose Endpoints cannot be written.
 type Options struct {
-	// Client is what the controller writes Endpoints through.
-	Client *client.RESTClient
-	// Informers is the shared factory it reads services, pods and
-	// endpoints from. Start it after New.
-	Informers *informer.SharedInformerFactory
-	// Recorder records a Warning on the service when its Endpoints cannot
-	// be written; nil records none.
-	Recorder record.EventRecorder
-	// Logger tells the controller's story; nil discards it.
-	Logger *slog.Logger
-	// Metrics, if set, receives the workqueue's metrics (name="endpoint").
-	Metrics prometheus.Registerer
+	controller.Common
 }
 
 // Controller keeps the Endpoints of services with selectors. Its queue
@@ -95,24 +87,21 @@ type Controller struct {
 	log          *slog.Logger
 }
 
-// New returns a controller reading from opts.Informers, with its event
-// handlers registered. Nothing runs until Run.
+// New returns a controller reading services, pods and Endpoints from
+// opts.Informers, with its event handlers registered. Nothing runs until
+// Run.
 func New(opts Options) (*Controller, error) {
-	if opts.Client == nil || opts.Informers == nil {
-		return nil, errors.New("endpoints: Options.Client and Options.Informers are required")
+	var err error
+	if opts.Common, err = opts.Complete(Name); err != nil {
+		return nil, err
 	}
 	c := &Controller{
 		endpoints:    client.For[*corev1.Endpoints](opts.Client),
 		services:     client.For[*corev1.Service](opts.Client),
 		triggerTimes: newTriggerTimes(),
+		queue:        controller.NewQueue[string](Name, opts.Common),
 		recorder:     opts.Recorder,
 		log:          opts.Logger,
-	}
-	if c.recorder == nil {
-		c.recorder = controller.NopRecorder{}
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 
 	svcInformer := informer.For[*corev1.Service](opts.Informers)
@@ -128,6 +117,7 @@ func New(opts Options) (*Controller, error) {
 		DeleteFunc: c.enqueue,
 	})
 	if err != nil {
+		c.queue.ShutDown()
 		return nil, fmt.Errorf("endpoints: %w", err)
 	}
 	podReg, err := podInformer.AddEventHandler(informer.ResourceEventHandlerFuncs{
@@ -136,6 +126,7 @@ func New(opts Options) (*Controller, error) {
 		DeleteFunc: c.deletePod,
 	})
 	if err != nil {
+		c.queue.ShutDown()
 		return nil, fmt.Errorf("endpoints: %w", err)
 	}
 	epReg, err := epInformer.AddEventHandler(informer.ResourceEventHandlerFuncs{
@@ -143,10 +134,10 @@ func New(opts Options) (*Controller, error) {
 		DeleteFunc: c.enqueue,
 	})
 	if err != nil {
+		c.queue.ShutDown()
 		return nil, fmt.Errorf("endpoints: %w", err)
 	}
 	c.synced = []func() bool{svcReg.HasSynced, podReg.HasSynced, epReg.HasSynced}
-	c.queue = workqueue.New[string]("endpoint", workqueue.Options{MetricsRegisterer: opts.Metrics})
 	return c, nil
 }
 
@@ -222,11 +213,12 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	defer c.queue.ShutDown()
 	c.log.Info("starting", slog.Int("workers", workers))
 	if !informer.WaitForCacheSync(ctx, c.synced...) {
+		c.log.Info("stopped before the caches synced")
 		return
 	}
 	c.queueLeftovers()
 	var wg sync.WaitGroup
-	for range max(workers, 1) {
+	for range controller.Workers(workers) {
 		wg.Go(func() {
 			for c.processNextWorkItem(ctx) {
 			}
@@ -250,26 +242,16 @@ func (c *Controller) queueLeftovers() {
 	}
 }
 
-// processNextWorkItem syncs one service and decides retry or forget.
+// processNextWorkItem syncs one service, and leaves it to
+// controller.HandleErr to decide whether to retry it, forget it or look
+// again later. It returns false once the queue is shut down.
 func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	key, shutdown := c.queue.Get()
 	if shutdown {
 		return false
 	}
 	defer c.queue.Done(key)
-	if err := c.sync(ctx, key); err != nil {
-		level := slog.LevelWarn
-		if client.IsConflict(err) || client.IsAlreadyExists(err) {
-			// Our cache had not yet seen our previous write; the retry
-			// will, and this is no news for the story.
-			level = slog.LevelDebug
-		}
-		c.log.Log(ctx, level, "sync failed, will retry", slog.String("object", key), slog.Any("err", err),
-			slog.Int("retries", c.queue.NumRequeues(key)))
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
+	controller.HandleErr(ctx, c.log, Name, c.queue, key, c.sync(ctx, key))
 	return true
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
 )
 
@@ -62,7 +63,7 @@ func runController(t *testing.T) *running {
 func startController(t *testing.T, a *apiEnv) *running {
 	t.Helper()
 	rec := &record.FakeRecorder{}
-	c, err := New(Options{Client: a.rc, Informers: a.env.Informers, Recorder: rec, Logger: controllertest.Logger(t)})
+	c, err := New(Options{Common: controller.Common{Client: a.rc, Informers: a.env.Informers, Recorder: rec, Logger: controllertest.Logger(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

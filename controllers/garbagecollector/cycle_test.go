@@ -11,6 +11,7 @@ import (
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
 	"github.com/minictl/minictl/controllers/namespace"
 	"github.com/minictl/minictl/informer"
@@ -61,7 +62,7 @@ func cycleLeft(t *testing.T, rc *client.RESTClient, ns string) []string {
 func runGC(t *testing.T, rc *client.RESTClient, rec *record.FakeRecorder) {
 	t.Helper()
 	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})
-	gc, err := New(Options{Client: rc, Informers: factory, Recorder: rec, Logger: controllertest.Logger(t)})
+	gc, err := New(Options{Common: controller.Common{Client: rc, Informers: factory, Recorder: rec, Logger: controllertest.Logger(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestNamespaceOfAForegroundCycleIsDeleted(t *testing.T) {
 	env := controllertest.Start(t)
 	rc := env.Client
 	ctx := t.Context()
-	nsc, err := namespace.New(namespace.Options{Client: rc, Informers: env.Informers, Logger: controllertest.Logger(t)})
+	nsc, err := namespace.New(namespace.Options{Common: controller.Common{Client: rc, Informers: env.Informers, Logger: controllertest.Logger(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

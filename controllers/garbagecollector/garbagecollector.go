@@ -45,52 +45,41 @@ package garbagecollector
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
 )
 
-// EventRecorder records Events about objects; client/record's Recorder is
-// one.
-type EventRecorder interface {
-	Eventf(obj api.Object, eventType, reason, messageFmt string, args ...any)
-}
+// Name is the controller's kube-controller-manager name: its --controllers
+// name, its logger's controller attribute and its workqueue's name.
+const Name = "garbagecollector"
 
-// Options is what the garbage collector needs.
+// Options is what the garbage collector needs: the options every controller
+// takes (Client and Informers required); it has no knobs of its own. It
+// takes one informer per served resource from Informers, records an Event
+// per action, and registers two queues' metrics (garbagecollector,
+// garbagecollector_graph_changes).
 type Options struct {
-	// Client is what it reads owners and writes dependents through.
-	// Required.
-	Client *client.RESTClient
-	// Informers is the shared factory it takes one informer per resource
-	// of the catalogue from. Required; the caller starts it after New.
-	Informers *informer.SharedInformerFactory
+	controller.Common
 	// Resources is the catalogue: the kinds it watches and resolves owner
 	// references to. It should be what the API server serves. Nil:
 	// api.Resources().
 	Resources api.Catalogue
-	// Recorder receives an Event per action. Nil: none.
-	Recorder EventRecorder
-	// Logger receives the collector's story. Nil: discard.
-	Logger *slog.Logger
-	// Metrics receives its two queues' metrics
-	// (garbagecollector, garbagecollector_graph_changes). Nil: none.
-	Metrics prometheus.Registerer
 }
 
 // Controller is the garbage collector.
@@ -109,7 +98,7 @@ type Controller struct {
 	// queue holds the uids of nodes a worker must look at.
 	queue *workqueue.Queue[types.UID]
 
-	recorder EventRecorder
+	recorder record.EventRecorder
 	log      *slog.Logger
 }
 
@@ -131,15 +120,16 @@ const (
 	changeMarker                        // everything queued before it is in the graph
 )
 
-// errNotObserved: an owner known only from references exists, but the
-// informers have not shown it yet. Look again later.
-var errNotObserved = errors.New("owner exists but is not observed yet")
+// notObservedPoll is how soon an owner known only from references, which
+// exists but the informers have not shown yet, is looked at again.
+const notObservedPoll = time.Second
 
 // New returns a garbage collector with an informer on every resource of
 // its catalogue. Call Run to start it.
 func New(opts Options) (*Controller, error) {
-	if opts.Client == nil || opts.Informers == nil {
-		return nil, errors.New("garbagecollector: Options.Client and Options.Informers are required")
+	var err error
+	if opts.Common, err = opts.Complete(Name); err != nil {
+		return nil, err
 	}
 	resources := opts.Resources
 	if resources == nil {
@@ -150,19 +140,11 @@ func New(opts Options) (*Controller, error) {
 		resources: resources,
 		caches:    map[*api.Resource]informer.Indexer{},
 		graph:     newGraph(resources),
+		changes:   controller.NewQueue[*graphChange](Name+"_graph_changes", opts.Common),
+		queue:     controller.NewQueue[types.UID](Name, opts.Common),
 		recorder:  opts.Recorder,
 		log:       opts.Logger,
 	}
-	if gc.recorder == nil {
-		gc.recorder = controller.NopRecorder{}
-	}
-	if gc.log == nil {
-		gc.log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	gc.changes = workqueue.New[*graphChange]("garbagecollector_graph_changes",
-		workqueue.Options{MetricsRegisterer: opts.Metrics})
-	gc.queue = workqueue.New[types.UID]("garbagecollector",
-		workqueue.Options{MetricsRegisterer: opts.Metrics})
 
 	for _, res := range resources {
 		inf := informer.ForResource(opts.Informers, res)
@@ -206,7 +188,7 @@ func (gc *Controller) Run(ctx context.Context, workers int) {
 	if gc.waitForGraph(ctx) {
 		gc.log.Info("graph built from the initial lists → start collecting",
 			slog.Int("nodes", gc.graph.len()))
-		for range max(workers, 1) {
+		for range controller.Workers(workers) {
 			wg.Go(func() {
 				for gc.processNextWorkItem(ctx) {
 				}
@@ -262,24 +244,16 @@ func (gc *Controller) runGraphBuilder() {
 	}
 }
 
-// processNextWorkItem looks at one node and decides retry or forget.
+// processNextWorkItem looks at one node, and leaves it to
+// controller.HandleErr to decide whether to retry it, forget it or look
+// again later. It returns false once the queue is shut down.
 func (gc *Controller) processNextWorkItem(ctx context.Context) bool {
 	uid, shutdown := gc.queue.Get()
 	if shutdown {
 		return false
 	}
 	defer gc.queue.Done(uid)
-	err := gc.sync(ctx, uid)
-	switch {
-	case err == nil:
-		gc.queue.Forget(uid)
-	case errors.Is(err, errNotObserved), client.IsConflict(err):
-		gc.log.Debug("look again later", slog.String("uid", string(uid)), slog.Any("reason", err))
-		gc.queue.AddRateLimited(uid)
-	default:
-		gc.log.Error("sync failed; will retry", slog.String("uid", string(uid)), slog.Any("err", err))
-		gc.queue.AddRateLimited(uid)
-	}
+	controller.HandleErr(ctx, gc.log, Name, gc.queue, uid, gc.sync(ctx, uid))
 	return true
 }
 
@@ -328,7 +302,7 @@ func (gc *Controller) checkVirtualOwner(ctx context.Context, n nodeInfo) error {
 		}
 	}
 	if !gone {
-		return errNotObserved
+		return workqueue.RequeueAfter(notObservedPoll, "owner "+n.ref.String()+" exists but is not observed yet")
 	}
 	gc.decided(ctx, n.ref, "owner "+n.ref.String()+" does not exist → look at its "+
 		count(len(n.dependents), "dependent"), slog.Int("dependents", len(n.dependents)))

@@ -16,6 +16,7 @@ import (
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/internal/testenv"
@@ -48,7 +49,7 @@ func (f *fixture) startGC(t *testing.T) {
 	t.Helper()
 	rc, rec := f.rc, f.recorder
 	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})
-	gc, err := New(Options{Client: rc, Informers: factory, Recorder: rec, Logger: controllertest.Logger(t)})
+	gc, err := New(Options{Common: controller.Common{Client: rc, Informers: factory, Recorder: rec, Logger: controllertest.Logger(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +258,7 @@ func TestCollectsAKindOnlyInTheCatalogue(t *testing.T) {
 	resources := api.Resources().With(widgets)
 	rc := controllertest.StartWith(t, controllertest.Options{Resources: resources}).Client
 	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})
-	gc, err := New(Options{Client: rc, Informers: factory, Resources: resources, Logger: controllertest.Logger(t)})
+	gc, err := New(Options{Common: controller.Common{Client: rc, Informers: factory, Logger: controllertest.Logger(t)}, Resources: resources})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +305,7 @@ func TestEveryResourceOfTheCatalogueIsWatched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gc, err := New(Options{Client: rc, Informers: informer.NewSharedInformerFactory(rc, informer.FactoryOptions{}), Resources: resources})
+	gc, err := New(Options{Common: controller.Common{Client: rc, Informers: informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})}, Resources: resources})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
 )
 
@@ -41,7 +42,7 @@ func runControllerOn(t *testing.T, resources api.Catalogue) *running {
 	t.Helper()
 	env := controllertest.StartWith(t, controllertest.Options{ClientTimeout: 20 * time.Second, Resources: resources})
 	rec := &record.FakeRecorder{}
-	c, err := New(Options{Client: env.Client, Informers: env.Informers, Recorder: rec, Logger: controllertest.Logger(t)})
+	c, err := New(Options{Common: controller.Common{Client: env.Client, Informers: env.Informers, Recorder: rec, Logger: controllertest.Logger(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,16 +44,13 @@ package namespace
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,6 +58,7 @@ import (
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
 )
@@ -72,22 +70,18 @@ const DefaultResyncPeriod = 5 * time.Minute
 // finalizerToken is the namespace finalizer this controller owns.
 const finalizerToken = corev1.FinalizerKubernetes
 
-// Options is what the controller needs. Client and Informers are required.
+// Name is the controller's kube-controller-manager name: its --controllers
+// name, its logger's controller attribute and its workqueue's name.
+const Name = "namespace"
+
+// Options is what the controller needs: the options every controller takes
+// (Client and Informers required), and its own. It discovers, lists,
+// deletes and finalizes through Client; it reads namespaces from Informers,
+// and pods (only to notice when a terminating namespace's last pod is
+// gone). Its Recorder gets an Event when a namespace is finalized and when
+// a pass fails.
 type Options struct {
-	// Client is what the controller discovers, lists, deletes and
-	// finalizes through.
-	Client *client.RESTClient
-	// Informers is the shared factory it reads namespaces from, and pods
-	// (only to notice when a terminating namespace's last pod is gone).
-	// Start it after New.
-	Informers *informer.SharedInformerFactory
-	// Recorder records an Event when a namespace is finalized and when a
-	// pass fails; nil records none.
-	Recorder record.EventRecorder
-	// Logger tells the controller's story; nil discards it.
-	Logger *slog.Logger
-	// Metrics, if set, receives the workqueue's metrics (name="namespace").
-	Metrics prometheus.Registerer
+	controller.Common
 	// ResyncPeriod is how often every namespace is looked at again; 0
 	// means DefaultResyncPeriod.
 	ResyncPeriod time.Duration
@@ -112,23 +106,19 @@ type Controller struct {
 // New returns a controller reading namespaces from opts.Informers, with its
 // event handler registered. Nothing runs until Run.
 func New(opts Options) (*Controller, error) {
-	if opts.Client == nil || opts.Informers == nil {
-		return nil, errors.New("namespace: Options.Client and Options.Informers are required")
+	var err error
+	if opts.Common, err = opts.Complete(Name); err != nil {
+		return nil, err
 	}
 	c := &Controller{
 		rc:         opts.Client,
 		namespaces: client.For[*corev1.Namespace](opts.Client),
+		queue:      controller.NewQueue[string](Name, opts.Common),
 		recorder:   opts.Recorder,
 		log:        opts.Logger,
-		now:        time.Now,
+		now:        opts.Clock.Now,
 	}
 	c.discovery = &discoverer{rc: opts.Client, now: c.now}
-	if c.recorder == nil {
-		c.recorder = nopRecorder{}
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
 	resync := opts.ResyncPeriod
 	if resync <= 0 {
 		resync = DefaultResyncPeriod
@@ -141,16 +131,17 @@ func New(opts Options) (*Controller, error) {
 		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
 	}, resync)
 	if err != nil {
+		c.queue.ShutDown()
 		return nil, fmt.Errorf("namespace: %w", err)
 	}
 	podInformer := informer.For[*corev1.Pod](opts.Informers)
 	c.pods = podInformer.GetIndexer()
 	podReg, err := podInformer.AddEventHandler(informer.ResourceEventHandlerFuncs{DeleteFunc: c.podDeleted})
 	if err != nil {
+		c.queue.ShutDown()
 		return nil, fmt.Errorf("namespace: %w", err)
 	}
 	c.synced = []func() bool{reg.HasSynced, podReg.HasSynced}
-	c.queue = workqueue.New[string]("namespace", workqueue.Options{MetricsRegisterer: opts.Metrics})
 	return c, nil
 }
 
@@ -194,10 +185,11 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	defer c.queue.ShutDown()
 	c.log.Info("starting", slog.Int("workers", workers))
 	if !informer.WaitForCacheSync(ctx, c.synced...) {
+		c.log.Info("stopped before the caches synced")
 		return
 	}
 	var wg sync.WaitGroup
-	for range max(workers, 1) {
+	for range controller.Workers(workers) {
 		wg.Go(func() {
 			for c.processNextWorkItem(ctx) {
 			}
@@ -209,35 +201,16 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	c.log.Info("stopped")
 }
 
-// contentRemaining is sync's answer when content is on its way out: not a
-// failure, just "look again later".
-type contentRemaining struct{ after time.Duration }
-
-func (e *contentRemaining) Error() string {
-	return fmt.Sprintf("some content remains in the namespace; check again in %s", e.after)
-}
-
-// processNextWorkItem syncs one namespace and decides: forget it, look
-// again after the estimate, or retry with backoff.
+// processNextWorkItem syncs one namespace, and leaves it to
+// controller.HandleErr to decide whether to retry it, forget it or look
+// again after the estimate. It returns false once the queue is shut down.
 func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	name, shutdown := c.queue.Get()
 	if shutdown {
 		return false
 	}
 	defer c.queue.Done(name)
-	err := c.sync(ctx, name)
-	var remaining *contentRemaining
-	switch {
-	case err == nil:
-		c.queue.Forget(name)
-	case errors.As(err, &remaining):
-		c.queue.Forget(name)
-		c.queue.AddAfter(name, remaining.after)
-	default:
-		c.log.Warn("sync failed, will retry", slog.String("object", name), slog.Any("err", err),
-			slog.Int("retries", c.queue.NumRequeues(name)))
-		c.queue.AddRateLimited(name)
-	}
+	controller.HandleErr(ctx, c.log, Name, c.queue, name, c.sync(ctx, name))
 	return true
 }
 
@@ -296,7 +269,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		}
 		c.log.Info(fmt.Sprintf("%s → check again in %s", what, after),
 			slog.String("object", name), slog.Duration("after", after))
-		return &contentRemaining{after: after}
+		return workqueue.RequeueAfter(after, "some content remains in the namespace")
 	}
 
 	c.log.Info(fmt.Sprintf("empty → remove finalizer %q", finalizerToken), slog.String("object", name))
@@ -379,8 +352,3 @@ func (c *Controller) reread(ctx context.Context, old *corev1.Namespace) (*corev1
 	}
 	return ns, nil
 }
-
-type nopRecorder struct{}
-
-func (nopRecorder) Event(api.Object, string, string, string)          {}
-func (nopRecorder) Eventf(api.Object, string, string, string, ...any) {}

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
 )
 
@@ -145,13 +146,13 @@ func TestNewAgainOnTheSameRegistry(t *testing.T) {
 	}
 	reg := prometheus.WrapRegistererWith(prometheus.Labels{"controller": "nodeipam"}, prometheus.NewRegistry())
 	for term := range 2 {
-		c, err := New(Options{Client: rc, Informers: informer.NewSharedInformerFactory(rc, informer.FactoryOptions{}), Metrics: reg})
+		c, err := New(Options{Common: controller.Common{Client: rc, Informers: informer.NewSharedInformerFactory(rc, informer.FactoryOptions{}), Metrics: reg}})
 		if err != nil {
 			t.Fatalf("term %d: %v", term, err)
 		}
 		c.queue.ShutDown() // as Run does when its term ends
 	}
-	if _, err := New(Options{Client: rc, Informers: informer.NewSharedInformerFactory(rc, informer.FactoryOptions{}), ClusterCIDR: "10.0.0.0/8", NodeCIDRMaskSize: 28}); err == nil {
+	if _, err := New(Options{Common: controller.Common{Client: rc, Informers: informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})}, ClusterCIDR: "10.0.0.0/8", NodeCIDRMaskSize: 28}); err == nil {
 		t.Error("New accepted 2^20 ranges")
 	}
 }

@@ -34,16 +34,13 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net/netip"
 	"slices"
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -62,22 +59,16 @@ const (
 	DefaultNodeCIDRMaskSize = 24
 )
 
-// Options is what the controller needs. Client and Informers are required;
-// a zero knob means its default.
+// Name is the controller's kube-controller-manager name: its --controllers
+// name, its logger's controller attribute and its workqueue's name.
+const Name = "nodeipam"
+
+// Options is what the controller needs: the options every controller takes
+// (Client and Informers required), and its own, where zero means the
+// default. It reads nodes from Informers and writes them through Client;
+// its Recorder gets CIDRNotAvailable and CIDRAssignmentFailed Events.
 type Options struct {
-	// Client is what the controller writes nodes through.
-	Client *client.RESTClient
-	// Informers is the shared factory it reads nodes from. Start it after
-	// New.
-	Informers *informer.SharedInformerFactory
-	// Recorder records Events (CIDRNotAvailable, CIDRAssignmentFailed);
-	// nil records none.
-	Recorder record.EventRecorder
-	// Logger tells the controller's story; nil discards it.
-	Logger *slog.Logger
-	// Metrics, if set, receives the controller's metrics and its
-	// workqueue's.
-	Metrics prometheus.Registerer
+	controller.Common
 
 	// ClusterCIDR is the range pod CIDRs are cut from (--cluster-cidr).
 	ClusterCIDR string
@@ -111,8 +102,9 @@ type Controller struct {
 // New returns a controller reading nodes from opts.Informers. Nothing runs
 // until Run.
 func New(opts Options) (*Controller, error) {
-	if opts.Client == nil || opts.Informers == nil {
-		return nil, errors.New("nodeipam: Options.Client and Options.Informers are required")
+	var err error
+	if opts.Common, err = opts.Complete(Name); err != nil {
+		return nil, err
 	}
 	clusterCIDR := cmp.Or(opts.ClusterCIDR, DefaultClusterCIDR)
 	cluster, err := netip.ParsePrefix(clusterCIDR)
@@ -135,13 +127,7 @@ func New(opts Options) (*Controller, error) {
 		cidrs:    cidrs,
 		byNode:   map[string]netip.Prefix{},
 		waiting:  map[string]bool{},
-		queue:    workqueue.New[string]("nodeipam", workqueue.Options{MetricsRegisterer: opts.Metrics}),
-	}
-	if c.recorder == nil {
-		c.recorder = controller.NopRecorder{}
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		queue:    controller.NewQueue[string](Name, opts.Common),
 	}
 
 	nodeInformer := informer.For[*corev1.Node](opts.Informers)
@@ -188,7 +174,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	}
 	c.occupyExisting()
 	var wg sync.WaitGroup
-	for range max(workers, 1) {
+	for range controller.Workers(workers) {
 		wg.Go(func() {
 			for c.processNextWorkItem(ctx) {
 			}
@@ -221,21 +207,16 @@ func (c *Controller) occupyExisting() {
 		slog.Int("nodes", len(nodes)), slog.Int("inUse", inUse), slog.Int("ranges", c.cidrs.count))
 }
 
-// processNextWorkItem syncs one node, and is the only place that decides
-// to retry it (with backoff) or forget it. It returns false once the
-// queue is shut down.
+// processNextWorkItem syncs one node, and leaves it to
+// controller.HandleErr to decide whether to retry it, forget it or look
+// again later. It returns false once the queue is shut down.
 func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	key, shutdown := c.queue.Get()
 	if shutdown {
 		return false
 	}
 	defer c.queue.Done(key)
-	if err := c.sync(ctx, key); err != nil {
-		c.log.Warn("will retry", slog.String("object", key), slog.Any("err", err), slog.Int("retries", c.queue.NumRequeues(key)))
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
+	controller.HandleErr(ctx, c.log, Name, c.queue, key, c.sync(ctx, key))
 	return true
 }
 

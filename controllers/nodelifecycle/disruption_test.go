@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
 )
 
@@ -99,7 +100,7 @@ func TestNewAgainOnTheSameRegistry(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	wrapped := prometheus.WrapRegistererWith(prometheus.Labels{"controller": "nodelifecycle"}, reg)
 	for term := range 2 {
-		c, err := New(Options{Client: rc, Informers: informer.NewSharedInformerFactory(rc, informer.FactoryOptions{}), Metrics: wrapped})
+		c, err := New(Options{Common: controller.Common{Client: rc, Informers: informer.NewSharedInformerFactory(rc, informer.FactoryOptions{}), Metrics: wrapped}})
 		if err != nil {
 			t.Fatalf("term %d: %v", term, err)
 		}

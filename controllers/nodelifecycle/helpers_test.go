@@ -17,6 +17,7 @@ import (
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/clock"
+	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/internal/timeline"
@@ -71,11 +72,11 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) run() {
 	f.t.Helper()
 	f.factory = informer.NewSharedInformerFactory(f.rc, informer.FactoryOptions{})
-	c, err := New(Options{
+	c, err := New(Options{Common: controller.Common{
 		Client: f.rc, Informers: f.factory, Recorder: f.recorder,
 		Logger: slog.New(f.logs),
 		Clock:  f.clock,
-	})
+	}})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -61,16 +61,13 @@ package nodelifecycle
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -94,23 +91,19 @@ const (
 	DefaultLargeClusterSizeThreshold         = 50               // --large-cluster-size-threshold
 )
 
-// Options is what the controller needs. Client and Informers are required;
-// a zero knob means Kubernetes' default.
+// Name is the controller's kube-controller-manager name: its --controllers
+// name and its logger's controller attribute; its two workqueues are
+// named after it.
+const Name = "nodelifecycle"
+
+// Options is what the controller needs: the options every controller takes
+// (Client and Informers required), and its own, where zero means
+// Kubernetes' default. It reads nodes, Leases and pods from Informers,
+// writes nodes and deletes pods through Client; its Recorder gets
+// NodeNotReady, TaintManagerEviction and the like; its Clock times probe
+// times, tolerations, rate limits and periods.
 type Options struct {
-	// Client is what the controller writes nodes and deletes pods through.
-	Client *client.RESTClient
-	// Informers is the shared factory it reads nodes, Leases and pods
-	// from; the controller adds the "spec.nodeName" index to the pod
-	// informer. Start it after New.
-	Informers *informer.SharedInformerFactory
-	// Recorder records Events (NodeNotReady, TaintManagerEviction, ...);
-	// nil records none.
-	Recorder record.EventRecorder
-	// Logger tells the controller's story; nil discards it.
-	Logger *slog.Logger
-	// Metrics, if set, receives the controller's metrics and its
-	// workqueues'.
-	Metrics prometheus.Registerer
+	controller.Common
 
 	// NodeMonitorPeriod is how often every node's health is checked.
 	NodeMonitorPeriod time.Duration
@@ -133,9 +126,6 @@ type Options struct {
 	// LargeClusterSizeThreshold is the zone size above which a
 	// PartialDisruption zone still evicts, at SecondaryEvictionRate.
 	LargeClusterSizeThreshold int
-	// Clock is the controller's time source (probe times, tolerations,
-	// rate limits, periods); nil means the real clock.
-	Clock clock.Clock
 }
 
 // Controller is the node lifecycle controller. Create it with New, then
@@ -192,10 +182,12 @@ type Controller struct {
 }
 
 // New returns a controller reading from opts.Informers, with its event
-// handlers registered. Nothing runs until Run.
+// handlers registered; it adds the "spec.nodeName" index to the pod
+// informer. Nothing runs until Run.
 func New(opts Options) (*Controller, error) {
-	if opts.Client == nil || opts.Informers == nil {
-		return nil, errors.New("nodelifecycle: Options.Client and Options.Informers are required")
+	var err error
+	if opts.Common, err = opts.Complete(Name); err != nil {
+		return nil, err
 	}
 	c := &Controller{
 		nodes:             client.For[*corev1.Node](opts.Client),
@@ -215,15 +207,6 @@ func New(opts Options) (*Controller, error) {
 		known:             map[string]*corev1.Node{},
 		evictions:         map[string]scheduledEviction{},
 	}
-	if c.clock == nil {
-		c.clock = clock.Real{}
-	}
-	if c.recorder == nil {
-		c.recorder = controller.NopRecorder{}
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
 	m, err := newMetrics(opts.Metrics)
 	if err != nil {
 		return nil, fmt.Errorf("nodelifecycle: %w", err)
@@ -241,8 +224,8 @@ func New(opts Options) (*Controller, error) {
 	c.podLister = podInformer.Lister()
 	c.podIndexer = podInformer.GetIndexer()
 
-	c.nodeQueue = workqueue.New[string]("nodelifecycle_nodes", workqueue.Options{Clock: c.clock, MetricsRegisterer: opts.Metrics})
-	c.podQueue = workqueue.New[string]("nodelifecycle_evictions", workqueue.Options{Clock: c.clock, MetricsRegisterer: opts.Metrics})
+	c.nodeQueue = controller.NewQueue[string](Name+"_nodes", opts.Common)
+	c.podQueue = controller.NewQueue[string](Name+"_evictions", opts.Common)
 
 	nodeReg, err := nodeInformer.AddEventHandler(informer.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any, _ bool) { c.nodeChanged(nil, obj) },
@@ -298,7 +281,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		return
 	}
 	var wg sync.WaitGroup
-	for range max(workers, 1) {
+	for range controller.Workers(workers) {
 		wg.Go(func() {
 			for c.processNextWorkItem(ctx, c.nodeQueue, c.syncNoScheduleTaints) {
 			}
@@ -363,22 +346,16 @@ func (c *Controller) podChanged(old, cur any) {
 	c.podQueue.Add(podKey(curPod))
 }
 
-// processNextWorkItem takes one key from queue and syncs it; it is the
-// only place that decides to retry a key (with backoff) or forget it. It
-// returns false once the queue is shut down.
+// processNextWorkItem takes one key from queue and syncs it, and leaves it
+// to controller.HandleErr to decide whether to retry it, forget it or look
+// again later. It returns false once the queue is shut down.
 func (c *Controller) processNextWorkItem(ctx context.Context, queue *workqueue.Queue[string], sync func(context.Context, string) error) bool {
 	key, shutdown := queue.Get()
 	if shutdown {
 		return false
 	}
 	defer queue.Done(key)
-	if err := sync(ctx, key); err != nil {
-		c.log.Warn("sync failed, will retry", slog.String("object", key),
-			"queue", queue.Name(), "err", err, "retries", queue.NumRequeues(key))
-		queue.AddRateLimited(key)
-		return true
-	}
-	queue.Forget(key)
+	controller.HandleErr(ctx, c.log, Name, queue, key, sync(ctx, key))
 	return true
 }
 

@@ -25,8 +25,6 @@ package podgc
 import (
 	"cmp"
 	"context"
-	"errors"
-	"io"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -40,6 +38,7 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
@@ -57,24 +56,17 @@ const (
 	DefaultQuarantineTime = 40 * time.Second
 )
 
-// EventRecorder records Events about objects; client/record's Recorder is
-// one.
-type EventRecorder interface {
-	Eventf(obj api.Object, eventType, reason, messageFmt string, args ...any)
-}
+// Name is the controller's kube-controller-manager name: its --controllers
+// name and its logger's controller attribute.
+const Name = "podgc"
 
-// Options is what the controller needs. Zero knobs mean Kubernetes'
-// defaults.
+// Options is what the controller needs: the options every controller takes
+// (Client and Informers required), and its own, where zero means
+// Kubernetes' default. It reads pods and nodes from Informers and deletes
+// through Client; its Recorder gets an Event per pod deleted; its Clock
+// times periods and quarantine.
 type Options struct {
-	// Client is what the controller deletes through. Required.
-	Client *client.RESTClient
-	// Informers is the shared factory it reads pods and nodes from.
-	// Required; the caller starts it.
-	Informers *informer.SharedInformerFactory
-	// Recorder receives an Event per pod deleted. Nil: none.
-	Recorder EventRecorder
-	// Logger receives the controller's story. Nil: discard.
-	Logger *slog.Logger
+	controller.Common
 
 	// TerminatedPodThreshold is how many terminated pods may stay. 0 means
 	// DefaultTerminatedPodThreshold; a negative value turns this part off.
@@ -85,8 +77,6 @@ type Options struct {
 	// before its pods are deleted. 0 means DefaultQuarantineTime; a
 	// negative value means no wait (tests).
 	QuarantineTime time.Duration
-	// Clock is the time source for periods and quarantine. Nil: real.
-	Clock clock.Clock
 }
 
 // Controller is the pod garbage collector.
@@ -101,7 +91,7 @@ type Controller struct {
 	period     time.Duration
 	quarantine time.Duration
 	clock      clock.Clock
-	recorder   EventRecorder
+	recorder   record.EventRecorder
 	log        *slog.Logger
 
 	// missingSince holds, for each node that pods are bound to and that is
@@ -115,8 +105,9 @@ type Controller struct {
 
 // New returns a pod GC reading from opts.Informers. Call Run to start it.
 func New(opts Options) (*Controller, error) {
-	if opts.Client == nil || opts.Informers == nil {
-		return nil, errors.New("podgc: Options.Client and Options.Informers are required")
+	var err error
+	if opts.Common, err = opts.Complete(Name); err != nil {
+		return nil, err
 	}
 	c := &Controller{
 		pods:         client.For[*corev1.Pod](opts.Client),
@@ -141,15 +132,6 @@ func New(opts Options) (*Controller, error) {
 	case c.quarantine < 0:
 		c.quarantine = 0
 	}
-	if c.clock == nil {
-		c.clock = clock.Real{}
-	}
-	if c.recorder == nil {
-		c.recorder = controller.NopRecorder{}
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
 
 	podInformer := informer.For[*corev1.Pod](opts.Informers)
 	nodeInformer := informer.For[*corev1.Node](opts.Informers)
@@ -169,7 +151,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		return
 	}
 	for {
-		c.gc(ctx, max(workers, 1))
+		c.gc(ctx, controller.Workers(workers))
 		timer := c.clock.NewTimer(c.period)
 		select {
 		case <-ctx.Done():

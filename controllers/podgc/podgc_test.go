@@ -14,6 +14,7 @@ import (
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/clock"
+	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
 	"github.com/minictl/minictl/informer"
 )
@@ -146,7 +147,7 @@ func TestPodOnMissingNodeIsDeleted(t *testing.T) {
 
 func TestMissingNodeQuarantine(t *testing.T) {
 	clock := clock.NewFake(time.Now())
-	f := newFixture(t, Options{QuarantineTime: 40 * time.Second, Clock: clock})
+	f := newFixture(t, Options{Common: controller.Common{Clock: clock}, QuarantineTime: 40 * time.Second})
 	ctx := t.Context()
 	pods := client.For[*corev1.Pod](f.rc)
 

@@ -53,7 +53,7 @@ func runController(t *testing.T) *running {
 	t.Helper()
 	a := startAPI(t)
 	rec := &record.FakeRecorder{}
-	c, err := New(Options{Client: a.rc, Informers: a.env.Informers, Recorder: rec, Logger: controllertest.Logger(t)})
+	c, err := New(Options{Common: controller.Common{Client: a.rc, Informers: a.env.Informers, Recorder: rec, Logger: controllertest.Logger(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,6 +214,7 @@ func newTestController(t *testing.T, opts Options) (*Controller, informer.Indexe
 	if opts.Logger == nil {
 		opts.Logger = controllertest.Logger(t)
 	}
+	opts.Common = opts.WithDefaults(Name)
 	c := newController(opts, rsIndexer, podIndexer)
 	t.Cleanup(c.queue.ShutDown)
 	return c, rsIndexer, podIndexer

@@ -36,7 +36,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -46,6 +45,7 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
@@ -62,32 +62,17 @@ const slowStartInitialBatch = 1
 // controllerKind is what the controller's owner references say.
 var controllerKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 
-// EventRecorder is what the controller needs to record Events.
-type EventRecorder interface {
-	Eventf(obj api.Object, eventType, reason, messageFmt string, args ...any)
-}
+// Name is the controller's kube-controller-manager name: its --controllers
+// name, its logger's controller attribute and its workqueue's name.
+const Name = "replicaset"
 
-// Options is what the controller needs. Client and Informers are required.
+// Options is what the controller needs: the options every controller takes
+// (Client and Informers required), and its own.
 type Options struct {
-	// Client is what the controller writes through.
-	Client *client.RESTClient
-	// Informers is the shared factory the controller reads pods and
-	// ReplicaSets from; the controller adds controller.ControllerUIDIndex
-	// to its pod informer. Start it after New.
-	Informers *informer.SharedInformerFactory
-	// Recorder records the controller's Events; nil records none.
-	Recorder EventRecorder
-	// Logger tells the controller's story; nil means slog.Default().
-	Logger *slog.Logger
-	// MetricsRegisterer, if set, receives the workqueue's metrics
-	// (name="replicaset").
-	MetricsRegisterer prometheus.Registerer
+	controller.Common
 	// BurstReplicas caps the creates or deletes of one sync; 0 means
 	// DefaultBurstReplicas.
 	BurstReplicas int
-	// Clock is the time source for availability (minReadySeconds),
-	// expectations and the workqueue; nil means the real clock.
-	Clock clock.Clock
 }
 
 // Controller is the ReplicaSet controller. Create it with New, then Run it.
@@ -103,17 +88,22 @@ type Controller struct {
 	queue        *workqueue.Queue[string]
 	expectations *controller.Expectations
 
-	recorder      EventRecorder
+	recorder      record.EventRecorder
 	log           *slog.Logger
 	burstReplicas int
-	clock         clock.Clock
+	// clock times availability (minReadySeconds), expectations and the
+	// workqueue.
+	clock clock.Clock
 }
 
-// New returns a controller reading from opts.Informers, with its event
-// handlers registered. Nothing runs until Run.
+// New returns a controller reading pods and ReplicaSets from
+// opts.Informers, with its event handlers registered; it adds
+// controller.ControllerUIDIndex to the pod informer. Nothing runs until
+// Run.
 func New(opts Options) (*Controller, error) {
-	if opts.Client == nil || opts.Informers == nil {
-		return nil, errors.New("replicaset: Options.Client and Options.Informers are required")
+	var err error
+	if opts.Common, err = opts.Complete(Name); err != nil {
+		return nil, err
 	}
 	rsInformer := informer.For[*appsv1.ReplicaSet](opts.Informers)
 	podInformer := informer.For[*corev1.Pod](opts.Informers)
@@ -143,7 +133,8 @@ func New(opts Options) (*Controller, error) {
 }
 
 // newController is New without informers: tests hand it indexers they fill
-// themselves. podIndexer must have controller.ControllerUIDIndex.
+// themselves. opts.Common has its defaults (Complete or WithDefaults), and
+// podIndexer has controller.ControllerUIDIndex.
 func newController(opts Options, rsIndexer, podIndexer informer.Indexer) *Controller {
 	c := &Controller{
 		rsClient:      client.For[*appsv1.ReplicaSet](opts.Client),
@@ -154,25 +145,13 @@ func newController(opts Options, rsIndexer, podIndexer informer.Indexer) *Contro
 		log:           opts.Logger,
 		burstReplicas: opts.BurstReplicas,
 		clock:         opts.Clock,
-	}
-	if c.recorder == nil {
-		c.recorder = controller.NopRecorder{}
-	}
-	if c.log == nil {
-		c.log = slog.Default()
+		expectations:  controller.NewExpectations(opts.Clock),
+		queue:         controller.NewQueue[string](Name, opts.Common),
 	}
 	if c.burstReplicas <= 0 {
 		c.burstReplicas = DefaultBurstReplicas
 	}
-	if c.clock == nil {
-		c.clock = clock.Real{}
-	}
 	c.podControl = controller.ClientPodControl{Client: c.podClient, Recorder: c.recorder}
-	c.expectations = controller.NewExpectations(c.clock)
-	c.queue = workqueue.New[string]("replicaset", workqueue.Options{
-		Clock:             c.clock,
-		MetricsRegisterer: opts.MetricsRegisterer,
-	})
 	return c
 }
 
@@ -187,7 +166,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		return
 	}
 	var wg sync.WaitGroup
-	for range workers {
+	for range controller.Workers(workers) {
 		wg.Go(func() {
 			for c.processNextWorkItem(ctx) {
 			}
@@ -199,26 +178,16 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	c.log.Info("stopped")
 }
 
-// processNextWorkItem syncs one key, and is the only place that decides to
-// retry it (with backoff) or forget it. It returns false once the queue is
-// shut down.
+// processNextWorkItem syncs one key, and leaves it to controller.HandleErr
+// to decide whether to retry it, forget it or look again later. It returns
+// false once the queue is shut down.
 func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	key, shutdown := c.queue.Get()
 	if shutdown {
 		return false
 	}
 	defer c.queue.Done(key)
-	if err := c.sync(ctx, key); err != nil {
-		level := slog.LevelWarn
-		if client.IsConflict(err) {
-			level = slog.LevelDebug // a write raced a newer version, which is on its way
-		}
-		c.log.Log(ctx, level, "sync failed, will retry", slog.String("object", key), slog.Any("err", err),
-			slog.Int("retries", c.queue.NumRequeues(key)))
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
+	controller.HandleErr(ctx, c.log, Name, c.queue, key, c.sync(ctx, key))
 	return true
 }
 

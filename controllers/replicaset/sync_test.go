@@ -57,7 +57,7 @@ func observePods(t *testing.T, a *apiEnv, c *Controller, podIndexer informer.Ind
 
 func TestNoOverCreationWhileTheWatchIsBehind(t *testing.T) {
 	a := startAPI(t)
-	c, rsIndexer, podIndexer := newTestController(t, Options{Client: a.rc})
+	c, rsIndexer, podIndexer := newTestController(t, Options{Common: controller.Common{Client: a.rc}})
 	a.createRS(t, newRS("web", 3))
 	key := ns + "/web"
 
@@ -98,7 +98,7 @@ func TestNoOverCreationWhileTheWatchIsBehind(t *testing.T) {
 func TestExpiredExpectationsLetTheControllerActAgain(t *testing.T) {
 	a := startAPI(t)
 	clock := clock.NewFake(time.Now())
-	c, rsIndexer, _ := newTestController(t, Options{Client: a.rc, Clock: clock})
+	c, rsIndexer, _ := newTestController(t, Options{Common: controller.Common{Client: a.rc, Clock: clock}})
 	a.createRS(t, newRS("web", 2))
 	key := ns + "/web"
 
@@ -139,7 +139,7 @@ func (f *failingPodControl) CreatePod(ctx context.Context, tmpl *corev1.PodTempl
 func TestSlowStartStopsAtTheFirstFailingBatch(t *testing.T) {
 	a := startAPI(t)
 	rec := &record.FakeRecorder{}
-	c, rsIndexer, podIndexer := newTestController(t, Options{Client: a.rc, Recorder: rec})
+	c, rsIndexer, podIndexer := newTestController(t, Options{Common: controller.Common{Client: a.rc, Recorder: rec}})
 	fpc := &failingPodControl{PodControl: c.podControl, failAt: 4}
 	c.podControl = fpc
 	a.createRS(t, newRS("web", 10))
@@ -193,7 +193,7 @@ func TestSlowStartStopsAtTheFirstFailingBatch(t *testing.T) {
 
 func TestBurstReplicasCapsOneSync(t *testing.T) {
 	a := startAPI(t)
-	c, rsIndexer, podIndexer := newTestController(t, Options{Client: a.rc, BurstReplicas: 2})
+	c, rsIndexer, podIndexer := newTestController(t, Options{Common: controller.Common{Client: a.rc}, BurstReplicas: 2})
 	a.createRS(t, newRS("web", 5))
 	key := ns + "/web"
 	for _, want := range []int{2, 4, 5} {
@@ -227,7 +227,7 @@ func (r *recordingPodControl) DeletePod(_ context.Context, _, name string, _ api
 
 func TestScaleDownDeletesTheLeastUsefulPodsFirst(t *testing.T) {
 	a := startAPI(t)
-	c, rsIndexer, podIndexer := newTestController(t, Options{Client: a.rc})
+	c, rsIndexer, podIndexer := newTestController(t, Options{Common: controller.Common{Client: a.rc}})
 	rpc := &recordingPodControl{}
 	c.podControl = rpc
 	rs := a.createRS(t, newRS("web", 2))
@@ -305,7 +305,7 @@ func TestScaleDownDeletesTheLeastUsefulPodsFirst(t *testing.T) {
 
 func TestSyncOfAGoneReplicaSetForgetsItsExpectations(t *testing.T) {
 	a := startAPI(t)
-	c, _, _ := newTestController(t, Options{Client: a.rc})
+	c, _, _ := newTestController(t, Options{Common: controller.Common{Client: a.rc}})
 	key := ns + "/gone"
 	c.expectations.ExpectCreations(key, 3)
 	if err := c.sync(testCtx(t), key); err != nil {

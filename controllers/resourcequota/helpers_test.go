@@ -16,6 +16,7 @@ import (
 	"github.com/minictl/minictl/api/quota"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
 )
 
@@ -56,8 +57,10 @@ func runWith(t *testing.T, resync time.Duration, resources api.Catalogue) *fixtu
 	logs := &logBuffer{t: t}
 	t.Cleanup(logs.close)
 	c, err := New(Options{
-		Client: rc, Informers: env.Informers, Recorder: &record.FakeRecorder{},
-		Logger:       slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Common: controller.Common{
+			Client: rc, Informers: env.Informers, Recorder: &record.FakeRecorder{},
+			Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		},
 		ResyncPeriod: resync,
 		Resources:    resources,
 	})

@@ -39,7 +39,6 @@ package resourcequota
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -48,7 +47,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -71,31 +69,21 @@ const DefaultResyncPeriod = 5 * time.Minute
 // cachePoll is how soon a quota waiting for a kind's cache is tried again.
 const cachePoll = 100 * time.Millisecond
 
-// errCachesNotSynced: a kind the quota counts has a cache still filling.
-var errCachesNotSynced = errors.New("caches not synced")
+// Name is the controller's kube-controller-manager name: its --controllers
+// name, its logger's controller attribute and its workqueue's name.
+const Name = "resourcequota"
 
-// Options is what the controller needs. Client and Informers are required.
+// Options is what the controller needs: the options every controller takes
+// (Client and Informers required), and its own. It writes quota status
+// through Client. The caller starts Informers after New; the controller
+// starts it again itself (with Run's context) when a quota makes it watch
+// a new kind. Its Recorder gets a Warning on a quota whose scope selector
+// cannot be evaluated; its Clock times resyncs and pod grace periods.
 type Options struct {
-	// Client is what the controller writes quota status through.
-	Client *client.RESTClient
-	// Informers is the shared factory the controller reads from. The
-	// caller starts it after New; the controller starts it again itself
-	// (with Run's context) when a quota makes it watch a new kind.
-	Informers *informer.SharedInformerFactory
-	// Recorder records a Warning Event on a quota whose scope selector
-	// cannot be evaluated; nil records none.
-	Recorder record.EventRecorder
-	// Logger tells the controller's story; nil means slog.Default().
-	Logger *slog.Logger
-	// Metrics, if set, receives the workqueue's metrics
-	// (name="resourcequota").
-	Metrics prometheus.Registerer
+	controller.Common
 	// ResyncPeriod is the time between full recalculations of every
 	// quota; 0 means DefaultResyncPeriod.
 	ResyncPeriod time.Duration
-	// Clock is the time source for resyncs, pod grace periods and the
-	// workqueue; nil means the real clock.
-	Clock clock.Clock
 	// Resources is the catalogue of kinds a quota can count (the
 	// quotable ones: count/<resource>.<group> and the rest); it should be
 	// what the API server serves. Nil means api.Resources().
@@ -130,13 +118,15 @@ type Controller struct {
 // New returns a controller reading from opts.Informers, with its quota
 // handlers registered. Nothing runs until Run.
 func New(opts Options) (*Controller, error) {
-	if opts.Client == nil || opts.Informers == nil {
-		return nil, errors.New("resourcequota: Options.Client and Options.Informers are required")
+	var err error
+	if opts.Common, err = opts.Complete(Name); err != nil {
+		return nil, err
 	}
 	c := &Controller{
 		quotas:    client.For[*corev1.ResourceQuota](opts.Client),
 		informers: opts.Informers,
 		resources: opts.Resources,
+		queue:     controller.NewQueue[string](Name, opts.Common),
 		recorder:  opts.Recorder,
 		log:       opts.Logger,
 		resync:    opts.ResyncPeriod,
@@ -144,22 +134,12 @@ func New(opts Options) (*Controller, error) {
 		sources:   map[*api.Resource]*source{},
 		written:   map[string]string{},
 	}
-	if c.recorder == nil {
-		c.recorder = controller.NopRecorder{}
-	}
-	if c.log == nil {
-		c.log = slog.Default()
-	}
 	if c.resync <= 0 {
 		c.resync = DefaultResyncPeriod
 	}
 	if c.resources == nil {
 		c.resources = api.Resources()
 	}
-	if c.clock == nil {
-		c.clock = clock.Real{}
-	}
-	c.queue = workqueue.New[string]("resourcequota", workqueue.Options{Clock: c.clock, MetricsRegisterer: opts.Metrics})
 
 	quotaInformer := informer.For[*corev1.ResourceQuota](opts.Informers)
 	c.quotaLister = quotaInformer.Lister()
@@ -188,7 +168,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		return
 	}
 	var wg sync.WaitGroup
-	for range max(workers, 1) {
+	for range controller.Workers(workers) {
 		wg.Go(func() {
 			for c.processNextWorkItem(ctx) {
 			}
@@ -221,32 +201,16 @@ func (c *Controller) resyncLoop(ctx context.Context) {
 	}
 }
 
-// processNextWorkItem syncs one quota, and is the only place that decides
-// to retry it or forget it. It returns false once the queue is shut down.
+// processNextWorkItem syncs one quota, and leaves it to
+// controller.HandleErr to decide whether to retry it, forget it or look
+// again later. It returns false once the queue is shut down.
 func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	key, shutdown := c.queue.Get()
 	if shutdown {
 		return false
 	}
 	defer c.queue.Done(key)
-	err := c.sync(ctx, key)
-	switch {
-	case err == nil:
-		c.queue.Forget(key)
-	case errors.Is(err, errCachesNotSynced):
-		// Not a failure: look again shortly, without backing off.
-		c.log.Debug(fmt.Sprintf("%v; will look again", err), slog.String("object", key))
-		c.queue.AddAfter(key, cachePoll)
-	case client.IsConflict(err):
-		// Our cached quota is older than the stored one; the informer
-		// will catch up.
-		c.log.Debug("status changed meanwhile, will retry", slog.String("object", key), slog.Any("err", err))
-		c.queue.AddRateLimited(key)
-	default:
-		c.log.Warn("sync failed, will retry", slog.String("object", key), slog.Any("err", err),
-			slog.Int("retries", c.queue.NumRequeues(key)))
-		c.queue.AddRateLimited(key)
-	}
+	controller.HandleErr(ctx, c.log, Name, c.queue, key, c.sync(ctx, key))
 	return true
 }
 
@@ -276,7 +240,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	for _, s := range sources {
 		if !s.synced() {
-			return fmt.Errorf("%s: %w", s.res.GroupResource(), errCachesNotSynced)
+			// Not a failure: look again shortly, without backing off.
+			return workqueue.RequeueAfter(cachePoll, s.res.GroupResource().String()+" cache not synced")
 		}
 	}
 

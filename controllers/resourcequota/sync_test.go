@@ -10,6 +10,7 @@ import (
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/api/quota"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/internal/testenv"
 )
@@ -154,7 +155,7 @@ func TestOwnStatusWriteIsCheckedOnceMore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(Options{Client: rc, Informers: informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})})
+	c, err := New(Options{Common: controller.Common{Client: rc, Informers: informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})}})
 	if err != nil {
 		t.Fatal(err)
 	}

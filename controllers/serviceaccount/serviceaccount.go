@@ -14,18 +14,16 @@ package serviceaccount
 
 import (
 	"context"
-	"errors"
-	"io"
+	"fmt"
 	"log/slog"
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
@@ -35,25 +33,15 @@ import (
 // gets.
 const DefaultServiceAccount = "default"
 
-// EventRecorder records Events about objects; client/record's Recorder is
-// one.
-type EventRecorder interface {
-	Eventf(obj api.Object, eventType, reason, messageFmt string, args ...any)
-}
+// Name is the controller's kube-controller-manager name: its --controllers
+// name, its logger's controller attribute and its workqueue's name.
+const Name = "serviceaccount"
 
-// Options is what the controller needs.
+// Options is what the controller needs: the options every controller takes
+// (Client and Informers required); it has no knobs of its own. Its Recorder
+// gets an Event per ServiceAccount created.
 type Options struct {
-	// Client is what the controller writes through. Required.
-	Client *client.RESTClient
-	// Informers is the shared factory it reads namespaces and
-	// ServiceAccounts from. Required; the caller starts it.
-	Informers *informer.SharedInformerFactory
-	// Recorder receives an Event per ServiceAccount created. Nil: none.
-	Recorder EventRecorder
-	// Logger receives the controller's story. Nil: discard.
-	Logger *slog.Logger
-	// Metrics receives the workqueue's metrics. Nil: none.
-	Metrics prometheus.Registerer
+	controller.Common
 }
 
 // Controller creates the "default" ServiceAccount of each namespace. Its
@@ -65,26 +53,22 @@ type Controller struct {
 	synced          []func() bool
 
 	queue    *workqueue.Queue[string]
-	recorder EventRecorder
+	recorder record.EventRecorder
 	log      *slog.Logger
 }
 
-// New returns a controller reading from opts.Informers. Call Run to start
-// it.
+// New returns a controller reading namespaces and ServiceAccounts from
+// opts.Informers. Call Run to start it.
 func New(opts Options) (*Controller, error) {
-	if opts.Client == nil || opts.Informers == nil {
-		return nil, errors.New("serviceaccount: Options.Client and Options.Informers are required")
+	var err error
+	if opts.Common, err = opts.Complete(Name); err != nil {
+		return nil, err
 	}
 	c := &Controller{
 		serviceAccounts: client.For[*corev1.ServiceAccount](opts.Client),
+		queue:           controller.NewQueue[string](Name, opts.Common),
 		recorder:        opts.Recorder,
 		log:             opts.Logger,
-	}
-	if c.recorder == nil {
-		c.recorder = controller.NopRecorder{}
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 
 	nsInformer := informer.For[*corev1.Namespace](opts.Informers)
@@ -97,16 +81,17 @@ func New(opts Options) (*Controller, error) {
 		UpdateFunc: func(_, obj any) { c.enqueueNamespace(obj) },
 	})
 	if err != nil {
-		return nil, err
+		c.queue.ShutDown()
+		return nil, fmt.Errorf("serviceaccount: %w", err)
 	}
 	saReg, err := saInformer.AddEventHandler(informer.ResourceEventHandlerFuncs{
 		DeleteFunc: c.serviceAccountDeleted,
 	})
 	if err != nil {
-		return nil, err
+		c.queue.ShutDown()
+		return nil, fmt.Errorf("serviceaccount: %w", err)
 	}
 	c.synced = []func() bool{nsReg.HasSynced, saReg.HasSynced}
-	c.queue = workqueue.New[string]("serviceaccount", workqueue.Options{MetricsRegisterer: opts.Metrics})
 	return c, nil
 }
 
@@ -135,10 +120,11 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	defer c.queue.ShutDown()
 	c.log.Info("starting", slog.Int("workers", workers))
 	if !informer.WaitForCacheSync(ctx, c.synced...) {
+		c.log.Info("stopped before the caches synced")
 		return
 	}
 	var wg sync.WaitGroup
-	for range max(workers, 1) {
+	for range controller.Workers(workers) {
 		wg.Go(func() {
 			for c.processNextWorkItem(ctx) {
 			}
@@ -150,19 +136,16 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	c.log.Info("stopped")
 }
 
-// processNextWorkItem syncs one namespace and decides retry or forget.
+// processNextWorkItem syncs one namespace, and leaves it to
+// controller.HandleErr to decide whether to retry it, forget it or look
+// again later. It returns false once the queue is shut down.
 func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	name, shutdown := c.queue.Get()
 	if shutdown {
 		return false
 	}
 	defer c.queue.Done(name)
-	if err := c.sync(ctx, name); err != nil {
-		c.log.Error("sync failed; will retry", slog.String("object", name), slog.Any("err", err))
-		c.queue.AddRateLimited(name)
-		return true
-	}
-	c.queue.Forget(name)
+	controller.HandleErr(ctx, c.log, Name, c.queue, name, c.sync(ctx, name))
 	return true
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
 )
 
@@ -25,7 +26,7 @@ func start(t *testing.T) *fixture {
 	env := controllertest.StartWith(t, controllertest.Options{})
 	rc := env.Client
 	rec := &record.FakeRecorder{}
-	c, err := New(Options{Client: rc, Informers: env.Informers, Recorder: rec, Logger: controllertest.Logger(t)})
+	c, err := New(Options{Common: controller.Common{Client: rc, Informers: env.Informers, Recorder: rec, Logger: controllertest.Logger(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/client/record"
 )
 
 // The reasons of the Events PodControl records, Kubernetes' own.
@@ -21,11 +22,6 @@ const (
 	SuccessfulDeleteReason = "SuccessfulDelete"
 	FailedDeleteReason     = "FailedDelete"
 )
-
-// EventRecorder is what this package needs of an event recorder.
-type EventRecorder interface {
-	Eventf(obj api.Object, eventType, reason, messageFmt string, args ...any)
-}
 
 // PodControl creates and deletes the pods of a controller. It is the seam
 // controller tests replace to see or fail the writes.
@@ -43,7 +39,7 @@ type PodControl interface {
 // "Deleted pod: web-x7k2p", FailedDelete "Error deleting: ...".
 type ClientPodControl struct {
 	Client   *client.Client[*corev1.Pod]
-	Recorder EventRecorder
+	Recorder record.EventRecorder
 }
 
 // CreatePod implements PodControl.
@@ -104,12 +100,3 @@ func PodFromTemplate(template *corev1.PodTemplateSpec, owner api.Object, ref *me
 	}
 	return pod, nil
 }
-
-// NopRecorder records nothing, for controllers given no recorder.
-type NopRecorder struct{}
-
-// Event does nothing.
-func (NopRecorder) Event(api.Object, string, string, string) {}
-
-// Eventf does nothing.
-func (NopRecorder) Eventf(api.Object, string, string, string, ...any) {}

@@ -1,0 +1,53 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/informer/workqueue"
+)
+
+// NewQueue returns a controller's workqueue named name (its metrics' name
+// label), on c's clock and registered on c.Metrics.
+func NewQueue[K comparable](name string, c Common) *workqueue.Queue[K] {
+	return workqueue.New[K](name, workqueue.Options{Clock: c.Clock, MetricsRegisterer: c.Metrics})
+}
+
+// Workers is how many workers Run starts when asked for n: n, and at least
+// one, so that a controller run with 0 still does its job.
+func Workers(n int) int { return max(n, 1) }
+
+// HandleErr decides what becomes of key now that its sync returned err. A
+// controller's processNextWorkItem calls it, and nothing else decides:
+//
+//   - nil: Forget; the key's next failure backs off from the start.
+//   - a workqueue.RequeueAfterError, however wrapped: not a failure. Forget,
+//     then AddAfter its delay; logged at Debug.
+//   - a conflict or an "already exists": the controller wrote from a cache
+//     older than the server, and the newer version is on its way.
+//     AddRateLimited; logged at Debug.
+//   - anything else: AddRateLimited; logged at Warn.
+//
+// name is the controller's name (log lines read "<name> <key>: ...").
+func HandleErr[K comparable](ctx context.Context, log *slog.Logger, name string, queue *workqueue.Queue[K], key K, err error) {
+	var requeue *workqueue.RequeueAfterError
+	switch {
+	case err == nil:
+		queue.Forget(key)
+	case errors.As(err, &requeue):
+		queue.Forget(key)
+		queue.AddAfter(key, requeue.After)
+		log.Debug(fmt.Sprintf("%s %v: %v", name, key, err), "queue", queue.Name())
+	default:
+		level := slog.LevelWarn
+		if client.IsConflict(err) || client.IsAlreadyExists(err) {
+			level = slog.LevelDebug
+		}
+		log.Log(ctx, level, fmt.Sprintf("%s %v: sync failed, will retry", name, key),
+			"queue", queue.Name(), "err", err, "retries", queue.NumRequeues(key))
+		queue.AddRateLimited(key)
+	}
+}
