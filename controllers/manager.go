@@ -24,6 +24,10 @@ import (
 	"github.com/minictl/minictl/client/leaderelection"
 	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/controllers/internal/controller"
+	"github.com/minictl/minictl/controllers/nodeipam"
+	"github.com/minictl/minictl/controllers/nodelifecycle"
+	"github.com/minictl/minictl/controllers/podgc"
+	"github.com/minictl/minictl/controllers/resourcequota"
 	"github.com/minictl/minictl/informer"
 )
 
@@ -71,30 +75,31 @@ type Timings struct {
 	NodeCIDRMaskSize          int           // --node-cidr-mask-size
 }
 
-// DefaultConfig is kube-controller-manager's defaults.
+// DefaultConfig is kube-controller-manager's defaults: the manager's own,
+// and each knob's from the package that owns it.
 func DefaultConfig() Config {
 	return Config{
 		Controllers:    []string{"*"},
 		LeaderElect:    true,
-		LeaseDuration:  15 * time.Second,
-		RenewDeadline:  10 * time.Second,
-		RetryPeriod:    2 * time.Second,
+		LeaseDuration:  leaderelection.DefaultLeaseDuration,
+		RenewDeadline:  leaderelection.DefaultRenewDeadline,
+		RetryPeriod:    leaderelection.DefaultRetryPeriod,
 		LeaseNamespace: "kube-system",
 		LeaseName:      "kube-controller-manager",
 		Timings: Timings{
-			TerminatedPodGCThreshold:  12500,
-			PodGCPeriod:               20 * time.Second,
-			PodGCQuarantine:           40 * time.Second,
-			ResourceQuotaSyncPeriod:   5 * time.Minute,
-			NodeMonitorPeriod:         5 * time.Second,
-			NodeMonitorGracePeriod:    40 * time.Second,
-			NodeStartupGracePeriod:    60 * time.Second,
-			NodeEvictionRate:          0.1,
-			SecondaryNodeEvictionRate: 0.01,
-			UnhealthyZoneThreshold:    0.55,
-			LargeClusterSizeThreshold: 50,
-			ClusterCIDR:               "10.244.0.0/16",
-			NodeCIDRMaskSize:          24,
+			TerminatedPodGCThreshold:  podgc.DefaultTerminatedPodThreshold,
+			PodGCPeriod:               podgc.DefaultPeriod,
+			PodGCQuarantine:           podgc.DefaultQuarantineTime,
+			ResourceQuotaSyncPeriod:   resourcequota.DefaultResyncPeriod,
+			NodeMonitorPeriod:         nodelifecycle.DefaultNodeMonitorPeriod,
+			NodeMonitorGracePeriod:    nodelifecycle.DefaultNodeMonitorGracePeriod,
+			NodeStartupGracePeriod:    nodelifecycle.DefaultNodeStartupGracePeriod,
+			NodeEvictionRate:          nodelifecycle.DefaultEvictionRate,
+			SecondaryNodeEvictionRate: nodelifecycle.DefaultSecondaryEvictionRate,
+			UnhealthyZoneThreshold:    nodelifecycle.DefaultUnhealthyZoneThreshold,
+			LargeClusterSizeThreshold: nodelifecycle.DefaultLargeClusterSizeThreshold,
+			ClusterCIDR:               nodeipam.DefaultClusterCIDR,
+			NodeCIDRMaskSize:          nodeipam.DefaultNodeCIDRMaskSize,
 		},
 		Workers: map[string]int{},
 	}

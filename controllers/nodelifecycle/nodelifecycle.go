@@ -80,15 +80,17 @@ import (
 	"github.com/minictl/minictl/informer/workqueue"
 )
 
-// Kubernetes' defaults (kube-controller-manager's flags).
+// Kubernetes' defaults (kube-controller-manager's flags). The rates and
+// the threshold are untyped, so that they read 0.1 whether a float32 or a
+// float64 holds them.
 const (
-	DefaultNodeMonitorPeriod                 = 5 * time.Second  // --node-monitor-period
-	DefaultNodeMonitorGracePeriod            = 40 * time.Second // --node-monitor-grace-period
-	DefaultNodeStartupGracePeriod            = 60 * time.Second // --node-startup-grace-period
-	DefaultEvictionRate              float32 = 0.1              // --node-eviction-rate
-	DefaultSecondaryEvictionRate     float32 = 0.01             // --secondary-node-eviction-rate
-	DefaultUnhealthyZoneThreshold    float32 = 0.55             // --unhealthy-zone-threshold
-	DefaultLargeClusterSizeThreshold         = 50               // --large-cluster-size-threshold
+	DefaultNodeMonitorPeriod         = 5 * time.Second  // --node-monitor-period
+	DefaultNodeMonitorGracePeriod    = 40 * time.Second // --node-monitor-grace-period
+	DefaultNodeStartupGracePeriod    = 60 * time.Second // --node-startup-grace-period
+	DefaultEvictionRate              = 0.1              // --node-eviction-rate
+	DefaultSecondaryEvictionRate     = 0.01             // --secondary-node-eviction-rate
+	DefaultUnhealthyZoneThreshold    = 0.55             // --unhealthy-zone-threshold
+	DefaultLargeClusterSizeThreshold = 50               // --large-cluster-size-threshold
 )
 
 // Name is the controller's kube-controller-manager name: its --controllers
