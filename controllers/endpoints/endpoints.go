@@ -1,4 +1,4 @@
-// Package endpoints is the endpoints controller: for every Service with a
+// Package endpoints is the endpoint controller: for every Service with a
 // selector it keeps an Endpoints object of the same name listing the
 // addresses and ports of the pods the selector matches, as
 // kube-controller-manager's endpoint controller does.
