@@ -120,6 +120,7 @@ func New(opts Options) (*Controller, error) {
 		DeleteFunc: c.enqueueObject,
 	})
 	if err != nil {
+		c.queue.ShutDown() // its goroutine and metrics go with it
 		return nil, fmt.Errorf("deployment: %w", err)
 	}
 	rsReg, err := rsInformer.AddEventHandler(informer.ResourceEventHandlerFuncs{
@@ -128,12 +129,14 @@ func New(opts Options) (*Controller, error) {
 		DeleteFunc: c.deleteReplicaSet,
 	})
 	if err != nil {
+		c.queue.ShutDown() // its goroutine and metrics go with it
 		return nil, fmt.Errorf("deployment: %w", err)
 	}
 	podReg, err := podInformer.AddEventHandler(informer.ResourceEventHandlerFuncs{
 		DeleteFunc: c.deletePod,
 	})
 	if err != nil {
+		c.queue.ShutDown() // its goroutine and metrics go with it
 		return nil, fmt.Errorf("deployment: %w", err)
 	}
 	c.hasSynced = []func() bool{dReg.HasSynced, rsReg.HasSynced, podReg.HasSynced}

@@ -118,6 +118,7 @@ func New(opts Options) (*Controller, error) {
 		DeleteFunc: c.deleteReplicaSet,
 	})
 	if err != nil {
+		c.queue.ShutDown() // its goroutine and metrics go with it
 		return nil, fmt.Errorf("replicaset: %w", err)
 	}
 	podReg, err := podInformer.AddEventHandler(informer.ResourceEventHandlerFuncs{
@@ -126,6 +127,7 @@ func New(opts Options) (*Controller, error) {
 		DeleteFunc: c.deletePod,
 	})
 	if err != nil {
+		c.queue.ShutDown() // its goroutine and metrics go with it
 		return nil, fmt.Errorf("replicaset: %w", err)
 	}
 	c.hasSynced = []func() bool{rsReg.HasSynced, podReg.HasSynced}
