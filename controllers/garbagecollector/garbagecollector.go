@@ -253,7 +253,7 @@ func (gc *Controller) processNextWorkItem(ctx context.Context) bool {
 		return false
 	}
 	defer gc.queue.Done(uid)
-	controller.HandleErr(ctx, gc.log, Name, gc.queue, uid, gc.sync(ctx, uid))
+	controller.HandleErr(ctx, gc.log, gc.queue, uid, gc.sync(ctx, uid))
 	return true
 }
 

@@ -357,7 +357,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context, queue *workqueue.Q
 		return false
 	}
 	defer queue.Done(key)
-	controller.HandleErr(ctx, c.log, Name, queue, key, sync(ctx, key))
+	controller.HandleErr(ctx, c.log, queue, key, sync(ctx, key))
 	return true
 }
 

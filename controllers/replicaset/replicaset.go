@@ -189,7 +189,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
-	controller.HandleErr(ctx, c.log, Name, c.queue, key, c.sync(ctx, key))
+	controller.HandleErr(ctx, c.log, c.queue, key, c.sync(ctx, key))
 	return true
 }
 

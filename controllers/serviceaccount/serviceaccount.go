@@ -145,7 +145,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(name)
-	controller.HandleErr(ctx, c.log, Name, c.queue, name, c.sync(ctx, name))
+	controller.HandleErr(ctx, c.log, c.queue, name, c.sync(ctx, name))
 	return true
 }
 

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 
 	"github.com/minictl/minictl/client"
@@ -31,8 +30,9 @@ func Workers(n int) int { return max(n, 1) }
 //     AddRateLimited; logged at Debug.
 //   - anything else: AddRateLimited; logged at Warn.
 //
-// name is the controller's name (log lines read "<name> <key>: ...").
-func HandleErr[K comparable](ctx context.Context, log *slog.Logger, name string, queue *workqueue.Queue[K], key K, err error) {
+// The log line is a decision like the others: a message, with the key as
+// its object; the logger already names the controller.
+func HandleErr[K comparable](ctx context.Context, log *slog.Logger, queue *workqueue.Queue[K], key K, err error) {
 	var requeue *workqueue.RequeueAfterError
 	switch {
 	case err == nil:
@@ -40,14 +40,14 @@ func HandleErr[K comparable](ctx context.Context, log *slog.Logger, name string,
 	case errors.As(err, &requeue):
 		queue.Forget(key)
 		queue.AddAfter(key, requeue.After)
-		log.Debug(fmt.Sprintf("%s %v: %v", name, key, err), "queue", queue.Name())
+		log.Debug(err.Error(), slog.Any("object", key))
 	default:
 		level := slog.LevelWarn
 		if client.IsConflict(err) || client.IsAlreadyExists(err) {
 			level = slog.LevelDebug
 		}
-		log.Log(ctx, level, fmt.Sprintf("%s %v: sync failed, will retry", name, key),
-			"queue", queue.Name(), "err", err, "retries", queue.NumRequeues(key))
+		log.Log(ctx, level, "sync failed, will retry", slog.Any("object", key),
+			slog.Any("err", err), slog.Int("retries", queue.NumRequeues(key)))
 		queue.AddRateLimited(key)
 	}
 }

@@ -34,11 +34,11 @@ func TestHandleErrDecides(t *testing.T) {
 	}{
 		{"success forgets", nil, 0, 0, 0, ""},
 		{"requeue after forgets and waits", fmt.Errorf("pods: %w", workqueue.RequeueAfter(3*time.Second, "cache not synced")),
-			0, 3 * time.Second, slog.LevelDebug, "test default/web: pods: cache not synced; look again in 3s"},
+			0, 3 * time.Second, slog.LevelDebug, "pods: cache not synced; look again in 3s"},
 		{"conflict retries quietly", fmt.Errorf("update status: %w", conflict),
-			2, second, slog.LevelDebug, "test default/web: sync failed, will retry"},
-		{"already exists retries quietly", exists, 2, second, slog.LevelDebug, "test default/web: sync failed, will retry"},
-		{"failure retries", errors.New("boom"), 2, second, slog.LevelWarn, "test default/web: sync failed, will retry"},
+			2, second, slog.LevelDebug, "sync failed, will retry"},
+		{"already exists retries quietly", exists, 2, second, slog.LevelDebug, "sync failed, will retry"},
+		{"failure retries", errors.New("boom"), 2, second, slog.LevelWarn, "sync failed, will retry"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const key = "default/web"
@@ -53,7 +53,7 @@ func TestHandleErrDecides(t *testing.T) {
 			clk.SetTime(start)
 
 			logs := &records{}
-			HandleErr(context.Background(), slog.New(logs), "test", q, got, tc.err)
+			HandleErr(context.Background(), slog.New(logs), q, got, tc.err)
 			q.Done(got)
 
 			if n := q.NumRequeues(key); n != tc.requeues {
@@ -73,6 +73,8 @@ func TestHandleErrDecides(t *testing.T) {
 				t.Errorf("logged %v, want nothing", lines)
 			case tc.message != "" && (len(lines) != 1 || lines[0].Message != tc.message || lines[0].Level != tc.level):
 				t.Errorf("logged %v, want one %v line %q", lines, tc.level, tc.message)
+			case tc.message != "" && objectOf(lines[0]) != key:
+				t.Errorf("logged object %q, want %q", objectOf(lines[0]), key)
 			}
 		})
 	}
@@ -87,6 +89,18 @@ func TestWorkersRunsAtLeastOne(t *testing.T) {
 }
 
 // records keeps the log records it is given.
+// objectOf is the record's "object" attribute, the key it is about.
+func objectOf(r slog.Record) string {
+	var object string
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "object" {
+			object = a.Value.String()
+		}
+		return true
+	})
+	return object
+}
+
 type records struct {
 	mu    sync.Mutex
 	lines []slog.Record
