@@ -362,6 +362,9 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 	}
 	defer cache.stop(cw)
 	dl := &writeDeadline{rc: http.NewResponseController(w)}
+	// The server's WriteTimeout ran from the request's start; each write
+	// moves the deadline instead, and so does the end of the stream.
+	defer dl.arm()
 	for _, it := range items {
 		dl.arm()
 		if err := enc.write(w, it); err != nil {
@@ -371,6 +374,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 	if initial && o.sendInitialEvents != nil && *o.sendInitialEvents {
 		_, _ = w.Write(enc.initialEventsEnd(initialRV))
 	}
+	dl.arm()
 	flusher.Flush()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/internal/serving"
 	"github.com/minictl/minictl/internal/timeline"
 )
 
@@ -50,6 +51,11 @@ type Config struct {
 	// its node being not-ready or unreachable before it is evicted, unless
 	// it says otherwise (kube-apiserver's flags of the same names; 0: 300).
 	DefaultNotReadyTolerationSeconds, DefaultUnreachableTolerationSeconds int64
+	// ReadHeaderTimeout, ReadTimeout (headers and body: a stalled upload
+	// is dropped), WriteTimeout (watches extend theirs as they write) and
+	// IdleTimeout (keep-alive) bound every connection Serve accepts; 0:
+	// the defaults of internal/serving.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 }
 
 // Server is minictl's API server: kube-apiserver's REST API over one etcd.
@@ -61,6 +67,7 @@ type Server struct {
 	maxBody  int64
 	bookmark time.Duration
 	timeline *timeline.Bus
+	timeouts serving.Timeouts
 	// tolerations are the default NoExecute toleration seconds, by taint.
 	tolerations map[string]int64
 
@@ -88,6 +95,10 @@ func New(cfg Config) (*Server, error) {
 		maxBody:  cfg.MaxRequestBodyBytes,
 		bookmark: cfg.BookmarkInterval,
 		timeline: cfg.Timeline,
+		timeouts: serving.Timeouts{
+			ReadHeader: cfg.ReadHeaderTimeout, Read: cfg.ReadTimeout,
+			Write: cfg.WriteTimeout, Idle: cfg.IdleTimeout,
+		},
 		tolerations: map[string]int64{
 			corev1.TaintNodeNotReady:    cmp.Or(cfg.DefaultNotReadyTolerationSeconds, api.DefaultTolerationSeconds),
 			corev1.TaintNodeUnreachable: cmp.Or(cfg.DefaultUnreachableTolerationSeconds, api.DefaultTolerationSeconds),
@@ -207,12 +218,10 @@ func (s *Server) ensureNamespaces(ctx context.Context) error {
 
 // Serve answers HTTP on ln until ctx ends, then shuts down gracefully: it
 // stops accepting, ends every watch, and waits for requests in flight.
+// Every connection is bounded by the Config's timeouts.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
+	srv := s.timeouts.Server(s.handler)
+	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -29,6 +29,7 @@ import (
 	"github.com/minictl/minictl/controllers/podgc"
 	"github.com/minictl/minictl/controllers/resourcequota"
 	"github.com/minictl/minictl/informer"
+	"github.com/minictl/minictl/internal/serving"
 )
 
 // Config is the controller manager's configuration, under
@@ -277,7 +278,7 @@ func (m *Manager) Handler() http.Handler {
 
 // Serve answers /healthz and /metrics on ln until ctx ends.
 func (m *Manager) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := serving.Timeouts{}.Server(m.Handler())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/minictl/minictl/apiserver"
+	"github.com/minictl/minictl/internal/serving"
 	"github.com/minictl/minictl/internal/timeline"
 	"github.com/minictl/minictl/store"
 )
@@ -29,6 +30,8 @@ type serverFlags struct {
 	// Seconds new pods tolerate a not-ready or unreachable node.
 	notReadyToleration, unreachableToleration int64
 	profiling                                 bool
+	// Each connection's deadlines (net/http's names).
+	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout time.Duration
 }
 
 func (f *serverFlags) bind(fs *flag.FlagSet) {
@@ -38,6 +41,10 @@ func (f *serverFlags) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&f.compaction, "etcd-compaction-interval", 5*time.Minute, "how often etcd history older than one interval is compacted")
 	fs.Int64Var(&f.notReadyToleration, "default-not-ready-toleration-seconds", 300, "how long new pods tolerate a not-ready node before eviction")
 	fs.Int64Var(&f.unreachableToleration, "default-unreachable-toleration-seconds", 300, "how long new pods tolerate an unreachable node before eviction")
+	fs.DurationVar(&f.readHeaderTimeout, "read-header-timeout", serving.DefaultReadHeaderTimeout, "how long a client may take to send a request's headers")
+	fs.DurationVar(&f.readTimeout, "read-timeout", serving.DefaultReadTimeout, "how long a client may take to send a whole request, headers and body; a stalled upload is dropped")
+	fs.DurationVar(&f.writeTimeout, "write-timeout", serving.DefaultWriteTimeout, "how long writing an answer may take; a watch extends it with every event it writes")
+	fs.DurationVar(&f.idleTimeout, "idle-timeout", serving.DefaultIdleTimeout, "how long a keep-alive connection may wait for its next request before it is closed")
 	fs.BoolVar(&f.profiling, "profiling", false, "serve Go's CPU, heap and allocation profiles at /debug/pprof/ on the API port (for go tool pprof)")
 }
 
@@ -116,6 +123,7 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // watches), then etcd.
 func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFlags, log *slog.Logger, bus *timeline.Bus, stdout io.Writer, dataDir string) error {
 	start := time.Now()
+	budget := connectionBudget(log)
 	st, err := store.Open(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("open etcd: %w", err)
@@ -128,6 +136,7 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 	// The servers close their listeners when they stop; these cover the
 	// returns before they start (closing twice does no harm).
 	defer ln.Close()
+	ln = budget.Listener(ln)
 	// Every listener is open before anything starts, so that a taken port
 	// is an error before any goroutine runs.
 	var cmListener net.Listener
@@ -136,11 +145,16 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 			return fmt.Errorf("controller manager listen: %w", err)
 		}
 		defer cmListener.Close()
+		cmListener = budget.Listener(cmListener)
 	}
 	srv, err := apiserver.New(apiserver.Config{
 		Store: st, Logger: log, Timeline: bus,
 		DefaultNotReadyTolerationSeconds:    sf.notReadyToleration,
 		DefaultUnreachableTolerationSeconds: sf.unreachableToleration,
+		ReadHeaderTimeout:                   sf.readHeaderTimeout,
+		ReadTimeout:                         sf.readTimeout,
+		WriteTimeout:                        sf.writeTimeout,
+		IdleTimeout:                         sf.idleTimeout,
 	})
 	if err != nil {
 		return err
@@ -187,6 +201,24 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		return nil
 	}
 	return err
+}
+
+// connectionBudget raises the process's open file limit as far as it goes
+// and returns the budget of connections its listeners share: the limit
+// less a reserve for etcd and the process's own clients, so that a flood
+// of connections is refused at the door instead of starving etcd of
+// descriptors.
+func connectionBudget(log *slog.Logger) *serving.Budget {
+	limit, err := serving.RaiseFileLimit()
+	if err != nil {
+		log.Warn("open file limit not raised", "err", err)
+	}
+	if limit == 0 {
+		limit = 1 << 20
+	}
+	b := serving.NewBudget(serving.ConnectionsFor(limit), log)
+	log.Debug("connection budget", "openFileLimit", limit, "maxConnections", b.Max())
+	return b
 }
 
 func splitList(s string) []string {

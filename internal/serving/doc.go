@@ -1,0 +1,18 @@
+// Package serving bounds what one HTTP listener of minictl can hold: how
+// long a connection may take to send its headers and body, to read its
+// answer and to sit idle, and how many connections may be open at once.
+//
+// Properties:
+//   - Every server built by Timeouts.Server drops a connection that stalls:
+//     headers slower than ReadHeader, a request (headers and body) slower
+//     than Read, an answer not written within Write, or a keep-alive
+//     connection idle for Idle. A request without a body is not cut by
+//     Read: net/http clears the read deadline once the body is read, so a
+//     watch lives as long as it writes.
+//   - Long-running answers (watches) extend their own write deadline with
+//     http.ResponseController as they write; Write bounds every other one.
+//   - A Budget caps the connections of every listener it wraps together,
+//     so that the process keeps file descriptors for etcd: a connection
+//     beyond the budget is accepted and closed at once, and the process
+//     goes on serving the ones it holds.
+package serving
