@@ -69,12 +69,14 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 	return body, nil
 }
 
-// mediaType returns the request's Content-Type without parameters;
-// application/json when none was sent, as curl users often forget it.
+// mediaType returns the request's Content-Type without parameters. A
+// body without one is refused (415), as kube-apiserver refuses it: what a
+// web page may send across sites without asking (a form, text/plain, no
+// type at all) is never decoded as an object.
 func mediaType(r *http.Request) string {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
-		return "application/json"
+		return ""
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil {
