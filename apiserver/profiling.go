@@ -9,8 +9,7 @@ import (
 // EnableProfiling serves Go's profiles under /debug/pprof/ on the API
 // port, as kube-apiserver's --profiling does: CPU, heap, allocations,
 // goroutines, mutex and block profiles for `go tool pprof`. Call it before
-// Serve. Anyone who can reach the port can read them: keep the port on
-// loopback.
+// Serve. Serve answers /debug/ to loopback clients only (crosssite.go).
 func (s *Server) EnableProfiling() {
 	api := s.handler
 	mux := http.NewServeMux()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"regexp"
 	"sync"
 	"time"
 
@@ -56,6 +57,11 @@ type Config struct {
 	// IdleTimeout (keep-alive) bound every connection Serve accepts; 0:
 	// the defaults of internal/serving.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// CORSAllowedOrigins are regular expressions of the browser origins
+	// (besides the server's own) allowed to call the API, as
+	// kube-apiserver's --cors-allowed-origins; every other cross-origin
+	// request is refused (crosssite.go).
+	CORSAllowedOrigins []string
 }
 
 // Server is minictl's API server: kube-apiserver's REST API over one etcd.
@@ -68,6 +74,8 @@ type Server struct {
 	bookmark time.Duration
 	timeline *timeline.Bus
 	timeouts serving.Timeouts
+	// corsOrigins are the origins allowed across sites.
+	corsOrigins []*regexp.Regexp
 	// tolerations are the default NoExecute toleration seconds, by taint.
 	tolerations map[string]int64
 
@@ -108,6 +116,10 @@ func New(cfg Config) (*Server, error) {
 		caches:    map[*api.Resource]*watchCache{},
 		ready:     make(chan struct{}),
 		done:      make(chan struct{}),
+	}
+	var err error
+	if s.corsOrigins, err = compileOrigins(cfg.CORSAllowedOrigins); err != nil {
+		return nil, err
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -218,9 +230,10 @@ func (s *Server) ensureNamespaces(ctx context.Context) error {
 
 // Serve answers HTTP on ln until ctx ends, then shuts down gracefully: it
 // stops accepting, ends every watch, and waits for requests in flight.
-// Every connection is bounded by the Config's timeouts.
+// Every connection is bounded by the Config's timeouts, and browsers are
+// kept out as crosssite.go says.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := s.timeouts.Server(s.handler)
+	srv := s.timeouts.Server(s.crossSite(ln.Addr(), s.handler))
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -32,6 +32,7 @@ type serverFlags struct {
 	profiling                                 bool
 	// Each connection's deadlines (net/http's names).
 	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout time.Duration
+	corsAllowedOrigins                                        string
 }
 
 func (f *serverFlags) bind(fs *flag.FlagSet) {
@@ -45,6 +46,7 @@ func (f *serverFlags) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&f.readTimeout, "read-timeout", serving.DefaultReadTimeout, "how long a client may take to send a whole request, headers and body; a stalled upload is dropped")
 	fs.DurationVar(&f.writeTimeout, "write-timeout", serving.DefaultWriteTimeout, "how long writing an answer may take; a watch extends it with every event it writes")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", serving.DefaultIdleTimeout, "how long a keep-alive connection may wait for its next request before it is closed")
+	fs.StringVar(&f.corsAllowedOrigins, "cors-allowed-origins", "", "comma-separated regular expressions of the browser origins allowed to call the API besides its own (anchor them: ^https://example\\.com$); other cross-origin requests are refused")
 	fs.BoolVar(&f.profiling, "profiling", false, "serve Go's CPU, heap and allocation profiles at /debug/pprof/ on the API port (for go tool pprof)")
 }
 
@@ -155,6 +157,7 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		ReadTimeout:                         sf.readTimeout,
 		WriteTimeout:                        sf.writeTimeout,
 		IdleTimeout:                         sf.idleTimeout,
+		CORSAllowedOrigins:                  splitList(sf.corsAllowedOrigins),
 	})
 	if err != nil {
 		return err
