@@ -52,7 +52,7 @@ func TestNamespaceLifecycle(t *testing.T) {
 		patch[corev1.ConfigMap](t, env, cmPath("doomed", "inside"), mergePatch, `{"data":{"k":"v"}}`)
 	})
 
-	for _, name := range []string{"default", "kube-system", "kube-public"} {
+	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
 		t.Run("built-in "+name, func(t *testing.T) {
 			ns := get[corev1.Namespace](t, env, "/api/v1/namespaces/"+name)
 			if ns.Status.Phase != corev1.NamespaceActive {

@@ -212,13 +212,15 @@ func (s *Server) sendBookmarks(ctx context.Context) {
 	}
 }
 
-// protectedNamespaces exist from the start and may not be deleted.
-var protectedNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic}
+// protectedNamespaces exist from the start and may not be deleted: the
+// system's own objects live there (kube-node-lease holds the kubelets'
+// heartbeats, which no kubelet could renew in a deleted namespace).
+var protectedNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
 
 // ensureNamespaces creates the namespaces every cluster has.
 func (s *Server) ensureNamespaces(ctx context.Context) error {
 	rs := s.stores[api.Namespaces]
-	for _, name := range append(append([]string{}, protectedNamespaces...), corev1.NamespaceNodeLease) {
+	for _, name := range protectedNamespaces {
 		ns := api.Namespaces.NewObject()
 		ns.SetName(name)
 		if _, err := s.createObject(ctx, rs, ns, false); err != nil && !isAlreadyExists(err) {
