@@ -57,9 +57,12 @@ func TestScalesUpAndDown(t *testing.T) {
 		r.scale(t, "web", want)
 		r.waitForOwnedPods(t, rs, int(want))
 	}
-	if n := countEvents(r.recorder, "Normal SuccessfulDelete Deleted pod: web-"); n != 5 {
-		t.Errorf("%d SuccessfulDelete events, want 5 (5→1, 1→0): %q", n, r.recorder.Events())
-	}
+	// An Event is recorded once its delete has returned, so it can come
+	// after the pod is seen gone.
+	controllertest.Eventually(t, "5 SuccessfulDelete events (5→1, 1→0)", func() (bool, string) {
+		n := countEvents(r.recorder, "Normal SuccessfulDelete Deleted pod: web-")
+		return n == 5, fmt.Sprintf("%d events: %q", n, r.recorder.Events())
+	})
 }
 
 func TestReplacesADeletedPod(t *testing.T) {
@@ -105,10 +108,12 @@ func TestAdoptsAMatchingOrphan(t *testing.T) {
 		ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
 		t.Errorf("adopted pod's ownerReferences %+v", adopted.OwnerReferences)
 	}
-	// Only one pod was created: the orphan counted.
-	if n := countEvents(r.recorder, "Normal SuccessfulCreate"); n != 1 {
-		t.Errorf("%d creates, want 1: %q", n, r.recorder.Events())
-	}
+	// Only one pod was created: the orphan counted. (Its Event is recorded
+	// once the create has returned, so it can come after the pod is seen.)
+	controllertest.Eventually(t, "1 SuccessfulCreate event", func() (bool, string) {
+		n := countEvents(r.recorder, "Normal SuccessfulCreate")
+		return n == 1, fmt.Sprintf("%d creates: %q", n, r.recorder.Events())
+	})
 	if cur, err := r.pods.Get(testCtx(t), ns, "other"); err != nil || len(cur.OwnerReferences) != 0 || cur.UID != other.UID {
 		t.Errorf("a pod the selector does not match was touched: %+v, %v", cur.OwnerReferences, err)
 	}
