@@ -24,9 +24,9 @@
 //     watchcache_offer.go takes, from a write, the object it stores, so its
 //     event costs no decoding; watchcache_fresh.go waits until the cache
 //     has caught up with a revision, which makes a list from the cache as
-//     fresh as one from etcd; watchcache_clock.go is the time it waits
-//     on. read.go serves lists and watches from the cache or from etcd,
-//     with Kubernetes' resourceVersion semantics.
+//     fresh as one from etcd (its waits are on a clock.Clock, which tests
+//     move by hand). read.go serves lists and watches from the cache or
+//     from etcd, with Kubernetes' resourceVersion semantics.
 //   - subresources.go serves status, scale, binding and finalize.
 //   - discovery.go serves /api, /apis and the resource lists, generated from
 //     the catalogue.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/store"
 )
 
@@ -39,7 +40,7 @@ type watchCache struct {
 	prefix   string // every key of res starts with it (registryPrefix)
 	log      *slog.Logger
 	metrics  *metrics
-	clock    cacheClock
+	clock    clock.Clock
 	capacity int // events kept in the window
 	buffer   int // events buffered per watcher
 
@@ -97,7 +98,7 @@ type watchCacheOptions struct {
 	// metrics is the server's metrics; required.
 	metrics *metrics
 	// clock is the source of the cache's waits (nil: the wall clock).
-	clock cacheClock
+	clock clock.Clock
 }
 
 const (
@@ -115,13 +116,9 @@ const (
 func newWatchCache(res *api.Resource, st Storage, opts watchCacheOptions) *watchCache {
 	log := cmp.Or(opts.log, slog.New(slog.DiscardHandler))
 	capacity := cmp.Or(opts.capacity, defaultWatchCacheSize)
-	var clock cacheClock = wallClock{}
-	if opts.clock != nil {
-		clock = opts.clock
-	}
 	return &watchCache{
 		res: res, store: st, prefix: registryPrefix(res),
-		log: log.With("resource", res.Plural), metrics: opts.metrics, clock: clock,
+		log: log.With("resource", res.Plural), metrics: opts.metrics, clock: clock.Or(opts.clock),
 		capacity: capacity, buffer: cmp.Or(opts.buffer, defaultWatcherBuffer),
 		objects:  map[string]*cachedObject{},
 		history:  make([]*cachedEvent, capacity),

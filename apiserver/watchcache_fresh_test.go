@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/store"
 )
 
@@ -27,8 +28,8 @@ func TestWaitFresh(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	counted := &progressCounter{Store: st}
-	clock := newManualClock()
-	c := newWatchCache(api.ConfigMaps, counted, watchCacheOptions{metrics: newMetrics(prometheus.NewRegistry()), clock: clock})
+	clk := clock.NewFake(time.Unix(0, 0))
+	c := newWatchCache(api.ConfigMaps, counted, watchCacheOptions{metrics: newMetrics(prometheus.NewRegistry()), clock: clk})
 	runCtx, stop := context.WithCancel(ctx)
 	var running sync.WaitGroup
 	running.Go(func() { c.run(runCtx) })
@@ -61,7 +62,7 @@ func TestWaitFresh(t *testing.T) {
 	go func() { done <- c.waitFresh(ctx, never) }()
 	waitUntil(t, "the first progress request", func() bool { return counted.requests.Load() == asked+1 })
 	for i := range int64(3) {
-		clock.step(progressRetry)
+		clk.Step(progressRetry)
 		waitUntil(t, "a progress request after progressRetry", func() bool { return counted.requests.Load() == asked+2+i })
 	}
 	select {
@@ -69,7 +70,7 @@ func TestWaitFresh(t *testing.T) {
 		t.Fatalf("wait for revision %d returned before freshTimeout: %v", never, err)
 	default:
 	}
-	clock.step(freshTimeout - 3*progressRetry)
+	clk.Step(freshTimeout - 3*progressRetry)
 	select {
 	case err := <-done:
 		if !apierrors.IsTimeout(err) {
@@ -90,54 +91,6 @@ type progressCounter struct {
 func (p *progressCounter) RequestProgress(ctx context.Context) error {
 	p.requests.Add(1)
 	return p.Store.RequestProgress(ctx)
-}
-
-// manualClock is a cacheClock whose time moves only in step.
-type manualClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers map[*manualTimer]struct{} // not fired, not stopped
-}
-
-type manualTimer struct {
-	clock *manualClock
-	at    time.Time
-	c     chan time.Time
-}
-
-func newManualClock() *manualClock {
-	return &manualClock{now: time.Unix(0, 0), timers: map[*manualTimer]struct{}{}}
-}
-
-func (c *manualClock) NewTimer(d time.Duration) cacheTimer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &manualTimer{clock: c, at: c.now.Add(d), c: make(chan time.Time, 1)}
-	c.timers[t] = struct{}{}
-	return t
-}
-
-// step moves the time on by d and fires the timers then due.
-func (c *manualClock) step(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	for t := range c.timers {
-		if !t.at.After(c.now) {
-			t.c <- c.now
-			delete(c.timers, t)
-		}
-	}
-}
-
-func (t *manualTimer) C() <-chan time.Time { return t.c }
-
-func (t *manualTimer) Stop() bool {
-	t.clock.mu.Lock()
-	defer t.clock.mu.Unlock()
-	_, pending := t.clock.timers[t]
-	delete(t.clock.timers, t)
-	return pending
 }
 
 // waitUntil polls cond until it holds, failing the test after 10s.
