@@ -92,7 +92,8 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, ri *request
 	if !removed && opts.OrphanDependents != nil && !*opts.OrphanDependents {
 		code = http.StatusAccepted
 	}
-	return writeObject(w, code, obj)
+	writeJSON(w, code, obj)
+	return nil
 }
 
 // returnsDeletedObject: kube-apiserver answers a delete of these kinds

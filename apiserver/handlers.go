@@ -8,8 +8,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
-	"github.com/minictl/minictl/api"
 )
 
 // serveResource answers every request under /api/v1/ and
@@ -95,11 +93,6 @@ func (s *statusRecorder) Flush() {
 }
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
-func writeObject(w http.ResponseWriter, code int, obj api.Object) error {
-	writeJSON(w, code, obj)
-	return nil
-}
 
 func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
 

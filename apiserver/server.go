@@ -150,9 +150,6 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Handler serves the API.
-func (s *Server) Handler() http.Handler { return s.handler }
-
 // Ready is closed once the server can answer: every watch cache is filled
 // and the built-in namespaces exist.
 func (s *Server) Ready() <-chan struct{} { return s.ready }

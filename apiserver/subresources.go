@@ -65,7 +65,8 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, ri *request
 	if err != nil {
 		return err
 	}
-	return writeObject(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // scaleOf is the autoscaling/v1 Scale view of a ReplicaSet or Deployment.
@@ -267,5 +268,6 @@ func (s *Server) serveFinalize(w http.ResponseWriter, r *http.Request, ri *reque
 	if err != nil {
 		return err
 	}
-	return writeObject(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, out)
+	return nil
 }

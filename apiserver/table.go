@@ -178,7 +178,8 @@ func (o *output) writeObjectAs(w http.ResponseWriter, res *api.Resource, obj api
 			return writeProtobuf(w, res, obj)
 		}
 		if raw == nil {
-			return writeObject(w, http.StatusOK, obj)
+			writeJSON(w, http.StatusOK, obj)
+			return nil
 		}
 		writeRaw(w, http.StatusOK, raw)
 	}

@@ -56,7 +56,8 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, ri *request
 		return ctxErr(r.Context(), err)
 	}
 	if dry {
-		return writeObject(w, http.StatusCreated, obj)
+		writeJSON(w, http.StatusCreated, obj)
+		return nil
 	}
 	writeRaw(w, http.StatusCreated, raw)
 	return nil
@@ -253,7 +254,8 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, ri *request
 	if err != nil {
 		return err
 	}
-	return writeObject(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
 var patchMediaTypes = []string{
@@ -356,7 +358,8 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, ri *requestI
 	if err != nil {
 		return err
 	}
-	return writeObject(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // copyStatus sets dst's status to src's.
