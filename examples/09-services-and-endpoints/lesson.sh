@@ -11,13 +11,6 @@ D=/apis/apps/v1/namespaces/default/deployments
 PODS=/api/v1/namespaces/default/pods
 SVC=/api/v1/namespaces/default/services
 EP=/api/v1/namespaces/default/endpoints
-tmp=$(mktemp -d)
-tracer=
-cleanup() {
-  [ -n "$tracer" ] && kill "$tracer" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
 
 # endpoints: "<ready> ready, <not ready> not ready" for Endpoints default/web.
 endpoints() {
@@ -59,9 +52,8 @@ wait_for "no web pods left from an earlier run" no_web
 
 # Follow the endpoint controller's decisions, under its
 # kube-controller-manager name, as `minictl trace` in a second terminal would.
-"$MINICTL" trace --server "$API" --component endpoint >"$tmp/trace" 2>&1 &
-tracer=$!
-wait_for "minictl trace --component endpoint attached" trace_attached "$tmp/trace"
+background "$work/trace" "$MINICTL" trace --server "$API" --component endpoint
+wait_for "minictl trace --component endpoint attached" trace_attached "$work/trace"
 
 step "1. A Deployment whose container port is named \"http\" (8080), and a Service on port 80 → targetPort \"http\""
 say POST $D '{
@@ -84,10 +76,10 @@ jq -c '.subsets[]' <<<"$ep"
 expect "Endpoints port (the named targetPort, resolved)" "$(jq -c '.subsets[0].ports' <<<"$ep")" '[{"name":"http","port":8080,"protocol":"TCP"}]'
 expect "addresses are the pods' IPs" "$(endpoint_ips)" "$(pod_ips)"
 expect "every address points at its pod" "$(jq '[.subsets[].addresses[] | .targetRef.kind == "Pod" and (.nodeName | startswith("node-"))] | all' <<<"$ep")" true
-decided() { grep -q -E "endpoint +default/web +3 ready, 0 not ready → (create|update)" "$tmp/trace"; }
+decided() { grep -q -E "endpoint +default/web +3 ready, 0 not ready → (create|update)" "$work/trace"; }
 wait_for "the endpoint controller's decision in minictl trace --component endpoint" decided
 echo "\$ $MINICTL trace --component endpoint"
-grep -E "endpoint +default/web " "$tmp/trace"
+grep -E "endpoint +default/web " "$work/trace"
 
 step "3. Endpoints follow scaling"
 scale 5
