@@ -85,10 +85,16 @@ func mediaType(r *http.Request) string {
 	return mt
 }
 
-// toJSON turns a JSON, YAML or protobuf body into JSON.
-func toJSON(mt string, body []byte) ([]byte, error) {
+// toJSON turns a JSON, YAML or protobuf body into JSON no deeper than
+// MaxNestingDepth. The YAML decoder refuses a document that is mostly
+// expanded aliases; what it accepts may still expand, so its JSON is held to
+// the body size limit too.
+func (s *Server) toJSON(mt string, body []byte) ([]byte, error) {
 	switch mt {
 	case "application/json":
+		if err := checkNesting("the body", body); err != nil {
+			return nil, err
+		}
 		return body, nil
 	case mimeProtobuf:
 		return protobufToJSON(body)
@@ -96,6 +102,13 @@ func toJSON(mt string, body []byte) ([]byte, error) {
 		j, err := yaml.YAMLToJSON(body)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not valid YAML: %v", err))
+		}
+		if int64(len(j)) > s.maxBody {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
+				"the YAML body expands to %d bytes of JSON; the limit is %d bytes", len(j), s.maxBody))
+		}
+		if err := checkNesting("the body", j); err != nil {
+			return nil, err
 		}
 		return j, nil
 	}
@@ -118,7 +131,7 @@ func (s *Server) decodeObject(r *http.Request, res *api.Resource) (api.Object, e
 	if mt == mimeProtobuf {
 		return decodeProtobuf(res, body)
 	}
-	data, err := toJSON(mt, body)
+	data, err := s.toJSON(mt, body)
 	if err != nil {
 		return nil, err
 	}

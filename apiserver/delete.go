@@ -28,7 +28,7 @@ func (s *Server) parseDeleteOptions(r *http.Request) (*metav1.DeleteOptions, err
 		return nil, err
 	}
 	if len(body) > 0 {
-		data, err := toJSON(mediaType(r), body)
+		data, err := s.toJSON(mediaType(r), body)
 		if err != nil {
 			return nil, err
 		}

@@ -130,7 +130,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, ri *requestI
 		if err != nil {
 			return err
 		}
-		data, err := toJSON(mediaType(r), body)
+		data, err := s.toJSON(mediaType(r), body)
 		if err != nil {
 			return err
 		}
@@ -193,7 +193,7 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, ri *reques
 	if err != nil {
 		return err
 	}
-	data, err := toJSON(mediaType(r), body)
+	data, err := s.toJSON(mediaType(r), body)
 	if err != nil {
 		return err
 	}

@@ -274,6 +274,12 @@ func (s *Server) readPatch(r *http.Request, dataStruct any) (func(orig []byte) (
 		return nil, err
 	}
 	switch types.PatchType(mt) {
+	case types.MergePatchType, types.JSONPatchType, types.StrategicMergePatchType:
+		if err := checkNesting("the patch", body); err != nil {
+			return nil, err
+		}
+	}
+	switch types.PatchType(mt) {
 	case types.MergePatchType:
 		if !json.Valid(body) {
 			return nil, apierrors.NewBadRequest("the merge patch is not valid JSON")
@@ -283,13 +289,12 @@ func (s *Server) readPatch(r *http.Request, dataStruct any) (func(orig []byte) (
 			return out, patchFailed(err)
 		}, nil
 	case types.JSONPatchType:
-		p, err := jsonpatch.DecodePatch(body)
+		p, err := decodeJSONPatch(body)
 		if err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("the JSON patch is not valid: %v", err))
+			return nil, err
 		}
 		return func(orig []byte) ([]byte, error) {
-			out, err := p.Apply(orig)
-			return out, patchFailed(err)
+			return applyJSONPatch(p, orig, s.maxBody)
 		}, nil
 	case types.StrategicMergePatchType:
 		if !json.Valid(body) {
