@@ -27,6 +27,8 @@
 //     fresh as one from etcd (its waits are on a clock.Clock, which tests
 //     move by hand). read.go serves lists and watches from the cache or
 //     from etcd, with Kubernetes' resourceVersion semantics.
+//   - limits.go bounds what one request may cost: the nesting depth of
+//     every body and patch, a JSON patch's operations and copies.
 //   - subresources.go serves status, scale, binding and finalize.
 //   - discovery.go serves /api, /apis and the resource lists, generated from
 //     the catalogue.
