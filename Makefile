@@ -2,7 +2,7 @@
 # the test command CI runs.
 GO ?= go
 
-.PHONY: up build test test-compat vet fmt bench bench-quick bench-micro
+.PHONY: up build test test-compat fuzz vet fmt bench bench-quick bench-micro
 
 up:
 	$(GO) run ./cmd/minictl up
@@ -15,7 +15,24 @@ build:
 # drive them against minictl up (the first build of kubectl takes minutes).
 test:
 	$(GO) test -race -count=1 -timeout 20m ./...
+	$(MAKE) fuzz FUZZTIME=3s
 	cd compat && $(GO) test -count=1 -timeout 20m ./...
+
+# fuzz runs each fuzz target of the request decoders, patches, selectors and
+# continue tokens for FUZZTIME (Go fuzzes one target per invocation); test
+# runs them for a few seconds each. The instrumented test binary is built
+# once. A crash is written under apiserver/testdata/fuzz and from then on
+# runs as a regression test with the package's tests.
+FUZZTIME ?= 60s
+FUZZ_TARGETS = FuzzDecodeJSON FuzzDecodeYAML FuzzDecodeProtobuf FuzzMergePatch \
+	FuzzStrategicMergePatch FuzzJSONPatch FuzzLabelSelector FuzzFieldSelector FuzzContinueToken
+
+fuzz:
+	$(GO) test -c -fuzz=. -o bin/apiserver.fuzz ./apiserver/
+	cd apiserver && for t in $(FUZZ_TARGETS); do \
+		../bin/apiserver.fuzz -test.run='^$$' -test.fuzz="^$$t\$$" -test.fuzztime=$(FUZZTIME) \
+			-test.fuzzcachedir="$$($(GO) env GOCACHE)/fuzz/github.com/minictl/minictl/apiserver" || exit 1; \
+	done
 
 test-compat:
 	cd compat && $(GO) test -count=1 -timeout 20m ./...

@@ -61,6 +61,7 @@ func checkNesting(what string, data []byte) error {
 
 // decodeJSONPatch reads a JSON patch of at most MaxJSONPatchOperations
 // operations, as kube-apiserver does: more is a 413 RequestEntityTooLarge.
+// A patch the library would fail on with a panic is a 400 BadRequest.
 func decodeJSONPatch(body []byte) (jsonpatch.Patch, error) {
 	p, err := jsonpatch.DecodePatch(body)
 	if err != nil {
@@ -69,6 +70,13 @@ func decodeJSONPatch(body []byte) (jsonpatch.Patch, error) {
 	if len(p) > MaxJSONPatchOperations {
 		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
 			"The allowed maximum operations in a JSON patch is %d, got %d", MaxJSONPatchOperations, len(p)))
+	}
+	// RFC 6902 requires a test operation's value; the library dereferences
+	// it without looking.
+	for i, op := range p {
+		if _, ok := op["value"]; op.Kind() == "test" && !ok {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the JSON patch is not valid: operation %d (test) has no value", i))
+		}
 	}
 	return p, nil
 }

@@ -73,6 +73,7 @@ func TestRequestLimits(t *testing.T) {
 		{"strategic merge patch too deep", http.MethodPatch, cm, strategicPtch, `{"metadata":{"annotations":` + nested(deep) + `}}`, 400, metav1.StatusReasonBadRequest, fmt.Sprint(apiserver.MaxNestingDepth)},
 		{"JSON body too deep", http.MethodPut, cm, jsonType, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"target"},"x":` + nested(9990) + `}`, 400, metav1.StatusReasonBadRequest, fmt.Sprint(apiserver.MaxNestingDepth)},
 		{"YAML body too deep", http.MethodPost, cmPath("default", ""), yamlType, "metadata:\n  name: deep\nx: " + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + "\n", 400, metav1.StatusReasonBadRequest, fmt.Sprint(apiserver.MaxNestingDepth)},
+		{"JSON patch test with no value, which panics the library", http.MethodPatch, cm, jsonPatch, `[{"op":"test","path":""}]`, 400, metav1.StatusReasonBadRequest, "no value"},
 		{"YAML alias bomb", http.MethodPost, cmPath("default", ""), yamlType, yamlAliasBomb(), 400, metav1.StatusReasonBadRequest, "aliasing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
