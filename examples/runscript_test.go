@@ -19,6 +19,10 @@ const misbehavingLesson = `
 echo "the lesson starts a watcher it will not stop"
 ( trap '' TERM; exec curl -sN "$API/api/v1/namespaces/default/configmaps?watch=true" ) &
 echo $! >"$PIDFILE"
+for _ in $(seq 100); do # until the subshell is curl (at most 5s)
+  grep -qa curl "/proc/$!/cmdline" && break
+  sleep 0.05
+done
 echo "the lesson fails"
 exit 1
 `
