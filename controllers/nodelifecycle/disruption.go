@@ -152,8 +152,9 @@ func (c *Controller) setStateLocked(z *zone, state zoneState, now time.Time) {
 // its nodes, sets each zone's tainting rate, and reports whether every
 // zone is in FullDisruption, in which case nothing may be tainted.
 //
-// On entering that state it removes the NoExecute taints the controller
-// adds (not-ready, unreachable) from every node: when no node at all can
+// On entering that state, and on every pass while it lasts, it removes the
+// NoExecute taints the controller adds (not-ready, unreachable) from every
+// node: when no node at all can
 // be heard, the fault is most likely between the controller and the
 // nodes, and evicting everything would only make it worse. On leaving it,
 // every node gets a fresh probe time, and so a full grace period.
@@ -197,6 +198,14 @@ func (c *Controller) handleDisruption(ctx context.Context, zoneReady map[string]
 	switch {
 	case allAreFull && allWereFull:
 		c.mu.Unlock()
+		// A taint added just before the state changed may have been
+		// missing from the cache the first removal read: remove any
+		// left, on every pass, until a node is Ready.
+		for _, node := range nodes {
+			if slices.ContainsFunc(node.Spec.Taints, isControllerNoExecute) {
+				c.removeNoExecuteTaints(ctx, node, "every zone in FullDisruption")
+			}
+		}
 		return true
 
 	case allAreFull:

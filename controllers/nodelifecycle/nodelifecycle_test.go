@@ -250,6 +250,22 @@ func TestFullDisruptionPausesEvictions(t *testing.T) {
 		t.Error("web evicted in FullDisruption")
 	}
 
+	// A NoExecute taint of ours that the removal on entering FullDisruption
+	// did not see (added just before, while the cache was behind) goes on
+	// the next pass that sees it.
+	stray := f.node("node-2")
+	stray.Spec.Taints = append(stray.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute})
+	written, err := f.nodes.Update(ctx(t), stray)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the controller to see node-2's stray taint", func() (bool, string) {
+		got, err := f.ctrl.nodeLister.Get("", "node-2")
+		return err == nil && got.ResourceVersion == written.ResourceVersion, ""
+	})
+	f.pass(period)
+	f.waitTaint("node-2", corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute, false)
+
 	// node-3 is back: 2/3 not ready is Normal again. One node is tainted
 	// at once, the next 10s later (0.1 nodes/s).
 	f.setReady("node-3")

@@ -280,13 +280,17 @@ func (c *Controller) unqueue(node string) {
 	}
 }
 
+// isControllerNoExecute reports whether t is a NoExecute taint the
+// controller adds: not-ready or unreachable.
+func isControllerNoExecute(t corev1.Taint) bool {
+	return sameTaint(t, notReadyNoExecute) || sameTaint(t, unreachableNoExecute)
+}
+
 // removeNoExecuteTaints removes the controller's NoExecute taints from
 // node and returns those it removed; why, if set, is logged with them.
 func (c *Controller) removeNoExecuteTaints(ctx context.Context, node *corev1.Node, why string) []corev1.Taint {
 	base, written, err := c.updateTaints(ctx, node, func(n *corev1.Node) []corev1.Taint {
-		return slices.DeleteFunc(slices.Clone(n.Spec.Taints), func(t corev1.Taint) bool {
-			return sameTaint(t, notReadyNoExecute) || sameTaint(t, unreachableNoExecute)
-		})
+		return slices.DeleteFunc(slices.Clone(n.Spec.Taints), isControllerNoExecute)
 	})
 	if err != nil {
 		c.log.Error("cannot remove NoExecute taints; will try on the next pass",
