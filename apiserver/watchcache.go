@@ -203,14 +203,7 @@ func (c *watchCache) run(ctx context.Context) {
 
 // sleep waits for d on the cache's clock; false if ctx ended first.
 func (c *watchCache) sleep(ctx context.Context, d time.Duration) bool {
-	t := c.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C():
-		return true
-	}
+	return clock.Sleep(ctx, c.clock, d)
 }
 
 // fill replaces the cache's state with a fresh list from etcd.

@@ -1,6 +1,9 @@
 package clock
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Clock is a source of time: what it reads now, and timers that fire when
 // it reaches a deadline.
@@ -37,4 +40,20 @@ func Or(c Clock) Clock {
 		return Real{}
 	}
 	return c
+}
+
+// Sleep waits d on c, and reports true, or false as soon as ctx is done
+// (at once if it already is, even when d is not positive).
+func Sleep(ctx context.Context, c Clock, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := c.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
 }

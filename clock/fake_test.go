@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -56,5 +57,30 @@ func TestOrDefaultsToReal(t *testing.T) {
 	f := NewFake(time.Unix(0, 0))
 	if Or(f) != Clock(f) {
 		t.Error("Or(f) is not f")
+	}
+}
+
+func TestSleep(t *testing.T) {
+	c := NewFake(time.Unix(0, 0))
+	done := make(chan bool, 1)
+	go func() { done <- Sleep(context.Background(), c, time.Second) }()
+	for deadline := time.Now().Add(10 * time.Second); len(c.Waiters()) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Sleep set no timer")
+		}
+	}
+	c.Step(time.Second)
+	if !<-done {
+		t.Error("Sleep reported false after its time passed")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { done <- Sleep(ctx, c, time.Hour) }()
+	cancel()
+	if <-done {
+		t.Error("Sleep reported true for a cancelled context")
+	}
+	if Sleep(ctx, c, 0) {
+		t.Error("Sleep(0) reported true for a cancelled context")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/clock"
 )
 
 // ErrLeaseLost is what Run returns when it stopped leading because the
@@ -236,15 +237,5 @@ func (le *LeaderElector) extend(start time.Time) bool {
 // sleep waits for d or until ctx is done, and reports whether ctx is still
 // live.
 func (le *LeaderElector) sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := le.cfg.Clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C():
-		return true
-	}
+	return clock.Sleep(ctx, le.cfg.Clock, d)
 }
