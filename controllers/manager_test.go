@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
+	"github.com/minictl/minictl/internal/minitest"
 )
 
 // TestEnabled follows kube-controller-manager's --controllers: "-name"
@@ -119,7 +119,7 @@ func TestBuildErrorStopsTheTerm(t *testing.T) {
 // "endpoint" for the endpoints controller.
 func TestJSONLogCarriesEachKeyOnce(t *testing.T) {
 	env := controllertest.Start(t)
-	var buf syncBuffer
+	var buf minitest.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg := DefaultConfig()
 	cfg.LeaderElect = false
@@ -206,22 +206,4 @@ func duplicateKey(t *testing.T, line string) string {
 		return ""
 	}
 	return walk()
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
