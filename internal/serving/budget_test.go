@@ -3,9 +3,11 @@ package serving
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 )
@@ -77,7 +79,7 @@ func waitOpen(t *testing.T, b *Budget, n int) {
 	}
 }
 
-func TestBudgetRefusesConnectionsBeyondIt(t *testing.T) {
+func TestBudgetClosesTheConnectionWaitingLongest(t *testing.T) {
 	const max = 5
 	b := NewBudget(max, nil)
 	addr := serve(t, b, Timeouts{})
@@ -87,21 +89,115 @@ func TestBudgetRefusesConnectionsBeyondIt(t *testing.T) {
 		if err := get(t, held[i]); err != nil {
 			t.Fatalf("connection %d within the budget: %v", i, err)
 		}
+		waitWaiting(t, b, i+1) // idle in the order they were used
 	}
-	for i := range 20 {
-		if err := get(t, dial(t, addr)); err == nil {
-			t.Fatalf("connection %d beyond the budget was served", max+i)
+	// Every held connection is idle: each new one takes the place of the
+	// one idle longest.
+	for i := range 3 {
+		waitWaiting(t, b, max)
+		if err := get(t, dial(t, addr)); err != nil {
+			t.Fatalf("connection %d beyond the budget, with idle ones to close: %v", max+i, err)
+		}
+		if !closedByServer(held[i]) {
+			t.Fatalf("idle connection %d (the longest idle) was not closed", i)
 		}
 	}
-	// The connections held are still served.
-	if err := get(t, held[0]); err != nil {
-		t.Fatalf("a held connection after refusals: %v", err)
+	waitOpen(t, b, max)
+	if err := get(t, held[max-1]); err != nil {
+		t.Fatalf("the most recently used connection: %v", err)
 	}
-	// A closed connection gives its place back.
-	held[1].Close()
-	waitOpen(t, b, max-1)
+}
+
+func TestBudgetRefusesConnectionsWhenEveryOneIsBusy(t *testing.T) {
+	const max = 5
+	b := NewBudget(max, nil)
+	release := make(chan struct{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := Timeouts{}.Server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			<-release
+		}
+		_, _ = w.Write([]byte("ok"))
+	}))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(b.Listener(ln))
+	}()
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(release)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	})
+	addr := ln.Addr().String()
+	busy := make([]net.Conn, max)
+	for i := range busy {
+		busy[i] = dial(t, addr)
+		if _, err := io.WriteString(busy[i], "GET /slow HTTP/1.1\r\nHost: localhost\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitOpen(t, b, max)
+	waitWaiting(t, b, 0)
+	for i := range 20 {
+		if err := get(t, dial(t, addr)); err == nil {
+			t.Fatalf("connection %d beyond a budget of busy connections was served", max+i)
+		}
+	}
+	close(release)
+	released = true
+	for i, c := range busy {
+		if _, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil {
+			t.Fatalf("busy connection %d lost its answer: %v", i, err)
+		}
+	}
 	if err := get(t, dial(t, addr)); err != nil {
-		t.Fatalf("a new connection after one closed: %v", err)
+		t.Fatalf("a new connection once requests were answered: %v", err)
+	}
+}
+
+func TestBudgetGivesBackClosedConnections(t *testing.T) {
+	b := NewBudget(2, nil)
+	addr := serve(t, b, Timeouts{})
+	c := dial(t, addr)
+	if err := get(t, c); err != nil {
+		t.Fatal(err)
+	}
+	waitOpen(t, b, 1)
+	c.Close()
+	waitOpen(t, b, 0)
+}
+
+// closedByServer reports whether the server has closed c.
+func closedByServer(c net.Conn) bool {
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := c.Read(make([]byte, 1))
+	return err != nil && !errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// waitWaiting waits until n of the budget's connections wait for a request.
+func waitWaiting(t *testing.T, b *Budget, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b.mu.Lock()
+		got := b.waiting.Len()
+		b.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting connections: %d, want %d", got, n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

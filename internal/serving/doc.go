@@ -12,7 +12,10 @@
 //   - Long-running answers (watches) extend their own write deadline with
 //     http.ResponseController as they write; Write bounds every other one.
 //   - A Budget caps the connections of every listener it wraps together,
-//     so that the process keeps file descriptors for etcd: a connection
-//     beyond the budget is accepted and closed at once, and the process
-//     goes on serving the ones it holds.
+//     so that the process keeps file descriptors for etcd. A connection
+//     beyond the budget takes the place of the one that has waited longest
+//     for its next request (new or idle keep-alive), so idle connections
+//     cannot lock clients out; when every connection is serving a request,
+//     the new one is accepted and closed at once. Either way the process
+//     goes on serving the requests it holds.
 package serving

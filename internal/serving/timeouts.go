@@ -46,7 +46,9 @@ func (t Timeouts) WithDefaults() Timeouts {
 const maxHeaderBytes = 1 << 20
 
 // Server returns an http.Server for h with t's deadlines (defaults where
-// t is zero). The caller sets BaseContext and the like, and serves.
+// t is zero), which tells a Budget wrapping its listener when each
+// connection serves a request. The caller sets BaseContext and the like,
+// and serves.
 func (t Timeouts) Server(h http.Handler) *http.Server {
 	t = t.WithDefaults()
 	return &http.Server{
@@ -56,5 +58,6 @@ func (t Timeouts) Server(h http.Handler) *http.Server {
 		WriteTimeout:      t.Write,
 		IdleTimeout:       t.Idle,
 		MaxHeaderBytes:    maxHeaderBytes,
+		ConnState:         trackState,
 	}
 }
