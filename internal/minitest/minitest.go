@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -48,7 +49,7 @@ func Binary(t testing.TB) string {
 		}
 		binPath = filepath.Join(dir, "minictl")
 		args := []string{"build", "-o", binPath}
-		if raceEnabled {
+		if RaceBuilt {
 			args = append(args, "-race")
 		}
 		out, err := exec.Command("go", append(args, "github.com/minictl/minictl/cmd/minictl")...).CombinedOutput()
@@ -117,6 +118,8 @@ type Process struct {
 	Stdout *Buffer
 	Stderr *Buffer // the same Buffer as Stdout when started with merged output
 
+	name string // the minictl command: up, apiserver, ...
+
 	exited  chan struct{} // closed once the process has exited
 	waitErr error         // how it exited; read after exited is closed
 }
@@ -125,7 +128,13 @@ type Process struct {
 // stderr go to one Buffer.
 func Start(t testing.TB, merged bool, args ...string) *Process {
 	t.Helper()
-	p := &Process{Cmd: Command(t, args...), Stdout: &Buffer{}, exited: make(chan struct{})}
+	return start(t, Command(t, args...), merged, args[0])
+}
+
+// start runs cmd, a minictl command named name, until the test ends.
+func start(t testing.TB, cmd *exec.Cmd, merged bool, name string) *Process {
+	t.Helper()
+	p := &Process{Cmd: cmd, name: name, Stdout: &Buffer{}, exited: make(chan struct{})}
 	p.Stderr = p.Stdout
 	if !merged {
 		p.Stderr = &Buffer{}
@@ -135,7 +144,7 @@ func Start(t testing.TB, merged bool, args ...string) *Process {
 		t.Fatal(err)
 	}
 	pgid := p.Cmd.Process.Pid
-	trackGroup(pgid, "minictl "+args[0])
+	trackGroup(pgid, "minictl "+name)
 	go func() {
 		p.waitErr = p.Cmd.Wait()
 		_ = syscall.Kill(-pgid, syscall.SIGKILL) // anything it left behind
@@ -227,11 +236,11 @@ func (p *Process) waitFor(t testing.TB, what string, timeout time.Duration, cond
 	for !cond() {
 		select {
 		case <-p.exited:
-			t.Fatalf("minictl %s exited before %s: %v\n%s", p.Cmd.Args[1], what, p.waitErr, p.Stderr)
+			t.Fatalf("minictl %s exited before %s: %v\n%s", p.name, what, p.waitErr, p.Stderr)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("minictl %s not %s after %s\n%s", p.Cmd.Args[1], what, timeout, p.Stderr)
+			t.Fatalf("minictl %s not %s after %s\n%s", p.name, what, timeout, p.Stderr)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -241,9 +250,27 @@ func (p *Process) waitFor(t testing.TB, what string, timeout time.Duration, cond
 // port on loopback picked free, plus args, and returns once it is ready.
 func Up(t testing.TB, merged bool, addr, dataDir string, args ...string) *Process {
 	t.Helper()
-	all := append([]string{"up", "--listen", addr, "--data-dir", dataDir,
-		"--etcd-client-url", "http://127.0.0.1:0", "--controller-manager-address", "127.0.0.1:0"}, args...)
-	p := Start(t, merged, all...)
+	p := Start(t, merged, upArgs(addr, dataDir, args)...)
 	p.WaitReady(t, "http://"+addr, 60*time.Second)
 	return p
+}
+
+// UpWithFileLimit is Up with the process allowed at most nofile open
+// files (soft and hard limits, as `ulimit -n` sets them).
+func UpWithFileLimit(t testing.TB, nofile int, addr, dataDir string, args ...string) *Process {
+	t.Helper()
+	all := upArgs(addr, dataDir, args)
+	cmd := Command(t, all...)
+	// The shell sets the limit and becomes minictl: same process, same
+	// group, same parent-death signal.
+	cmd.Args = append([]string{"sh", "-c", `ulimit -n "$0" && exec "$@"`, strconv.Itoa(nofile), cmd.Path}, all...)
+	cmd.Path = "/bin/sh"
+	p := start(t, cmd, false, "up")
+	p.WaitReady(t, "http://"+addr, 60*time.Second)
+	return p
+}
+
+func upArgs(addr, dataDir string, args []string) []string {
+	return append([]string{"up", "--listen", addr, "--data-dir", dataDir,
+		"--etcd-client-url", "http://127.0.0.1:0", "--controller-manager-address", "127.0.0.1:0"}, args...)
 }

@@ -2,4 +2,6 @@
 
 package minitest
 
-const raceEnabled = false
+// RaceBuilt: this test binary runs without the race detector, and so does
+// the minictl it builds.
+const RaceBuilt = false

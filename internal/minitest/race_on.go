@@ -2,6 +2,6 @@
 
 package minitest
 
-// raceEnabled: this test binary runs with the race detector, and so does
+// RaceBuilt: this test binary runs with the race detector, and so does
 // the minictl it builds.
-const raceEnabled = true
+const RaceBuilt = true
