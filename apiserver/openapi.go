@@ -39,9 +39,12 @@ import (
 // reflection (openapi_schema.go). Each document is built once, the first
 // time it is asked for.
 
+// The protobuf media type, in the form Go's mime package parses, and the
+// older "@" form clients still send; the answer always names the first, as
+// kube-apiserver's does.
 const (
-	mimeOpenAPIV2Proto    = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
-	mimeOpenAPIV2ProtoOld = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+	mimeOpenAPIV2Proto       = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+	mimeOpenAPIV2ProtoAtForm = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 )
 
 // openAPIDocs builds and keeps the documents.
@@ -65,7 +68,7 @@ func (s *Server) openAPIV2(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	accept := r.Header.Get("Accept")
-	if strings.Contains(accept, mimeOpenAPIV2Proto) || strings.Contains(accept, mimeOpenAPIV2ProtoOld) {
+	if strings.Contains(accept, mimeOpenAPIV2Proto) || strings.Contains(accept, mimeOpenAPIV2ProtoAtForm) {
 		w.Header().Set("Content-Type", mimeOpenAPIV2Proto)
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(d.v2Proto)
