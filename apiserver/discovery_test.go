@@ -94,6 +94,24 @@ func TestDiscovery(t *testing.T) {
 		do(t, env, http.MethodGet, "/apis/apps/v2", "", nil).wantStatus(t, http.StatusNotFound, metav1.StatusReasonNotFound)
 	})
 
+	t.Run("trailing slash", func(t *testing.T) {
+		if v := get[metav1.APIVersions](t, env, "/api/"); v.Kind != "APIVersions" {
+			t.Errorf("/api/: kind %q", v.Kind)
+		}
+		if l := get[metav1.APIGroupList](t, env, "/apis/"); l.Kind != "APIGroupList" || len(l.Groups) == 0 {
+			t.Errorf("/apis/: kind %q, %d groups", l.Kind, len(l.Groups))
+		}
+		if g := get[metav1.APIGroup](t, env, "/apis/apps/"); g.Name != "apps" {
+			t.Errorf("/apis/apps/: %+v", g)
+		}
+		for path, gv := range map[string]string{"/api/v1/": "v1", "/apis/apps/v1/": "apps/v1"} {
+			if l := get[metav1.APIResourceList](t, env, path); l.GroupVersion != gv || len(l.APIResources) == 0 {
+				t.Errorf("%s: groupVersion %q, %d resources", path, l.GroupVersion, len(l.APIResources))
+			}
+		}
+		do(t, env, http.MethodPost, "/api/v1/", "", nil).wantStatus(t, http.StatusNotFound, metav1.StatusReasonNotFound)
+	})
+
 	t.Run("/version", func(t *testing.T) {
 		v := get[version.Info](t, env, "/version")
 		if v.Major != "1" || !strings.HasPrefix(v.GitVersion, "v1.") || v.GoVersion == "" {

@@ -261,18 +261,30 @@ func (s *Server) routes() http.Handler {
 	r.Get("/openapi/v2", s.openAPIV2)
 	r.Get("/openapi/v3", s.openAPIV3Discovery)
 	r.Get("/openapi/v3/*", s.openAPIV3)
-	r.Get("/api", s.apiVersions)
-	r.Get("/apis", s.apiGroups)
-	r.Get("/api/v1", s.resourceList("", "v1"))
-	r.Get("/apis/{group}", s.apiGroup)
-	r.Get("/apis/{group}/{version}", func(w http.ResponseWriter, r *http.Request) {
+	// Discovery, with or without a trailing slash, as kube-apiserver.
+	groupVersion := func(w http.ResponseWriter, r *http.Request) {
 		s.resourceList(chi.URLParam(r, "group"), chi.URLParam(r, "version"))(w, r)
-	})
+	}
+	for _, slash := range []string{"", "/"} {
+		r.Get("/api"+slash, s.apiVersions)
+		r.Get("/apis"+slash, s.apiGroups)
+		r.Get("/apis/{group}"+slash, s.apiGroup)
+	}
+	r.Get("/api/v1", s.resourceList("", "v1"))
+	r.Get("/apis/{group}/{version}", groupVersion)
 	r.HandleFunc("/api/v1/*", func(w http.ResponseWriter, r *http.Request) {
-		s.serveResource(w, r, "", "v1", chi.URLParam(r, "*"))
+		if rest := chi.URLParam(r, "*"); rest != "" || r.Method != http.MethodGet {
+			s.serveResource(w, r, "", "v1", rest)
+			return
+		}
+		s.resourceList("", "v1")(w, r)
 	})
 	r.HandleFunc("/apis/{group}/{version}/*", func(w http.ResponseWriter, r *http.Request) {
-		s.serveResource(w, r, chi.URLParam(r, "group"), chi.URLParam(r, "version"), chi.URLParam(r, "*"))
+		if rest := chi.URLParam(r, "*"); rest != "" || r.Method != http.MethodGet {
+			s.serveResource(w, r, chi.URLParam(r, "group"), chi.URLParam(r, "version"), rest)
+			return
+		}
+		groupVersion(w, r)
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { writeStatus(w, newNotFoundPath(r.URL.Path)) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
