@@ -11,7 +11,7 @@ import (
 
 // The resources minictl serves, in the order discovery lists them. The
 // functions each entry names live in the file of its kind group: pod.go,
-// service.go, core.go (namespaces, nodes, endpoints, events), config.go
+// podtemplate.go, service.go, core.go (namespaces, nodes, endpoints, events), config.go
 // (configmaps, secrets), quota.go (resourcequotas, limitranges),
 // coordination.go and apps.go; their Table columns live in table.go.
 var (
@@ -34,6 +34,13 @@ var (
 		PrepareForCreate: defaulter(preparePodForCreate), PrepareForUpdate: updatePreparer(preparePodForUpdate),
 		SelectableFields: selectable(podFields), FieldLabels: podFieldLabels,
 		Table: podTable,
+	}
+	PodTemplates = &Resource{
+		Version: "v1", Kind: "PodTemplate", Plural: "podtemplates", Singular: "podtemplate", Namespaced: true,
+		New:     func() Object { return &corev1.PodTemplate{} },
+		Default: defaulter(defaultPodTemplate), Validate: validator(validatePodTemplate),
+		PrepareForCreate: defaulter(preparePodTemplateForCreate), PrepareForUpdate: updatePreparer(preparePodTemplateForUpdate),
+		Table: podTemplateTable,
 	}
 	Nodes = &Resource{
 		Version: "v1", Kind: "Node", Plural: "nodes", Singular: "node",
@@ -129,7 +136,7 @@ var (
 )
 
 var all = Catalogue{
-	Namespaces, Pods, Nodes, Services, Endpoints, ConfigMaps, Secrets, ServiceAccounts,
+	Namespaces, Pods, PodTemplates, Nodes, Services, Endpoints, ConfigMaps, Secrets, ServiceAccounts,
 	Events, ResourceQuotas, LimitRanges, Leases, ReplicaSets, Deployments,
 }
 

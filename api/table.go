@@ -578,6 +578,16 @@ func formatEndpoints(ep *corev1.Endpoints) string {
 	return s
 }
 
+var podTemplateTable = printer([]metav1.TableColumnDefinition{
+	nameColumn,
+	{Name: "Containers", Type: "string", Description: "Names of each container in the template."},
+	{Name: "Images", Type: "string", Description: "Images referenced by each container in the template."},
+	{Name: "Pod Labels", Type: "string", Description: "The labels for the pod template."},
+}, func(pt *corev1.PodTemplate, now time.Time) []any {
+	names, images := containerCells(pt.Template.Spec.Containers)
+	return []any{pt.Name, names, images, labels.FormatLabels(pt.Template.Labels)}
+})
+
 var configMapTable = printer([]metav1.TableColumnDefinition{
 	nameColumn,
 	{Name: "Data", Type: "string", Description: corev1.ConfigMap{}.SwaggerDoc()["data"]},
