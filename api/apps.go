@@ -91,6 +91,13 @@ func prepareDeploymentForUpdate(d, old *appsv1.Deployment) {
 		[]any{d.Spec, d.Annotations}, []any{old.Spec, old.Annotations})
 }
 
+// prepareDeploymentForStatusUpdate keeps the labels, as kube's status
+// strategy for Deployments does: the status writer (the deployment
+// controller) must not move them.
+func prepareDeploymentForStatusUpdate(d, old *appsv1.Deployment) {
+	d.Labels = old.Labels
+}
+
 func validateReplicaSet(rs *appsv1.ReplicaSet) field.ErrorList {
 	specPath := field.NewPath("spec")
 	var errs field.ErrorList

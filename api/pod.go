@@ -299,6 +299,17 @@ func preparePodForUpdate(pod, old *corev1.Pod) {
 	pod.Generation = nextGeneration(old, pod.Spec, old.Spec)
 }
 
+// preparePodForStatusUpdate keeps the owner references, which the garbage
+// collector depends on and a kubelet must not rewrite, and the QoS class
+// set at creation if the writer left it out, as kube's status strategy for
+// pods does.
+func preparePodForStatusUpdate(pod, old *corev1.Pod) {
+	pod.OwnerReferences = old.OwnerReferences
+	if pod.Status.QOSClass == "" {
+		pod.Status.QOSClass = old.Status.QOSClass
+	}
+}
+
 func validatePod(pod *corev1.Pod) field.ErrorList {
 	return validatePodSpec(&pod.Spec, field.NewPath("spec"))
 }

@@ -32,7 +32,8 @@ var (
 		New:          func() Object { return &corev1.Pod{} },
 		Default:      defaulter(defaultPod), Validate: validator(validatePod), ValidateUpdate: updateValidator(validatePodUpdate),
 		PrepareForCreate: defaulter(preparePodForCreate), PrepareForUpdate: updatePreparer(preparePodForUpdate),
-		SelectableFields: selectable(podFields), FieldLabels: podFieldLabels,
+		PrepareForStatusUpdate: updatePreparer(preparePodForStatusUpdate),
+		SelectableFields:       selectable(podFields), FieldLabels: podFieldLabels,
 		Table: podTable,
 	}
 	PodTemplates = &Resource{
@@ -131,7 +132,8 @@ var (
 		New:     func() Object { return &appsv1.Deployment{} },
 		Default: defaulter(defaultDeployment), Validate: validator(validateDeployment), ValidateUpdate: updateValidator(validateDeploymentUpdate),
 		PrepareForCreate: defaulter(prepareDeploymentForCreate), PrepareForUpdate: updatePreparer(prepareDeploymentForUpdate),
-		Table: deploymentTable,
+		PrepareForStatusUpdate: updatePreparer(prepareDeploymentForStatusUpdate),
+		Table:                  deploymentTable,
 	}
 )
 

@@ -60,6 +60,11 @@ type Resource struct {
 	// main-resource update may not change (usually status).
 	PrepareForCreate func(obj Object)
 	PrepareForUpdate func(obj, old Object)
+	// PrepareForStatusUpdate resets what a write to the status
+	// subresource may not change beyond what every kind keeps (see
+	// PrepareStatusUpdate): the pod's owner references, the Deployment's
+	// labels. nil: nothing more.
+	PrepareForStatusUpdate func(obj, old Object)
 	// SelectableFields returns the field set a fieldSelector is matched
 	// against, beyond metadata.name and metadata.namespace, which every
 	// kind has.

@@ -16,7 +16,8 @@ import (
 )
 
 // serveStatus answers the status subresource: reads return the whole
-// object; writes change status and nothing else.
+// object; writes change the status and the metadata, and nothing else
+// (api.Resource.PrepareStatusUpdate, in updateObject).
 func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
 	rs := s.stores[ri.res]
 	var next updateFunc
@@ -31,13 +32,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, ri *request
 		if err := checkIdentity(ri.res, obj, ri.namespace, ri.name); err != nil {
 			return err
 		}
-		next = func(cur api.Object) (api.Object, error) {
-			if err := copyStatus(cur, obj); err != nil {
-				return nil, apierrors.NewBadRequest(err.Error())
-			}
-			cur.SetResourceVersion(obj.GetResourceVersion())
-			return cur, nil
-		}
+		next = func(api.Object) (api.Object, error) { return obj.DeepCopyObject().(api.Object), nil }
 	case http.MethodPatch:
 		fv, err := writeOptions(r)
 		if err != nil {
@@ -47,17 +42,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, ri *request
 		if err != nil {
 			return err
 		}
-		next = func(cur api.Object) (api.Object, error) {
-			patched, err := patchObject(r.Context(), ri.res, cur, apply, fv)
-			if err != nil {
-				return nil, err
-			}
-			if err := copyStatus(cur, patched); err != nil {
-				return nil, apierrors.NewBadRequest(err.Error())
-			}
-			cur.SetResourceVersion(patched.GetResourceVersion())
-			return cur, nil
-		}
+		next = func(cur api.Object) (api.Object, error) { return patchObject(r.Context(), ri.res, cur, apply, fv) }
 	default:
 		return newMethodNotAllowed(r.Method, r.URL.Path)
 	}

@@ -92,6 +92,36 @@ func TestStatusSubresource(t *testing.T) {
 			t.Errorf("created pod phase %q, want Pending", got.Status.Phase)
 		}
 	})
+
+	// kube's status strategies keep the spec and let the metadata change,
+	// except what each kind guards: a Deployment's labels (above), a pod's
+	// owner references.
+	t.Run("metadata changes through status", func(t *testing.T) {
+		createNamespace(t, env, "meta")
+		got := patch[corev1.Namespace](t, env, "/api/v1/namespaces/meta/status", mergePatch,
+			`{"metadata":{"annotations":{"owner":"team-a"},"labels":{"tier":"gold"}},"spec":{"finalizers":[]},"status":{"conditions":[{"type":"NamespaceDeletionDiscoveryFailure","status":"False"}]}}`)
+		if got.Annotations["owner"] != "team-a" || got.Labels["tier"] != "gold" || len(got.Status.Conditions) != 1 {
+			t.Errorf("namespace: annotations %v labels %v conditions %v", got.Annotations, got.Labels, got.Status.Conditions)
+		}
+		if len(got.Spec.Finalizers) != 1 {
+			t.Errorf("namespace finalizers %v: a status write changed the spec", got.Spec.Finalizers)
+		}
+
+		owned := pod("owned", "node-1", nil)
+		owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "u-1"}}
+		create[corev1.Pod](t, env, podPath("default", ""), owned)
+		p := patch[corev1.Pod](t, env, podPath("default", "owned")+"/status", mergePatch,
+			`{"metadata":{"labels":{"ready":"yes"},"ownerReferences":null},"status":{"phase":"Running"}}`)
+		if p.Labels["ready"] != "yes" || p.Status.Phase != corev1.PodRunning {
+			t.Errorf("pod: labels %v phase %q", p.Labels, p.Status.Phase)
+		}
+		if len(p.OwnerReferences) != 1 || p.OwnerReferences[0].UID != "u-1" {
+			t.Errorf("pod owner references %v: a status write may not change them", p.OwnerReferences)
+		}
+		if p.Status.QOSClass != corev1.PodQOSBestEffort {
+			t.Errorf("pod QoS class %q", p.Status.QOSClass)
+		}
+	})
 }
 
 func ptr[T any](v T) *T { return &v }

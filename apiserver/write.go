@@ -3,11 +3,9 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"reflect"
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -194,9 +192,13 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, namespace,
 			res.Default(obj)
 		}
 		// PrepareForUpdate keeps status out of main-resource writes and
-		// moves the generation on when the spec changed.
-		if mode == modeMain && res.PrepareForUpdate != nil {
+		// moves the generation on when the spec changed; a status write
+		// keeps everything but the status and the metadata.
+		switch {
+		case mode == modeMain && res.PrepareForUpdate != nil:
 			res.PrepareForUpdate(obj, old)
+		case mode == modeStatus:
+			res.PrepareStatusUpdate(obj, old)
 		}
 		if mode == modeInternal {
 			return obj, nil
@@ -364,16 +366,5 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, ri *requestI
 		return err
 	}
 	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
-// copyStatus sets dst's status to src's.
-func copyStatus(dst, src api.Object) error {
-	d := reflect.ValueOf(dst).Elem().FieldByName("Status")
-	sv := reflect.ValueOf(src).Elem().FieldByName("Status")
-	if !d.IsValid() || !sv.IsValid() {
-		return errors.New("this kind has no status")
-	}
-	d.Set(sv)
 	return nil
 }

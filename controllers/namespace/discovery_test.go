@@ -34,7 +34,7 @@ func TestDiscoveryOfRealServer(t *testing.T) {
 		got[rt.String()] = rt
 	}
 	for _, want := range []string{
-		"pods.", "services.", "endpoints.", "configmaps.", "secrets.", "serviceaccounts.", "events.",
+		"pods.", "podtemplates.", "services.", "endpoints.", "configmaps.", "secrets.", "serviceaccounts.", "events.",
 		"resourcequotas.", "limitranges.", "leases.coordination.k8s.io", "replicasets.apps", "deployments.apps",
 	} {
 		rt, ok := got[want]
@@ -52,7 +52,7 @@ func TestDiscoveryOfRealServer(t *testing.T) {
 			t.Errorf("cluster-scoped %s discovered", name)
 		}
 	}
-	if len(got) != 12 {
+	if len(got) != 13 {
 		t.Errorf("discovered %d resources: %v", len(got), res.resources)
 	}
 }
