@@ -11,6 +11,9 @@
 //   - watch.go: Watch: an ordered stream of changes under a prefix;
 //     RequestProgress: every open watch learns the current revision now.
 //   - compact.go: Compact and the periodic compaction loop.
+//   - member.go: StartMember: one member of an etcd cluster of several,
+//     each in a process of its own (`minictl etcd`), for a Store whose
+//     Endpoints name them all.
 //   - zaplog.go: etcd's zap logs, forwarded to the caller's slog.Logger.
 //
 // # Guarantees

@@ -244,18 +244,9 @@ func startEmbedded(ctx context.Context, cfg Config, log *slog.Logger) (*embed.Et
 }
 
 func embedConfig(dir string, client, peer url.URL, progress time.Duration, log *slog.Logger) *embed.Config {
-	ec := embed.NewConfig()
-	ec.Name = "minictl"
-	ec.Dir = dir
-	ec.ListenClientUrls = []url.URL{client}
-	ec.AdvertiseClientUrls = []url.URL{client}
-	ec.ListenPeerUrls = []url.URL{peer}
-	ec.AdvertisePeerUrls = []url.URL{peer}
+	ec := etcdConfig("minictl", dir, []url.URL{client}, []url.URL{peer}, progress, log)
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
 	ec.ClusterState = embed.ClusterStateFlagNew
-	ec.AutoCompactionRetention = "0" // we compact ourselves, like kube-apiserver
-	ec.QuotaBackendBytes = quotaBackendBytes
-	ec.WatchProgressNotifyInterval = progress
 	// A single member has no one to hold an election against: short ticks
 	// make it leader in milliseconds instead of about a second.
 	ec.TickMs = 10
@@ -266,8 +257,6 @@ func embedConfig(dir string, client, peer url.URL, progress time.Duration, log *
 	// member has no follower: keeping 100 saves every write about 3.7 KB of
 	// allocation (BenchmarkServeCreate) and the garbage collector's time.
 	ec.SnapshotCatchUpEntries = 100
-	ec.LogLevel = "error"
-	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newZapLogger(log.With(slog.String("component", "etcd"))))
 	return ec
 }
 

@@ -26,6 +26,7 @@ Usage:
                               server, the controller manager, the scheduler and
                               simulated nodes
   minictl apiserver           run the API server alone against etcd endpoints
+  minictl etcd                run one member of an etcd cluster for the API servers
   minictl controller-manager  run the controller manager against an API server
   minictl scheduler           run the scheduler against an API server
   minictl kubelet --name N    run one simulated node against an API server
@@ -69,6 +70,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runUp(ctx, rest, stdout, stderr)
 	case "apiserver":
 		return runAPIServer(ctx, rest, stdout, stderr)
+	case "etcd":
+		return runEtcd(ctx, rest, stdout, stderr)
 	case "controller-manager":
 		return runControllerManager(ctx, rest, stdout, stderr)
 	case "scheduler":
