@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/minictl/minictl/internal/minitest"
+)
+
+// TestWatchPromise runs watchers that, like an informer, resume from the
+// last resourceVersion they saw, while writers write and `minictl up` is
+// restarted on its data dir (stopped, or killed with SIGKILL) and etcd is
+// compacted every second. Checked against the writers' ledger, each
+// watcher receives every change exactly once and in order, or is told 410
+// Gone and lists again, and then its list holds the state as of the list's
+// resourceVersion.
+func TestWatchPromise(t *testing.T) {
+	const restarts, watchers = 6, 3
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	ctx := minitest.Context(t)
+	addr, dir := minitest.FreeAddr(t), t.TempDir()
+	url := "http://" + addr
+	compaction := []string{"--etcd-compaction-interval", "1s"}
+
+	p := startUp(t, addr, dir, compaction...)
+	p.WaitReady(t, url, 60*time.Second)
+	l := newLedger(t, "watch")
+	servers := configMaps(t, url)
+	stop := make(chan struct{})
+	wait := l.writers(ctx, stop, 3, 4, seed, servers)
+	var stopOnce sync.Once
+	stopWriters := func() { stopOnce.Do(func() { close(stop); wait() }) }
+	defer stopWriters()
+
+	watchCtx, cancelWatchers := context.WithCancel(ctx)
+	defer cancelWatchers()
+	logs := make([]*watchLog, watchers)
+	var wg sync.WaitGroup
+	for i := range logs {
+		wg.Go(func() {
+			logs[i] = l.watch(watchCtx, fmt.Sprint(i), watchOptions{servers: servers, maxPause: 2500 * time.Millisecond, seed: seed + uint64(i)})
+		})
+	}
+	defer wg.Wait()
+	defer cancelWatchers()
+
+	for i := range restarts {
+		l.waitAck(time.Now(), 30*time.Second, "the restart")
+		time.Sleep(time.Second + rand.N(2*time.Second))
+		if i%2 == 0 {
+			if err := p.Stop(); err != nil {
+				t.Fatalf("minictl up did not stop cleanly: %v\n%s", err, p.Stderr)
+			}
+		} else {
+			kill(t, p)
+		}
+		p = startUp(t, addr, dir, compaction...)
+		p.WaitReady(t, url, 60*time.Second)
+	}
+	l.waitAck(time.Now(), 30*time.Second, "the last restart")
+	time.Sleep(time.Second + rand.N(time.Second))
+	stopWriters()
+	end := l.writeEnd(ctx, servers[0])
+
+	// Every watcher ends once it has seen the end marker.
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cancelWatchers()
+		<-done
+		t.Error("the watchers did not all reach the end marker within 30s")
+	}
+	l.report()
+	l.checkStored(ctx, servers[0])
+	l.checkWatch(logs, end)
+	gone := 0
+	for _, log := range logs {
+		events := 0
+		for _, seg := range log.segments {
+			events += len(seg.events)
+		}
+		t.Logf("watcher %s: %d events, %d resumes from a resourceVersion, %d times 410 Gone and a relist", log.name, events, log.resumes, log.gone)
+		if log.resumes == 0 {
+			t.Errorf("watcher %s never resumed from a resourceVersion", log.name)
+		}
+		gone += log.gone
+	}
+	if gone == 0 {
+		t.Error("no watcher was ever told 410 Gone: the test did not test the relist")
+	}
+}
