@@ -43,9 +43,9 @@ type ledger struct {
 	ops    map[string]*op // by id
 	failed []string       // what contradicts the ledger
 
-	maxRV   atomic.Int64 // the highest resourceVersion acknowledged so far
-	acked   atomic.Int64 // acknowledged writes
-	lastAck atomic.Int64 // when the last one was, in Unix nanoseconds
+	maxRV  atomic.Int64 // the highest resourceVersion acknowledged so far
+	acked  atomic.Int64 // acknowledged writes
+	sentBy atomic.Int64 // the latest time an acknowledged write was sent, in Unix nanoseconds
 }
 
 // op is one write.
@@ -189,14 +189,14 @@ func (w *writer) write(ctx context.Context, k *keyState) bool {
 	default:
 		o.typ = watch.Modified
 	}
-	floor := w.l.maxRV.Load()
+	floor, sent := w.l.maxRV.Load(), time.Now()
 	rv, err := w.send(ctx, o)
 	switch {
 	case err == nil:
 		if o.typ != watch.Deleted && rv <= floor {
 			w.l.fail("%s: %s %s acknowledged at resourceVersion %d, after a write acknowledged at %d", o.id, o.typ, o.key, rv, floor)
 		}
-		w.l.ack(o, rv)
+		w.l.ack(o, rv, sent)
 		w.landed(k, o)
 		return true
 	case errors.Is(err, syscall.ECONNREFUSED) || client.IsTooManyRequests(err):
@@ -271,16 +271,21 @@ func (l *ledger) record(o *op) {
 	l.ops[o.id] = o
 }
 
-func (l *ledger) ack(o *op, rv int64) {
+func (l *ledger) ack(o *op, rv int64, sent time.Time) {
 	o.acked, o.rv = true, rv
+	raise(&l.maxRV, rv)
+	raise(&l.sentBy, sent.UnixNano())
+	l.acked.Add(1)
+}
+
+// raise sets v to n if n is higher.
+func raise(v *atomic.Int64, n int64) {
 	for {
-		cur := l.maxRV.Load()
-		if rv <= cur || l.maxRV.CompareAndSwap(cur, rv) {
-			break
+		cur := v.Load()
+		if n <= cur || v.CompareAndSwap(cur, n) {
+			return
 		}
 	}
-	l.acked.Add(1)
-	l.lastAck.Store(time.Now().UnixNano())
 }
 
 // resolve reads k back and reconciles the ledger with what the API holds:
@@ -416,14 +421,14 @@ func (l *ledger) landedHistory() map[string][]*op {
 	return out
 }
 
-// waitAck waits until a write is acknowledged after since, and returns how
-// long after since it was; the test fails after timeout.
+// waitAck waits until a write sent after since is acknowledged, and returns
+// how long after since that was; the test fails after timeout.
 func (l *ledger) waitAck(since time.Time, timeout time.Duration, what string) time.Duration {
 	l.t.Helper()
 	deadline := since.Add(timeout)
 	for {
-		if last := time.Unix(0, l.lastAck.Load()); last.After(since) {
-			return last.Sub(since)
+		if time.Unix(0, l.sentBy.Load()).After(since) {
+			return time.Since(since)
 		}
 		if time.Now().After(deadline) {
 			l.t.Fatalf("no write acknowledged within %s of %s", timeout, what)

@@ -28,6 +28,7 @@ type watchLog struct {
 	segments []*segment
 	gone     int      // 410s answered
 	resumes  int      // watches started from the last resourceVersion seen
+	moved    int      // streams broken, after which it went on with the next server
 	failed   []string // order violations, seen as they happened
 	done     bool     // it saw the end marker
 }
@@ -144,6 +145,7 @@ func (l *ledger) watch(ctx context.Context, name string, opts watchOptions) *wat
 		}
 		if w.Err() != nil {
 			next++ // its server went away: resume on the next
+			log.moved++
 		}
 		w.Stop()
 	}

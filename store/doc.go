@@ -50,6 +50,12 @@
 // revision seen one interval earlier, so at least one interval of history is
 // always available to watchers that fall behind.
 //
+// Clusters. With Endpoints naming the members of an etcd cluster, the
+// client moves to another member when one fails; revisions are the
+// cluster's, so every guarantee above holds across a failover. A write in
+// flight when the leader fails may end in an error (after etcd's request
+// timeout) without telling whether it happened: read the key back.
+//
 // Values are the caller's: the Store keeps no reference to a value it was
 // given or returned.
 package store
