@@ -299,11 +299,11 @@ func (w *writer) resolve(ctx context.Context, k *keyState, final bool) bool {
 	var got *corev1.ConfigMap
 	for {
 		cm, err := w.server().Get(ctx, ledgerNamespace, k.name)
-		if err == nil || client.IsNotFound(err) {
+		if err == nil {
 			got = cm
-			if err != nil {
-				got = nil
-			}
+			break
+		}
+		if client.IsNotFound(err) {
 			break
 		}
 		if ctx.Err() != nil {
