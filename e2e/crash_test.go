@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -11,18 +12,16 @@ import (
 	"github.com/minictl/minictl/internal/minitest"
 )
 
-// upArgs are the flags of the `minictl up` that the durability tests kill
+// durableUpArgs are the flags of the `minictl up` that the durability tests kill
 // and restart: the API server, etcd and the scheduler, with no nodes and no
 // controller manager, so that it starts in about a second and only the
 // writers write.
-var upArgs = []string{"--nodes", "0", "--controller-manager=false"}
+var durableUpArgs = []string{"--nodes", "0", "--controller-manager=false"}
 
 // startUp starts `minictl up` on addr and dir without waiting for it.
 func startUp(t *testing.T, addr, dir string, extra ...string) *minitest.Process {
 	t.Helper()
-	args := append([]string{"up", "--listen", addr, "--data-dir", dir,
-		"--etcd-client-url", "http://127.0.0.1:0", "--controller-manager-address", "127.0.0.1:0"}, upArgs...)
-	return minitest.Start(t, false, append(args, extra...)...)
+	return minitest.StartUp(t, addr, dir, append(slices.Clone(durableUpArgs), extra...)...)
 }
 
 // kill sends SIGKILL and waits until the process is gone.

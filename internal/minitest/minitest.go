@@ -255,6 +255,13 @@ func Up(t testing.TB, merged bool, addr, dataDir string, args ...string) *Proces
 	return p
 }
 
+// StartUp is Up without waiting for ready (its output not merged): for a
+// test that kills it before it is.
+func StartUp(t testing.TB, addr, dataDir string, args ...string) *Process {
+	t.Helper()
+	return Start(t, false, upArgs(addr, dataDir, args)...)
+}
+
 // UpWithFileLimit is Up with the process allowed at most nofile open
 // files (soft and hard limits, as `ulimit -n` sets them).
 func UpWithFileLimit(t testing.TB, nofile int, addr, dataDir string, args ...string) *Process {
