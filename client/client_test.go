@@ -466,6 +466,143 @@ func TestRateLimit(t *testing.T) {
 	}
 }
 
+// tooMany is kube-apiserver's answer to a request over its in-flight
+// limit.
+const tooMany = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Too many requests, please try again later.","reason":"TooManyRequests","details":{"retryAfterSeconds":1},"code":429}`
+
+// refuseFirst answers the first n requests with code (and kube's Status
+// for a 429) and a Retry-After of retryAfter ("" for none), and the rest
+// with configMapJSON.
+func refuseFirst(n, code int, retryAfter string) func(http.ResponseWriter, *http.Request) {
+	var mu sync.Mutex
+	seen := 0
+	return func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen++
+		refuse := seen <= n
+		mu.Unlock()
+		if !refuse {
+			respond(200, configMapJSON)(w, r)
+			return
+		}
+		if retryAfter != "" {
+			w.Header().Set("Retry-After", retryAfter)
+		}
+		if code != http.StatusTooManyRequests {
+			http.Error(w, "try again later", code)
+			return
+		}
+		respond(code, tooMany)(w, r)
+	}
+}
+
+// TestRetryAfter: as client-go does, a 429 or a 5xx that carries a
+// Retry-After is sent again after the wait it asks for, body and all, at
+// most maxRetries times; anything else is answered at once.
+func TestRetryAfter(t *testing.T) {
+	ctx := context.Background()
+	t.Run("429 then success", func(t *testing.T) {
+		srv := newFakeServer(t, refuseFirst(3, http.StatusTooManyRequests, "0"))
+		cms := For[*corev1.ConfigMap](newTestClient(t, Config{Server: srv.URL}))
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}}
+		if _, err := cms.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		if n := srv.count(); n != 4 {
+			t.Errorf("%d requests reached the server, want 4", n)
+		}
+		if body := srv.last(t).Body; !bytes.Contains(body, []byte(`"name":"web"`)) {
+			t.Errorf("the retried create sent %s", body)
+		}
+	})
+	t.Run("a 503 with Retry-After is retried", func(t *testing.T) {
+		srv := newFakeServer(t, refuseFirst(1, http.StatusServiceUnavailable, "0"))
+		if _, err := For[*corev1.ConfigMap](newTestClient(t, Config{Server: srv.URL})).Get(ctx, "default", "web"); err != nil || srv.count() != 2 {
+			t.Errorf("Get = %v after %d requests, want success after 2", err, srv.count())
+		}
+	})
+	t.Run("bounded", func(t *testing.T) {
+		srv := newFakeServer(t, refuseFirst(1000, http.StatusTooManyRequests, "0"))
+		_, err := For[*corev1.ConfigMap](newTestClient(t, Config{Server: srv.URL})).Get(ctx, "default", "web")
+		if !IsTooManyRequests(err) || err.Error() != "Too many requests, please try again later." {
+			t.Errorf("Get = %v, want the server's TooManyRequests", err)
+		}
+		if n := srv.count(); n != 1+maxRetries {
+			t.Errorf("%d requests reached the server, want %d", n, 1+maxRetries)
+		}
+	})
+	t.Run("not without Retry-After", func(t *testing.T) {
+		for _, code := range []int{http.StatusTooManyRequests, http.StatusInternalServerError} {
+			srv := newFakeServer(t, refuseFirst(1, code, ""))
+			_, err := For[*corev1.ConfigMap](newTestClient(t, Config{Server: srv.URL})).Get(ctx, "default", "web")
+			if StatusCode(err) != code || srv.count() != 1 {
+				t.Errorf("HTTP %d without Retry-After: Get = %v after %d requests, want the error after 1", code, err, srv.count())
+			}
+		}
+	})
+	t.Run("not past the deadline", func(t *testing.T) {
+		srv := newFakeServer(t, refuseFirst(1, http.StatusTooManyRequests, "5"))
+		cms := For[*corev1.ConfigMap](newTestClient(t, Config{Server: srv.URL, Timeout: time.Second}))
+		start := time.Now()
+		_, err := cms.Get(ctx, "default", "web")
+		if !IsTooManyRequests(err) || srv.count() != 1 || time.Since(start) > 900*time.Millisecond {
+			t.Errorf("Get = %v after %d requests and %v; want the 429 at once", err, srv.count(), time.Since(start))
+		}
+	})
+	t.Run("a cancelled wait", func(t *testing.T) {
+		srv := newFakeServer(t, refuseFirst(1, http.StatusTooManyRequests, "5"))
+		cms := For[*corev1.ConfigMap](newTestClient(t, Config{Server: srv.URL}))
+		ctx, cancel := context.WithCancel(ctx)
+		time.AfterFunc(50*time.Millisecond, cancel)
+		if _, err := cms.Get(ctx, "default", "web"); !errors.Is(err, context.Canceled) || srv.count() != 1 {
+			t.Errorf("Get = %v after %d requests, want it cancelled while waiting", err, srv.count())
+		}
+	})
+	t.Run("a watch is retried too", func(t *testing.T) {
+		var mu sync.Mutex
+		seen := 0
+		srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			seen++
+			first := seen == 1
+			mu.Unlock()
+			if first {
+				w.Header().Set("Retry-After", "0")
+				respond(http.StatusTooManyRequests, tooMany)(w, r)
+				return
+			}
+			_, _ = io.WriteString(w, `{"type":"ADDED","object":{"metadata":{"name":"web"}}}`+"\n")
+		})
+		w, err := For[*corev1.ConfigMap](newTestClient(t, Config{Server: srv.URL})).Watch(ctx, "default", metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		if ev := <-w.Events(); ev.Type != watch.Added || ev.Object.Name != "web" {
+			t.Errorf("event = %+v", ev)
+		}
+	})
+}
+
+// TestWithUserAgent: a client under another name shares everything else.
+func TestWithUserAgent(t *testing.T) {
+	srv := newFakeServer(t, respond(200, configMapJSON))
+	rc := newTestClient(t, Config{Server: srv.URL, UserAgent: "base", BearerToken: "s3cret"})
+	named := rc.WithUserAgent("minictl/system:kube-scheduler")
+	if _, err := For[*corev1.ConfigMap](named).Get(context.Background(), "default", "web"); err != nil {
+		t.Fatal(err)
+	}
+	if req := srv.last(t); req.Header.Get("User-Agent") != "minictl/system:kube-scheduler" || req.Header.Get("Authorization") != "Bearer s3cret" {
+		t.Errorf("headers %v", req.Header)
+	}
+	if _, err := For[*corev1.ConfigMap](rc).Get(context.Background(), "default", "web"); err != nil {
+		t.Fatal(err)
+	}
+	if ua := srv.last(t).Header.Get("User-Agent"); ua != "base" {
+		t.Errorf("the original client now sends User-Agent %q", ua)
+	}
+}
+
 func TestTLS(t *testing.T) {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(respond(200, configMapJSON)))
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshake the test expects to fail

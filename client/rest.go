@@ -15,10 +15,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/minictl/minictl/clock"
 )
 
 // maxIdleConns is how many idle connections a RESTClient keeps to its
@@ -28,7 +31,9 @@ const maxIdleConns = 128
 
 // RESTClient speaks HTTP to one API server: it adds the credentials, the
 // Accept and User-Agent headers, the rate limit and the per-request timeout,
-// and turns non-2xx responses into *StatusError. It is safe for concurrent
+// sends again what the server asks to have sent again (429 TooManyRequests
+// with a Retry-After, see send), and turns non-2xx responses into
+// *StatusError. It is safe for concurrent
 // use; share one per process, as every Client[T] built on it shares its
 // connections and its rate limit.
 type RESTClient struct {
@@ -78,6 +83,16 @@ func New(cfg *Config) (*RESTClient, error) {
 		c.limiter = rate.NewLimiter(rate.Limit(cfg.QPS), max(cfg.Burst, 1))
 	}
 	return c, nil
+}
+
+// WithUserAgent returns a client that sends ua as its User-Agent and shares
+// everything else with c: its connections, rate limit and timeout. One
+// process's components share one client this way, each under its own
+// name.
+func (c *RESTClient) WithUserAgent(ua string) *RESTClient {
+	cp := *c
+	cp.userAgent = ua
+	return &cp
 }
 
 // DefaultUserAgent is "<binary> (<os>/<arch>) minictl".
@@ -163,7 +178,7 @@ func (c *RESTClient) Server() string { return c.base.String() }
 // joined to the server URL; query may be nil; contentType is sent only with a
 // body. A non-2xx response returns a *StatusError; a transport failure
 // returns the *url.Error that net/http reports. Config.Timeout bounds the
-// whole exchange, body included.
+// whole exchange, body and retries included.
 func (c *RESTClient) Do(ctx context.Context, method, path string, query url.Values, contentType string, body []byte, out any) error {
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
@@ -245,9 +260,52 @@ func (c *RESTClient) stream(ctx context.Context, path string, query url.Values, 
 	return resp.Body, responseMediaType(resp), nil
 }
 
-// send waits for the rate limiter and performs the request. The caller
-// closes the response body.
+// maxRetries is how many times a request the server refused with a
+// Retry-After is sent again: client-go's default.
+const maxRetries = 10
+
+// send performs the request, and sends it again, up to maxRetries times,
+// when the server answers 429 or a 5xx with a Retry-After header, after
+// waiting the seconds it asks for, as client-go does. A wait that would
+// outlast ctx is not begun: the refusal is the answer. The caller closes
+// the response body.
 func (c *RESTClient) send(ctx context.Context, method, path string, query url.Values, contentType string, body []byte, accept string) (*http.Response, error) {
+	for attempt := 0; ; attempt++ {
+		resp, err := c.sendOnce(ctx, method, path, query, contentType, body, accept)
+		if err != nil {
+			return nil, err
+		}
+		wait, ok := retryAfter(resp)
+		if !ok || attempt == maxRetries {
+			return resp, nil
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+			return resp, nil
+		}
+		// Read what is left of the answer, so the connection is reused.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		if !clock.Sleep(ctx, clock.Real{}, wait) {
+			return nil, fmt.Errorf("%s %s: waiting %s to retry: %w", method, path, wait, ctx.Err())
+		}
+	}
+}
+
+// retryAfter reports whether resp asks to be retried, and after how long:
+// a 429 or a 5xx with a Retry-After of whole seconds.
+func retryAfter(resp *http.Response) (time.Duration, bool) {
+	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode < 500 {
+		return 0, false
+	}
+	seconds, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	if err != nil || seconds < 0 {
+		return 0, false
+	}
+	return time.Duration(seconds) * time.Second, true
+}
+
+// sendOnce waits for the rate limiter and performs the request once.
+func (c *RESTClient) sendOnce(ctx context.Context, method, path string, query url.Values, contentType string, body []byte, accept string) (*http.Response, error) {
 	if !strings.HasPrefix(path, "/") {
 		return nil, fmt.Errorf("%s %s: path must start with /", method, path)
 	}
