@@ -29,6 +29,12 @@
 //     from etcd, with Kubernetes' resourceVersion semantics.
 //   - limits.go bounds what one request may cost: the nesting depth of
 //     every body and patch, a JSON patch's operations and copies.
+//   - inflight.go bounds how many requests run at once, as kube-apiserver's
+//     max-in-flight filter does: a request beyond its priority level's
+//     seats is answered 429 TooManyRequests with Retry-After; flowschema.go
+//     puts each request in a priority level named after kube's API Priority
+//     and Fairness defaults, so that the system's own components (leases,
+//     node status, bindings) keep seats no flood of users can take.
 //   - subresources.go serves status, scale, binding and finalize.
 //   - discovery.go serves /api, /apis and the resource lists, generated from
 //     the catalogue.

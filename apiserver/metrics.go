@@ -15,6 +15,13 @@ type metrics struct {
 	storageLatency *prometheus.HistogramVec // operation, resource
 	cacheEvents    *prometheus.CounterVec   // resource: events the watch cache received
 	closedSlow     *prometheus.CounterVec   // resource: watchers closed for not keeping up
+
+	// The bound on requests in flight (inflight.go, flowschema.go).
+	inflight     *prometheus.GaugeVec   // request_kind: requests holding a seat
+	dropped      *prometheus.CounterVec // request_kind: requests refused
+	flowInflight *prometheus.GaugeVec   // priority_level, flow_schema: requests holding a seat
+	flowInqueue  *prometheus.GaugeVec   // priority_level, flow_schema: requests waiting for one
+	flowRejected *prometheus.CounterVec // flow_schema, priority_level, reason
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -49,8 +56,29 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "apiserver_terminated_watchers_total",
 			Help: "Watchers closed because they did not keep up, by resource.",
 		}, []string{"resource"}),
+		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apiserver_current_inflight_requests",
+			Help: "Requests running now and holding a seat, by kind (readOnly, mutating); watches and health probes take none.",
+		}, []string{"request_kind"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_dropped_requests_total",
+			Help: "Requests refused with 429 TooManyRequests, by kind (readOnly, mutating).",
+		}, []string{"request_kind"}),
+		flowInflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apiserver_flowcontrol_current_inflight_requests",
+			Help: "Requests running now and holding a seat, by priority level and flow schema.",
+		}, []string{"priority_level", "flow_schema"}),
+		flowInqueue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apiserver_flowcontrol_current_inqueue_requests",
+			Help: "Requests waiting for a seat, by priority level and flow schema.",
+		}, []string{"priority_level", "flow_schema"}),
+		flowRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_flowcontrol_rejected_requests_total",
+			Help: "Requests refused with 429 TooManyRequests, by flow schema, priority level and reason (concurrency-limit, queue-full, time-out, cancelled).",
+		}, []string{"flow_schema", "priority_level", "reason"}),
 	}
 	reg.MustRegister(m.requests, m.latency, m.watchers, m.etcdWatches, m.storageLatency, m.cacheEvents, m.closedSlow,
+		m.inflight, m.dropped, m.flowInflight, m.flowInqueue, m.flowRejected,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -62,6 +62,15 @@ type Config struct {
 	// kube-apiserver's --cors-allowed-origins; every other cross-origin
 	// request is refused (crosssite.go).
 	CORSAllowedOrigins []string
+	// MaxRequestsInflight and MaxMutatingRequestsInflight are how many
+	// read-only and mutating requests of clients other than the system's
+	// own components may run at once, as kube-apiserver's
+	// --max-requests-inflight and --max-mutating-requests-inflight: a
+	// request beyond them is answered 429 TooManyRequests at once
+	// (inflight.go). 0: DefaultMaxRequestsInflight and
+	// DefaultMaxMutatingRequestsInflight; negative: no limit. The system's
+	// components have seats of their own (flowschema.go).
+	MaxRequestsInflight, MaxMutatingRequestsInflight int
 }
 
 // Server is minictl's API server: kube-apiserver's REST API over one etcd.
@@ -74,6 +83,7 @@ type Server struct {
 	bookmark time.Duration
 	timeline *timeline.Bus
 	timeouts serving.Timeouts
+	flow     *flowControl // bounds the requests in flight
 	// corsOrigins are the origins allowed across sites.
 	corsOrigins []*regexp.Regexp
 	// tolerations are the default NoExecute toleration seconds, by taint.
@@ -137,6 +147,12 @@ func New(cfg Config) (*Server, error) {
 		s.bookmark = 10 * time.Second
 	}
 	s.metrics = newMetrics(s.registry)
+	s.flow = newFlowControl(s.resources, flowControlConfig{
+		maxReadOnly: inflightLimit(cfg.MaxRequestsInflight, DefaultMaxRequestsInflight),
+		maxMutating: inflightLimit(cfg.MaxMutatingRequestsInflight, DefaultMaxMutatingRequestsInflight),
+		levels:      systemLevels,
+		queueWait:   queueWait,
+	}, s.metrics)
 	for _, res := range s.resources {
 		// The watch cache reads etcd; the resource store writes it, and
 		// tells the cache what it writes and starts updates from its state.
@@ -148,6 +164,18 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.handler = s.routes()
 	return s, nil
+}
+
+// inflightLimit is a Config's in-flight limit: 0 takes def, a negative
+// value means none (-1).
+func inflightLimit(n, def int) int {
+	switch {
+	case n == 0:
+		return def
+	case n < 0:
+		return -1
+	}
+	return n
 }
 
 // Ready is closed once the server can answer: every watch cache is filled
@@ -229,10 +257,11 @@ func (s *Server) ensureNamespaces(ctx context.Context) error {
 
 // Serve answers HTTP on ln until ctx ends, then shuts down gracefully: it
 // stops accepting, ends every watch, and waits for requests in flight.
-// Every connection is bounded by the Config's timeouts, and browsers are
-// kept out as crosssite.go says.
+// Every connection is bounded by the Config's timeouts, browsers are kept
+// out as crosssite.go says, and the requests in flight are bounded as
+// inflight.go says.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := s.timeouts.Server(s.crossSite(ln.Addr(), s.handler))
+	srv := s.timeouts.Server(s.crossSite(ln.Addr(), s.flow.limitInflight(s.handler)))
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
