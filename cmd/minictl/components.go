@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/minictl/minictl/apiserver"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/controllers"
@@ -95,12 +96,15 @@ func setFlags(fs *flag.FlagSet) map[string]bool {
 func runCluster(ctx context.Context, server string, cf clusterFlags, cmListener net.Listener, log *slog.Logger, bus *timeline.Bus) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	rc, err := client.New(&client.Config{Server: server, UserAgent: "minictl-up"})
+	// One client, whose connections every component shares, each under
+	// the name of the user it acts as (which gives its requests their
+	// priority level in the API server).
+	rc, err := client.New(&client.Config{Server: server})
 	if err != nil {
 		return err
 	}
 	cf.cm.Trace, cf.cm.TraceActive = stageTracer(bus, "controller-manager"), bus.Active
-	mgr, err := controllers.NewManager(rc, cf.cm, log)
+	mgr, err := controllers.NewManager(asUser(rc, apiserver.UserKubeControllerManager), cf.cm, log)
 	if err != nil {
 		return err
 	}
@@ -122,10 +126,12 @@ func runCluster(ctx context.Context, server string, cf clusterFlags, cmListener 
 	} else {
 		ln.Close()
 	}
-	run("scheduler", func() error { return runScheduler(ctx, rc, log, stageTracer(bus, "scheduler"), bus.Active) })
+	run("scheduler", func() error {
+		return runScheduler(ctx, asUser(rc, apiserver.UserKubeScheduler), log, stageTracer(bus, "scheduler"), bus.Active)
+	})
 	for i := 1; i <= cf.nodes; i++ {
 		name := fmt.Sprintf("node-%d", i)
-		run(name, func() error { return runKubelet(ctx, rc, name, cf, log) })
+		run(name, func() error { return runKubelet(ctx, asUser(rc, apiserver.NodeUser(name)), name, cf, log) })
 	}
 	done := make(chan struct{})
 	go func() {
@@ -186,6 +192,13 @@ func runKubelet(ctx context.Context, rc *client.RESTClient, name string, cf clus
 	return runWithRecorder(ctx, rec, func() error { return k.Run(ctx) })
 }
 
+// asUser is rc naming, in its User-Agent, the system user a component acts
+// as: until requests are authenticated, that is how the API server tells
+// the system's own requests from its users' and keeps seats for them.
+func asUser(rc *client.RESTClient, user string) *client.RESTClient {
+	return rc.WithUserAgent(apiserver.SystemUserAgent(user))
+}
+
 // clientFlags are the flags of the components that reach a running API
 // server: --server, --kubeconfig, ...
 func bindClient(fs *flag.FlagSet) func() (*client.RESTClient, error) {
@@ -223,7 +236,7 @@ func runControllerManager(ctx context.Context, args []string, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	mgr, err := controllers.NewManager(rc, cfg, log)
+	mgr, err := controllers.NewManager(asUser(rc, apiserver.UserKubeControllerManager), cfg, log)
 	if err != nil {
 		return err
 	}
@@ -255,7 +268,7 @@ func runSchedulerCmd(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	return runScheduler(ctx, rc, log, nil, nil)
+	return runScheduler(ctx, asUser(rc, apiserver.UserKubeScheduler), log, nil, nil)
 }
 
 func runKubeletCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -281,7 +294,7 @@ func runKubeletCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	return runKubelet(ctx, rc, *name, cf, log)
+	return runKubelet(ctx, asUser(rc, apiserver.NodeUser(*name)), *name, cf, log)
 }
 
 func enabledNames(selection []string) []string {

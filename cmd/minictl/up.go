@@ -33,6 +33,8 @@ type serverFlags struct {
 	// Each connection's deadlines (net/http's names).
 	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout time.Duration
 	corsAllowedOrigins                                        string
+	// Requests in flight, read-only and mutating (kube's flags).
+	maxRequestsInflight, maxMutatingRequestsInflight int
 }
 
 func (f *serverFlags) bind(fs *flag.FlagSet) {
@@ -47,6 +49,8 @@ func (f *serverFlags) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&f.writeTimeout, "write-timeout", serving.DefaultWriteTimeout, "how long writing an answer may take; a watch extends it with every event it writes")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", serving.DefaultIdleTimeout, "how long a keep-alive connection may wait for its next request before it is closed")
 	fs.StringVar(&f.corsAllowedOrigins, "cors-allowed-origins", "", "comma-separated regular expressions of the browser origins allowed to call the API besides its own (anchor them: ^https://example\\.com$); other cross-origin requests are refused")
+	fs.IntVar(&f.maxRequestsInflight, "max-requests-inflight", apiserver.DefaultMaxRequestsInflight, "how many read-only requests of clients other than minictl's own components may run at once; beyond, 429 TooManyRequests (0: no limit)")
+	fs.IntVar(&f.maxMutatingRequestsInflight, "max-mutating-requests-inflight", apiserver.DefaultMaxMutatingRequestsInflight, "how many mutating requests of clients other than minictl's own components may run at once; beyond, 429 TooManyRequests (0: no limit)")
 	fs.BoolVar(&f.profiling, "profiling", false, "serve Go's CPU, heap and allocation profiles at /debug/pprof/ on the API port (for go tool pprof)")
 }
 
@@ -158,6 +162,8 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		WriteTimeout:                        sf.writeTimeout,
 		IdleTimeout:                         sf.idleTimeout,
 		CORSAllowedOrigins:                  splitList(sf.corsAllowedOrigins),
+		MaxRequestsInflight:                 noLimitIfZero(sf.maxRequestsInflight),
+		MaxMutatingRequestsInflight:         noLimitIfZero(sf.maxMutatingRequestsInflight),
 	})
 	if err != nil {
 		return err
@@ -222,6 +228,15 @@ func connectionBudget(log *slog.Logger) *serving.Budget {
 	b := serving.NewBudget(serving.ConnectionsFor(limit), log)
 	log.Debug("connection budget", "openFileLimit", limit, "maxConnections", b.Max())
 	return b
+}
+
+// noLimitIfZero turns a limit flag where 0 means none, as kube-apiserver's
+// in-flight flags, into apiserver.Config's spelling of none.
+func noLimitIfZero(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 func splitList(s string) []string {
