@@ -95,8 +95,9 @@ func (l *priorityLevel) seats(mutating bool) *seats {
 type flowSchema struct {
 	name     string
 	level    *priorityLevel
-	inflight prometheus.Gauge // apiserver_flowcontrol_current_inflight_requests
-	inqueue  prometheus.Gauge // apiserver_flowcontrol_current_inqueue_requests
+	inflight prometheus.Gauge   // apiserver_flowcontrol_current_inflight_requests
+	inqueue  prometheus.Gauge   // apiserver_flowcontrol_current_inqueue_requests
+	served   prometheus.Counter // apiserver_flowcontrol_dispatched_requests_total
 }
 
 // flowControl classifies requests and bounds them (inflight.go).
@@ -127,6 +128,7 @@ func newFlowControl(resources api.Catalogue, cfg flowControlConfig, m *metrics) 
 			name: name, level: l,
 			inflight: m.flowInflight.WithLabelValues(l.name, name),
 			inqueue:  m.flowInqueue.WithLabelValues(l.name, name),
+			served:   m.flowServed.WithLabelValues(l.name, name),
 		}
 	}
 	workloadHigh := level("workload-high")

@@ -126,6 +126,7 @@ func (fc *flowControl) limitInflight(next http.Handler) http.Handler {
 			writeStatus(w, tooManyRequests())
 			return
 		}
+		fs.served.Inc()
 		fs.inflight.Inc()
 		kind.inflight.Inc()
 		defer func() {

@@ -223,6 +223,9 @@ func TestMutatingCap(t *testing.T) {
 	if got := metric(t, env, `apiserver_dropped_requests_total{request_kind="mutating"}`); got != 3 {
 		t.Errorf("mutating requests dropped: %v, want 3", got)
 	}
+	if got := metric(t, env, `apiserver_flowcontrol_dispatched_requests_total{flow_schema="system-node-high",priority_level="node-high"}`); got != 3 {
+		t.Errorf("kubelet requests served in node-high: %v, want 3", got)
+	}
 	for _, series := range []string{
 		`apiserver_flowcontrol_rejected_requests_total{flow_schema="system-node-high",priority_level="node-high",reason="concurrency-limit"}`,
 		`apiserver_flowcontrol_rejected_requests_total{flow_schema="system-leader-election",priority_level="leader-election",reason="concurrency-limit"}`,

@@ -21,6 +21,7 @@ type metrics struct {
 	dropped      *prometheus.CounterVec // request_kind: requests refused
 	flowInflight *prometheus.GaugeVec   // priority_level, flow_schema: requests holding a seat
 	flowInqueue  *prometheus.GaugeVec   // priority_level, flow_schema: requests waiting for one
+	flowServed   *prometheus.CounterVec // priority_level, flow_schema: requests given a seat
 	flowRejected *prometheus.CounterVec // flow_schema, priority_level, reason
 }
 
@@ -72,13 +73,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "apiserver_flowcontrol_current_inqueue_requests",
 			Help: "Requests waiting for a seat, by priority level and flow schema.",
 		}, []string{"priority_level", "flow_schema"}),
+		flowServed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_flowcontrol_dispatched_requests_total",
+			Help: "Requests given a seat and served, by priority level and flow schema.",
+		}, []string{"priority_level", "flow_schema"}),
 		flowRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apiserver_flowcontrol_rejected_requests_total",
 			Help: "Requests refused with 429 TooManyRequests, by flow schema, priority level and reason (concurrency-limit, queue-full, time-out, cancelled).",
 		}, []string{"flow_schema", "priority_level", "reason"}),
 	}
 	reg.MustRegister(m.requests, m.latency, m.watchers, m.etcdWatches, m.storageLatency, m.cacheEvents, m.closedSlow,
-		m.inflight, m.dropped, m.flowInflight, m.flowInqueue, m.flowRejected,
+		m.inflight, m.dropped, m.flowInflight, m.flowInqueue, m.flowServed, m.flowRejected,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
