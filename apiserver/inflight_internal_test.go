@@ -166,3 +166,19 @@ func value(m prometheus.Metric) float64 {
 	}
 	return out.Counter.GetValue()
 }
+
+// BenchmarkLimitInflight is what the bound adds to every request: its
+// classification, a seat and the series that count it.
+func BenchmarkLimitInflight(b *testing.B) {
+	fc := newFlowControl(api.Resources(), flowControlConfig{maxReadOnly: 400, maxMutating: 200, levels: systemLevels, queueWait: queueWait},
+		newMetrics(prometheus.NewRegistry()))
+	h := fc.limitInflight(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	r := httptest.NewRequest("POST", "/api/v1/namespaces/default/pods?fieldManager=kubectl", nil)
+	w := httptest.NewRecorder()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			h.ServeHTTP(w, r)
+		}
+	})
+}
