@@ -8,7 +8,8 @@
 //     authenticates to a server (kubectl's kubeconfig and flags, the subset
 //     minictl needs).
 //   - rest.go: RESTClient, one HTTP exchange: credentials, rate limit,
-//     timeout, Status errors (client-go's rest.RESTClient).
+//     timeout, retries the server asks for, Status errors (client-go's
+//     rest.RESTClient).
 //   - client.go: Client[T], get, list, create, update, patch, delete and
 //     watch for any kind in the api catalogue (client-go's typed clients);
 //     ForResource, the same by catalogue entry, for kinds known only at run
@@ -33,8 +34,11 @@
 //     until its context is cancelled, Stop is called, or the server ends it.
 //   - A Watcher owns exactly one goroutine and the response body; both are
 //     gone once its Events channel is closed, and Stop waits for that.
-//   - No retries: a failed request is returned to the caller, who knows
-//     whether it is safe to repeat.
+//   - The only retries are those the server asks for, as client-go's: a 429
+//     or a 5xx with a Retry-After is sent again after that wait, at most 10
+//     times, unless the wait would outlast the request's context. Any
+//     other failure is returned to the caller, who knows whether it is safe
+//     to repeat.
 //   - Lists and watches ask for protobuf and take JSON, as client-go's typed
 //     clients do; writes are JSON, and so is every Status.
 package client
