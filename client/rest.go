@@ -33,9 +33,8 @@ const maxIdleConns = 128
 // Accept and User-Agent headers, the rate limit and the per-request timeout,
 // sends again what the server asks to have sent again (429 TooManyRequests
 // with a Retry-After, see send), and turns non-2xx responses into
-// *StatusError. It is safe for concurrent
-// use; share one per process, as every Client[T] built on it shares its
-// connections and its rate limit.
+// *StatusError. It is safe for concurrent use; share one per process, as
+// every Client[T] built on it shares its connections and its rate limit.
 type RESTClient struct {
 	base      *url.URL // scheme, host and an optional path prefix
 	http      *http.Client
