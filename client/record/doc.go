@@ -10,6 +10,8 @@
 //   - correlator.go: which events are repeats to count and which are similar
 //     enough to combine (client-go's EventCorrelator, without its spam
 //     filter).
+//   - loss.go: the log's summary of the events dropped, one line per
+//     interval.
 //   - lru.go: the bounded cache the correlator remembers with.
 //   - fake.go: the EventRecorder interface, Discard (records nothing) and
 //     FakeRecorder for tests.
@@ -17,8 +19,10 @@
 // Properties:
 //
 //   - Eventf never blocks and never fails: it builds the Event and queues
-//     it. When the queue is full (the server is down or slow) the event is
-//     dropped with a warning log line and counted in Dropped.
+//     it. When the queue is full (the server is down or slow, or events come
+//     faster than it takes them) the event is dropped and counted in
+//     Dropped. The log says how many were dropped in one warning per 10s,
+//     however many there were, never one line per event.
 //   - Events are written in the order they were recorded, by one goroutine,
 //     the one calling Run; nothing is written before Run, and Run stops when
 //     its context is done. Events still queued then wait for a later Run;

@@ -37,8 +37,8 @@ type Options struct {
 	// Host is where the component runs: source.host and reportingInstance
 	// (the kubelet gives its node name).
 	Host string
-	// Logger gets a debug line per event and a line per event lost; nil
-	// discards.
+	// Logger gets a debug line per event, and one line per interval that
+	// says how many were lost; nil discards.
 	Logger *slog.Logger
 	// Clock stamps events and times the waits between retries; nil is the
 	// real clock.
@@ -61,6 +61,7 @@ type Recorder struct {
 	log     *slog.Logger
 	queue   chan *corev1.Event
 	corr    *correlator // used by the Run goroutine only
+	losses  *lossLog
 	running atomic.Bool // a Run is in progress
 	dropped atomic.Uint64
 
@@ -96,6 +97,7 @@ func NewRecorder(rc *client.RESTClient, opts Options) *Recorder {
 		log:    opts.Logger,
 		queue:  make(chan *corev1.Event, opts.QueueSize),
 		corr:   newCorrelator(),
+		losses: &lossLog{log: opts.Logger, clock: opts.Clock, queueSize: opts.QueueSize},
 		idle:   idle,
 	}
 }
@@ -142,9 +144,7 @@ func (r *Recorder) enqueue(ev *corev1.Event) {
 	default:
 		r.done()
 		r.dropped.Add(1)
-		r.log.Warn("event dropped: too many queued events", "queueSize", r.opts.QueueSize,
-			"object", ev.InvolvedObject.Namespace+"/"+ev.InvolvedObject.Name,
-			"type", ev.Type, "reason", ev.Reason, "message", ev.Message)
+		r.losses.lost(ev)
 	}
 }
 
@@ -247,6 +247,8 @@ func (r *Recorder) Run(ctx context.Context) {
 		panic("record: Run called while another Run is in progress")
 	}
 	defer r.running.Store(false)
+	flush := r.opts.Clock.NewTimer(lossLogInterval)
+	defer func() { flush.Stop() }()
 	for {
 		select {
 		case <-ctx.Done():
@@ -254,6 +256,9 @@ func (r *Recorder) Run(ctx context.Context) {
 		case ev := <-r.queue:
 			r.send(ctx, ev)
 			r.done()
+		case <-flush.C():
+			r.losses.flush() // the losses since the last line, if a flood ended
+			flush = r.opts.Clock.NewTimer(lossLogInterval)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -255,7 +256,7 @@ func TestNeverBlocksWhenServerDown(t *testing.T) {
 	gaveUp := &giveUpCounter{}
 	rec := f.start(t, record.Options{
 		Component:     "test",
-		Logger:        slog.New(gaveUp), // one warning per dropped event
+		Logger:        slog.New(gaveUp),
 		QueueSize:     10,
 		RetryInterval: 50 * time.Millisecond,
 	})
@@ -310,5 +311,122 @@ func TestFakeRecorder(t *testing.T) {
 	r.Eventf(pod("default", "web"), corev1.EventTypeNormal, "Created", "created pod %s", "web-1")
 	if got := f.Events(); len(got) != 1 || got[0] != "Normal Created created pod web-1" {
 		t.Errorf("events %q", got)
+	}
+}
+
+// logLines is a log handler that keeps every record, for tests that count
+// lines.
+type logLines struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (l *logLines) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logLines) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.records = append(l.records, r.Clone())
+	return nil
+}
+func (l *logLines) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logLines) WithGroup(string) slog.Handler      { return l }
+
+// withPrefix returns the records whose message starts with prefix.
+func (l *logLines) withPrefix(prefix string) []slog.Record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []slog.Record
+	for _, r := range l.records {
+		if strings.HasPrefix(r.Message, prefix) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// intAttr returns the attribute key of r as an int.
+func intAttr(r slog.Record, key string) int {
+	n := -1
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == key {
+			n = int(a.Value.Int64())
+			return false
+		}
+		return true
+	})
+	return n
+}
+
+func TestDroppedEventsSummarisedOncePerInterval(t *testing.T) {
+	f := setup(t)
+	lines := &logLines{}
+	clk := clock.NewFake(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	rec := record.NewRecorder(f.rc, record.Options{Component: "test", Logger: slog.New(lines), Clock: clk, QueueSize: 10})
+	const dropped = "events dropped"
+	flood := func(n int) {
+		for i := range n {
+			rec.Eventf(pod("default", fmt.Sprintf("web-%d", i)), corev1.EventTypeNormal, "Created", "created pod %d", i)
+		}
+	}
+
+	// Nothing takes from the queue yet: 10 events wait, the rest are
+	// dropped. The first drop is told at once; the others wait for the
+	// interval to end.
+	flood(5000)
+	flood(5000)
+	if got := rec.Dropped(); got != 9990 {
+		t.Fatalf("dropped %d events, want 9990 (a queue of 10)", got)
+	}
+	if got := lines.withPrefix(dropped); len(got) != 1 || intAttr(got[0], "dropped") != 1 || got[0].Level != slog.LevelWarn {
+		t.Fatalf("%d %q lines after 9990 drops in one instant, want 1 warning, telling the first", len(got), dropped)
+	}
+
+	// The interval is over: the next drop tells all those since the line.
+	clk.Step(10 * time.Second)
+	flood(1)
+	got := lines.withPrefix(dropped)
+	if len(got) != 2 || intAttr(got[1], "dropped") != 9990 {
+		t.Fatalf("%d lines, the last telling %d drops; want 2, the second telling the other 9989 and this one", len(got), intAttr(got[len(got)-1], "dropped"))
+	}
+
+	// Drops after the last line, when no drop follows the interval, are
+	// told by Run when the interval ends.
+	flood(100)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { rec.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+	waitIdle(t, rec) // the 10 queued events are written
+	deadline := time.Now().Add(10 * time.Second)
+	for len(clk.Waiters()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("Run set no timer for its next summary")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	clk.Step(10 * time.Second)
+	eventually(t, func() bool { return len(lines.withPrefix(dropped)) == 3 })
+	got = lines.withPrefix(dropped)
+	if n := intAttr(got[2], "dropped"); n != 100 {
+		t.Errorf("the line Run wrote tells %d drops, want 100", n)
+	}
+	total := 0
+	for _, r := range got {
+		total += intAttr(r, "dropped")
+	}
+	if uint64(total) != rec.Dropped() {
+		t.Errorf("the lines tell %d drops, Dropped says %d", total, rec.Dropped())
+	}
+}
+
+// eventually waits up to 10s for cond.
+func eventually(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
