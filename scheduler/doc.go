@@ -32,9 +32,12 @@
 //     several workers at once.
 //   - A pod no node fits gets a FailedScheduling event and its PodScheduled
 //     condition set to False with reason Unschedulable and the same
-//     message. It is tried again after a backoff (1s doubling to 10s), and
-//     at once when a node is added or changes in a way that matters, or a
-//     bound pod is deleted or finishes.
+//     message. It waits, as in kube-scheduler's unschedulable pods, until a
+//     node is added or changes in a way that matters, or a bound pod is
+//     deleted or finishes, and is then tried again once its backoff (1s
+//     doubling to 10s) is over; or, when nothing changes, after 5 minutes.
+//     So a thousand pending pods cost an attempt each per change that may
+//     make room, not one each per backoff.
 //   - A binding refused because the pod is already bound, or gone, is not
 //     an error: the pod is someone else's now.
 //

@@ -29,6 +29,10 @@ const (
 	DefaultSchedulerName     = corev1.DefaultSchedulerName // "default-scheduler"
 	DefaultPodInitialBackoff = 1 * time.Second             // podInitialBackoffSeconds
 	DefaultPodMaxBackoff     = 10 * time.Second            // podMaxBackoffSeconds
+	// DefaultPodMaxUnschedulable is the longest an unschedulable pod waits
+	// for a change that may make room before it is tried again anyway
+	// (kube-scheduler's podMaxInUnschedulablePodsDuration).
+	DefaultPodMaxUnschedulable = 5 * time.Minute
 	// DefaultWorkers is how many pods Run works on at once. Decisions are
 	// still made one at a time (under mu); the workers overlap the API
 	// calls that follow them (the binding, a status patch), as
@@ -54,10 +58,13 @@ type Options struct {
 	// Metrics, if set, receives the scheduler's and its queue's metrics.
 	Metrics prometheus.Registerer
 	// PodInitialBackoff and PodMaxBackoff bound the wait before a pod that
-	// did not fit (or whose binding failed) is tried again, doubling from
-	// the first to the second. A change to nodes, or a bound pod going
-	// away, retries every unschedulable pod at once. 0 means the defaults.
+	// did not fit (or whose binding failed) may be tried again, doubling
+	// from the first to the second. 0 means the defaults.
 	PodInitialBackoff, PodMaxBackoff time.Duration
+	// PodMaxUnschedulable is how long a pod that did not fit waits for a
+	// change to nodes, or a bound pod going away, before it is tried again
+	// anyway; 0 means DefaultPodMaxUnschedulable.
+	PodMaxUnschedulable time.Duration
 	// Clock is the scheduler's time source: the times it writes and its
 	// workqueue's delays; nil is the real clock.
 	Clock clock.Clock
@@ -77,6 +84,12 @@ type Scheduler struct {
 	clock      clock.Clock
 	metrics    prometheus.Registerer // nil: no metrics
 	attempts   *prometheus.CounterVec
+
+	// backoff is the queue's rate limiter: the per-pod backoff that
+	// processNextWorkItem and requeueUnschedulable both honour.
+	backoff *workqueue.ItemExponentialFailureRateLimiter
+	// maxUnschedulable is the longest a pod no node fits waits.
+	maxUnschedulable time.Duration
 
 	// mu guards assumed, bound, usage and unschedulable. It is held for a
 	// whole decision (filter, score, assume), so that decisions are made
@@ -99,8 +112,11 @@ type Scheduler struct {
 	bound map[string]boundPod
 	usage map[string]*nodeUsage
 	// unschedulable holds the keys of the pods whose last attempt found no
-	// node; a change that may make room queues them all again.
-	unschedulable map[string]struct{}
+	// node, each with the end of its backoff (zero while the attempt is
+	// being made). A change that may make room queues them all again, each
+	// once its backoff is over; meanwhile each waits in the queue for
+	// maxUnschedulable.
+	unschedulable map[string]time.Time
 }
 
 // assumedPod is a pod as it was decided for, the node chosen, and what it
@@ -138,6 +154,9 @@ func New(opts Options) (*Scheduler, error) {
 	if opts.PodMaxBackoff <= 0 {
 		opts.PodMaxBackoff = DefaultPodMaxBackoff
 	}
+	if opts.PodMaxUnschedulable <= 0 {
+		opts.PodMaxUnschedulable = DefaultPodMaxUnschedulable
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -154,9 +173,12 @@ func New(opts Options) (*Scheduler, error) {
 		assumed:       map[string]assumedPod{},
 		bound:         map[string]boundPod{},
 		usage:         map[string]*nodeUsage{},
-		unschedulable: map[string]struct{}{},
+		unschedulable: map[string]time.Time{},
 		metrics:       opts.Metrics,
 		attempts:      newAttemptsMetric(),
+
+		backoff:          workqueue.NewItemExponentialFailureRateLimiter(opts.PodInitialBackoff, opts.PodMaxBackoff),
+		maxUnschedulable: opts.PodMaxUnschedulable,
 	}
 	if s.metrics != nil {
 		if err := s.metrics.Register(s.attempts); err != nil {
@@ -166,7 +188,7 @@ func New(opts Options) (*Scheduler, error) {
 	// The queue exists before any handler can fire.
 	s.queue = workqueue.New[string]("scheduler", workqueue.Options{
 		Clock:             s.clock,
-		RateLimiter:       workqueue.NewItemExponentialFailureRateLimiter(opts.PodInitialBackoff, opts.PodMaxBackoff),
+		RateLimiter:       s.backoff,
 		MetricsRegisterer: opts.Metrics,
 	})
 
@@ -351,16 +373,34 @@ func sameSchedulingProperties(old, node *corev1.Node) bool {
 }
 
 // requeueUnschedulable queues every pod the last attempt found no node
-// for: something changed that may make room.
+// for, each as soon as its backoff is over: something changed that may
+// make room.
 func (s *Scheduler) requeueUnschedulable() {
+	now := s.clock.Now()
 	s.mu.Lock()
-	keys := make([]string, 0, len(s.unschedulable))
-	for key := range s.unschedulable {
-		keys = append(keys, key)
+	waits := make(map[string]time.Duration, len(s.unschedulable))
+	for key, until := range s.unschedulable {
+		waits[key] = until.Sub(now)
 	}
 	s.mu.Unlock()
-	for _, key := range keys {
-		s.queue.Add(key)
+	for key, wait := range waits {
+		s.queue.AddAfter(key, wait) // at once when wait <= 0
+	}
+}
+
+// parkUnschedulable starts the backoff of a pod no node fits, and leaves it
+// to wait for requeueUnschedulable, or maxUnschedulable at most: a pending
+// pod costs an attempt per change that may make room, not one per backoff.
+func (s *Scheduler) parkUnschedulable(key string) {
+	until := s.clock.Now().Add(s.backoff.When(key))
+	s.mu.Lock()
+	_, still := s.unschedulable[key]
+	if still {
+		s.unschedulable[key] = until
+	}
+	s.mu.Unlock()
+	if still {
+		s.queue.AddAfter(key, s.maxUnschedulable)
 	}
 }
 
@@ -409,10 +449,10 @@ func (s *Scheduler) processNextWorkItem(ctx context.Context) bool {
 	case err == nil:
 		s.queue.Forget(key)
 	case errors.As(err, &unschedulable):
-		// No node fits yet: try again after a backoff, or sooner when
-		// a node changes or a bound pod goes.
+		// No node fits yet: try again when a node changes or a bound
+		// pod goes (after a backoff), or after maxUnschedulable.
 		s.attempts.WithLabelValues("unschedulable").Inc()
-		s.queue.AddRateLimited(key)
+		s.parkUnschedulable(key)
 	default:
 		s.attempts.WithLabelValues("error").Inc()
 		s.log.Error("sync failed; will retry", slog.String("object", key), slog.Any("err", err))
@@ -514,7 +554,7 @@ func (s *Scheduler) decide(key string, pod *corev1.Pod) decision {
 	d.fit = len(fits)
 	if d.fit == 0 {
 		d.message = fitErrorMessage(len(nodes), d.reasons)
-		s.unschedulable[key] = struct{}{}
+		s.unschedulable[key] = time.Time{} // no backoff until parked
 		return d
 	}
 	d.node = selectHost(fits)

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -34,7 +35,7 @@ func BenchmarkDecide(b *testing.B) {
 			s := &Scheduler{
 				nodeLister: informer.NewLister[*corev1.Node](nodes),
 				assumed:    map[string]assumedPod{}, bound: map[string]boundPod{},
-				usage: map[string]*nodeUsage{}, unschedulable: map[string]struct{}{},
+				usage: map[string]*nodeUsage{}, unschedulable: map[string]time.Time{},
 			}
 			for i := range bound {
 				p := benchPod(i)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
 	"github.com/minictl/minictl/internal/testenv"
@@ -368,9 +369,13 @@ func newTestScheduler(t *testing.T, rc *client.RESTClient, nodes []*corev1.Node,
 		queue:         workqueue.New[string]("test", workqueue.Options{}),
 		recorder:      &record.FakeRecorder{},
 		log:           testLogger(),
+		clock:         clock.Real{},
 		assumed:       map[string]assumedPod{},
-		unschedulable: map[string]struct{}{},
+		unschedulable: map[string]time.Time{},
 		attempts:      newAttemptsMetric(),
+
+		backoff:          workqueue.NewItemExponentialFailureRateLimiter(DefaultPodInitialBackoff, DefaultPodMaxBackoff),
+		maxUnschedulable: DefaultPodMaxUnschedulable,
 	}
 	t.Cleanup(s.queue.ShutDown)
 	return s
@@ -448,5 +453,69 @@ func TestPodsOfAnotherSchedulerAreLeftAlone(t *testing.T) {
 	}
 	if pod.Spec.NodeName != "" || len(pod.Status.Conditions) != 0 {
 		t.Errorf("pod of my-scheduler: nodeName %q, conditions %+v; want untouched", pod.Spec.NodeName, pod.Status.Conditions)
+	}
+}
+
+func TestUnschedulablePodWaitsForAChangeOrFiveMinutes(t *testing.T) {
+	rc := newClient(t)
+	createPod(t, rc, testPod("big", "16", ""))
+	pod, err := getPod(rc, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newTestScheduler(t, rc, []*corev1.Node{testNode("node-1", "4", "8Gi", "110")}, []*corev1.Pod{pod})
+	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	s.clock = clk
+	s.queue.ShutDown()
+	s.queue = workqueue.New[string]("test", workqueue.Options{Clock: clk, RateLimiter: s.backoff})
+	t.Cleanup(s.queue.ShutDown)
+	const key = "default/big"
+
+	// nextTry waits until the queue's only timer fires after, from t0,
+	// and fails if it never does.
+	nextTry := func(after time.Duration, why string) {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("the next try %v after the start: %s", after, why), func() (bool, error) {
+			w := clk.Waiters()
+			if len(w) != 1 {
+				return false, fmt.Errorf("%d timers", len(w))
+			}
+			return w[0].Equal(t0.Add(after)), fmt.Errorf("next try %v after the start", w[0].Sub(t0))
+		})
+	}
+	attempt := func() {
+		t.Helper()
+		waitFor(t, "big in the queue", func() (bool, error) { return s.queue.Len() == 1, nil })
+		s.processNextWorkItem(context.Background())
+		if s.queue.Len() != 0 {
+			t.Fatalf("big queued again at once after an attempt that found no node")
+		}
+	}
+
+	// No node fits: the pod waits, not for its backoff (1s) but for a
+	// change, or 5 minutes.
+	s.queue.Add(key)
+	attempt()
+	nextTry(DefaultPodMaxUnschedulable, "5 minutes after the attempt")
+
+	// A node changes, half a second into the 1s backoff: the pod is tried
+	// once the backoff is over.
+	clk.Step(500 * time.Millisecond)
+	s.requeueUnschedulable()
+	nextTry(time.Second, "a node changed: the end of the backoff")
+	clk.Step(500 * time.Millisecond)
+	attempt() // still no room; the next backoff is 2s
+
+	// Nothing changes: the next try is 5 minutes later.
+	clk.Step(time.Minute)
+	if s.queue.Len() != 0 {
+		t.Fatal("big tried again within a minute though nothing changed")
+	}
+	nextTry(time.Second+DefaultPodMaxUnschedulable, "5 minutes after the second attempt")
+	clk.Step(DefaultPodMaxUnschedulable)
+	attempt()
+	if n := len(s.recorder.(*record.FakeRecorder).WithReason("FailedScheduling")); n != 3 {
+		t.Errorf("%d FailedScheduling events, want 3: one per attempt", n)
 	}
 }

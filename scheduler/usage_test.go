@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -10,7 +11,7 @@ import (
 // requests between nodes and drops them when it finishes or goes, and an
 // assumption ends when the pod is seen bound, so nothing counts twice.
 func TestUsageFollowsThePodInformer(t *testing.T) {
-	s := &Scheduler{assumed: map[string]assumedPod{}, bound: map[string]boundPod{}, usage: map[string]*nodeUsage{}, unschedulable: map[string]struct{}{}}
+	s := &Scheduler{assumed: map[string]assumedPod{}, bound: map[string]boundPod{}, usage: map[string]*nodeUsage{}, unschedulable: map[string]time.Time{}}
 	pods := func(node string) int64 {
 		if u := s.usageByNodeLocked()[node]; u != nil {
 			return u.pods
