@@ -340,3 +340,36 @@ func describe(pods []*corev1.Pod) string {
 	slices.Sort(parts)
 	return fmt.Sprintf("%d pods %v", len(pods), parts)
 }
+
+// A Deployment of 2,000,000,000 replicas gets a ReplicaSet of that size:
+// spec.replicas plus its 25% surge is more than an int32, and must not
+// wrap around (which left the ReplicaSet at zero). A quota of 3 pods keeps
+// the ReplicaSet controller from creating more than 3 of them.
+func TestHugeDeploymentGetsAReplicaSetOfItsSize(t *testing.T) {
+	c := runControllers(t)
+	controllertest.PodQuota(t, c.rc, ns, 3)
+	const huge = 2_000_000_000
+	d := c.createDeployment(t, newDeployment("huge", huge, "nginx:1.27"))
+
+	var rs *appsv1.ReplicaSet
+	controllertest.Eventually(t, "a replica set of 2000000000", func() (bool, string) {
+		for _, r := range c.replicaSetsOf(t, d) {
+			rs = r
+		}
+		return rs != nil && *rs.Spec.Replicas == huge, fmt.Sprintf("replica sets %v", c.replicaSetsOf(t, d))
+	})
+	if a := rs.Annotations; a[DesiredReplicasAnnotation] != "2000000000" || a[MaxReplicasAnnotation] != "2147483647" {
+		t.Errorf("annotations %v, want desired 2000000000 and max 2147483647 (2.5e9, clamped)", a)
+	}
+	controllertest.Eventually(t, "the quota refusing the 4th pod", func() (bool, string) {
+		n := countEvents(c.recorder, "Warning FailedCreate")
+		return n > 0, fmt.Sprintf("%d FailedCreate events", n)
+	})
+	if pods := c.podsOf(t, "app=huge"); len(pods) != 3 {
+		t.Errorf("%d pods, want the 3 the quota allows", len(pods))
+	}
+	controllertest.Eventually(t, "the deployment's status", func() (bool, string) {
+		d := c.getDeployment(t, "huge")
+		return d.Status.Replicas == 3 && d.Status.UnavailableReplicas == huge, fmt.Sprintf("status %+v", d.Status)
+	})
+}

@@ -297,7 +297,7 @@ func setNewReplicaSetAnnotations(d *appsv1.Deployment, rs *appsv1.ReplicaSet, ne
 			rs.Annotations[RevisionHistoryAnnotation] = appendRevisionHistory(rs.Annotations[RevisionHistoryAnnotation], oldRevision)
 		}
 	}
-	if !exists && setReplicasAnnotations(rs, replicasOf(d), replicasOf(d)+maxSurge(d)) {
+	if !exists && setReplicasAnnotations(rs, replicasOf(d), clampReplicas(maxTotalPods(d))) {
 		changed = true
 	}
 	return changed

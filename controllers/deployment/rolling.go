@@ -90,20 +90,19 @@ func newRSNewReplicas(d *appsv1.Deployment, allRSs []*appsv1.ReplicaSet, newRS *
 	if d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
 		return replicasOf(d), nil
 	}
-	surge, _, err := resolveFenceposts(d)
-	if err != nil {
+	if _, _, err := resolveFenceposts(d); err != nil {
 		return 0, err
 	}
-	current := int32(0)
+	current := int64(0)
 	for _, rs := range allRSs {
-		current += podsMayHave(rs)
+		current += int64(podsMayHave(rs))
 	}
-	most := replicasOf(d) + surge
+	most := maxTotalPods(d)
 	if current >= most {
 		return specReplicas(newRS), nil // no room
 	}
-	grow := min(most-current, replicasOf(d)-specReplicas(newRS))
-	return specReplicas(newRS) + max(grow, 0), nil
+	grow := min(most-current, int64(replicasOf(d))-int64(specReplicas(newRS)))
+	return specReplicas(newRS) + int32(max(grow, 0)), nil
 }
 
 // reconcileOldReplicaSets scales old ReplicaSets down: first their
@@ -118,7 +117,7 @@ func (c *Controller) reconcileOldReplicaSets(ctx context.Context, allRSs, oldRSs
 	// Pods of the new ReplicaSet that are not available yet must not be
 	// paid for by taking available old pods away.
 	newUnavailable := specReplicas(newRS) - surelyAvailable(newRS)
-	maxScaledDown := sumSpecReplicas(allRSs) - minAvailable - newUnavailable
+	maxScaledDown := sumSpecReplicas(allRSs) - int64(minAvailable) - int64(newUnavailable)
 	if maxScaledDown <= 0 {
 		c.log.Debug(fmt.Sprintf("%s → wait: %d must stay available", story(newRS, oldRSs), minAvailable),
 			slog.String("object", key), slog.Int("minAvailable", int(minAvailable)))
@@ -141,11 +140,11 @@ func (c *Controller) reconcileOldReplicaSets(ctx context.Context, allRSs, oldRSs
 
 // cleanupUnhealthyReplicas scales old ReplicaSets, oldest first, down by
 // their unavailable pods, maxCleanup in total at most.
-func (c *Controller) cleanupUnhealthyReplicas(ctx context.Context, oldRSs []*appsv1.ReplicaSet, d *appsv1.Deployment, newRS *appsv1.ReplicaSet, maxCleanup int32) ([]*appsv1.ReplicaSet, int32, error) {
+func (c *Controller) cleanupUnhealthyReplicas(ctx context.Context, oldRSs []*appsv1.ReplicaSet, d *appsv1.Deployment, newRS *appsv1.ReplicaSet, maxCleanup int64) ([]*appsv1.ReplicaSet, int64, error) {
 	oldRSs = slices.Clone(oldRSs)
 	slices.SortFunc(oldRSs, byCreation)
 	key := d.Namespace + "/" + d.Name
-	total := int32(0)
+	total := int64(0)
 	for i, rs := range oldRSs {
 		if total >= maxCleanup {
 			break
@@ -154,7 +153,7 @@ func (c *Controller) cleanupUnhealthyReplicas(ctx context.Context, oldRSs []*app
 		if specReplicas(rs) == 0 || unhealthy <= 0 {
 			continue
 		}
-		n := min(maxCleanup-total, unhealthy)
+		n := int32(min(maxCleanup-total, int64(unhealthy)))
 		size := specReplicas(rs) - n
 		c.log.Info(fmt.Sprintf("%s → scale old %s to %d (unavailable pods first)", story(newRS, oldRSs), rs.Name, size),
 			scaleAttrs(key, rs, size)...)
@@ -163,7 +162,7 @@ func (c *Controller) cleanupUnhealthyReplicas(ctx context.Context, oldRSs []*app
 			return nil, total, err
 		}
 		oldRSs[i] = updated
-		total += n
+		total += int64(n)
 	}
 	return oldRSs, total, nil
 }
@@ -171,12 +170,12 @@ func (c *Controller) cleanupUnhealthyReplicas(ctx context.Context, oldRSs []*app
 // scaleDownOldReplicaSetsForRollingUpdate scales old ReplicaSets, oldest
 // first, down by as many pods as are available beyond spec.replicas -
 // maxUnavailable.
-func (c *Controller) scaleDownOldReplicaSetsForRollingUpdate(ctx context.Context, allRSs, oldRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment) (int32, error) {
+func (c *Controller) scaleDownOldReplicaSetsForRollingUpdate(ctx context.Context, allRSs, oldRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment) (int64, error) {
 	key := d.Namespace + "/" + d.Name
-	minAvailable := replicasOf(d) - maxUnavailable(d)
-	available := int32(0)
+	minAvailable := int64(replicasOf(d) - maxUnavailable(d))
+	available := int64(0)
 	for _, rs := range allRSs {
-		available += surelyAvailable(rs)
+		available += int64(surelyAvailable(rs))
 	}
 	if available <= minAvailable {
 		c.log.Debug(fmt.Sprintf("%s → wait: %d available, %d must stay", story(newRS, oldRSs), available, minAvailable),
@@ -186,7 +185,7 @@ func (c *Controller) scaleDownOldReplicaSetsForRollingUpdate(ctx context.Context
 	oldRSs = slices.Clone(oldRSs)
 	slices.SortFunc(oldRSs, byCreation)
 	want := available - minAvailable
-	total := int32(0)
+	total := int64(0)
 	for _, rs := range oldRSs {
 		if total >= want {
 			break
@@ -194,14 +193,14 @@ func (c *Controller) scaleDownOldReplicaSetsForRollingUpdate(ctx context.Context
 		if specReplicas(rs) == 0 {
 			continue
 		}
-		n := min(specReplicas(rs), want-total)
+		n := int32(min(int64(specReplicas(rs)), want-total))
 		size := specReplicas(rs) - n
 		c.log.Info(fmt.Sprintf("%s → scale old %s to %d", story(newRS, oldRSs), rs.Name, size),
 			scaleAttrs(key, rs, size)...)
 		if _, _, err := c.scaleReplicaSet(ctx, d, rs, size); err != nil {
 			return total, err
 		}
-		total += n
+		total += int64(n)
 	}
 	return total, nil
 }

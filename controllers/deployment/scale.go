@@ -61,9 +61,9 @@ func (c *Controller) scale(ctx context.Context, d *appsv1.Deployment, newRS *app
 	// (max-replicas), biggest first; the rounding leftover goes to the
 	// biggest.
 	active := activeReplicaSets(append(slices.Clone(oldRSs), newRS))
-	allowed := int32(0)
+	allowed := int64(0)
 	if replicasOf(d) > 0 {
-		allowed = replicasOf(d) + maxSurge(d)
+		allowed = maxTotalPods(d)
 	}
 	toAdd := allowed - sumSpecReplicas(active)
 	if toAdd == 0 {
@@ -78,18 +78,18 @@ func (c *Controller) scale(ctx context.Context, d *appsv1.Deployment, newRS *app
 		}
 		return byCreation(a, b) // shrink the older first
 	})
-	sizes := make([]int32, len(active))
-	added := int32(0)
+	sizes := make([]int64, len(active))
+	added := int64(0)
 	for i, rs := range active {
 		p := proportion(rs, d, toAdd, added)
-		sizes[i] = specReplicas(rs) + p
+		sizes[i] = int64(specReplicas(rs)) + p
 		added += p
 	}
 	sizes[0] = max(sizes[0]+toAdd-added, 0)
 	c.log.Info(fmt.Sprintf("want %d, %s → scale proportionally by %d", replicasOf(d), story(newRS, oldRSs), toAdd),
 		slog.String("object", key), slog.Int("want", int(replicasOf(d))), slog.Int("add", int(toAdd)))
 	for i, rs := range active {
-		if _, _, err := c.scaleReplicaSet(ctx, d, rs, sizes[i]); err != nil {
+		if _, _, err := c.scaleReplicaSet(ctx, d, rs, clampReplicas(sizes[i])); err != nil {
 			return err
 		}
 	}
@@ -98,7 +98,7 @@ func (c *Controller) scale(ctx context.Context, d *appsv1.Deployment, newRS *app
 
 // proportion is how many of toAdd (negative: to remove) rs takes, given
 // that added have been handed out already.
-func proportion(rs *appsv1.ReplicaSet, d *appsv1.Deployment, toAdd, added int32) int32 {
+func proportion(rs *appsv1.ReplicaSet, d *appsv1.Deployment, toAdd, added int64) int64 {
 	if specReplicas(rs) == 0 || toAdd == 0 || toAdd == added {
 		return 0
 	}
@@ -112,11 +112,11 @@ func proportion(rs *appsv1.ReplicaSet, d *appsv1.Deployment, toAdd, added int32)
 
 // replicaSetFraction is how far rs should grow (or shrink) to keep its
 // share of the Deployment's new size.
-func replicaSetFraction(rs *appsv1.ReplicaSet, d *appsv1.Deployment) int32 {
+func replicaSetFraction(rs *appsv1.ReplicaSet, d *appsv1.Deployment) int64 {
 	if replicasOf(d) == 0 {
-		return -specReplicas(rs)
+		return -int64(specReplicas(rs))
 	}
-	total := replicasOf(d) + maxSurge(d)
+	total := maxTotalPods(d)
 	annotated, ok := intAnnotation(rs, MaxReplicasAnnotation)
 	if !ok || annotated == 0 {
 		annotated = d.Status.Replicas
@@ -125,7 +125,7 @@ func replicaSetFraction(rs *appsv1.ReplicaSet, d *appsv1.Deployment) int32 {
 		return 0
 	}
 	size := float64(specReplicas(rs)) * float64(total) / float64(annotated)
-	return int32(math.Round(size)) - specReplicas(rs)
+	return int64(math.Round(size)) - int64(specReplicas(rs))
 }
 
 // scaleReplicaSet sets rs's replicas to size, with the replicas
@@ -133,7 +133,7 @@ func replicaSetFraction(rs *appsv1.ReplicaSet, d *appsv1.Deployment) int32 {
 // It reports whether the size changed, and returns rs as written.
 func (c *Controller) scaleReplicaSet(ctx context.Context, d *appsv1.Deployment, rs *appsv1.ReplicaSet, size int32) (bool, *appsv1.ReplicaSet, error) {
 	from := specReplicas(rs)
-	desired, most := replicasOf(d), replicasOf(d)+maxSurge(d)
+	desired, most := replicasOf(d), clampReplicas(maxTotalPods(d))
 	if from == size && !replicasAnnotationsNeedUpdate(rs, desired, most) {
 		return false, rs, nil
 	}
@@ -235,7 +235,8 @@ func resolveFenceposts(d *appsv1.Deployment) (surge, unavailable int32, err erro
 	if s == 0 && u == 0 {
 		u = 1
 	}
-	return int32(s), int32(u), nil
+	// A surge over 100% of a size near the limit is more than an int32.
+	return clampReplicas(int64(s)), clampReplicas(int64(u)), nil
 }
 
 // maxSurge is d's maxSurge as a number; 0 for Recreate.
@@ -255,6 +256,20 @@ func maxUnavailable(d *appsv1.Deployment) int32 {
 	}
 	_, u, _ := resolveFenceposts(d)
 	return min(u, replicasOf(d))
+}
+
+// maxTotalPods is the most pods d may have during a rollout:
+// spec.replicas + maxSurge, in int64, since near the int32 limit the sum
+// does not fit in one.
+func maxTotalPods(d *appsv1.Deployment) int64 {
+	return int64(replicasOf(d)) + int64(maxSurge(d))
+}
+
+// clampReplicas is n as a number of replicas: sums and totals are computed
+// in int64, and what is written back is at least 0 and at most
+// math.MaxInt32.
+func clampReplicas(n int64) int32 {
+	return int32(min(max(n, 0), math.MaxInt32))
 }
 
 func replicasOf(d *appsv1.Deployment) int32 {
@@ -283,10 +298,10 @@ func activeReplicaSets(rss []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
 	return out
 }
 
-func sumSpecReplicas(rss []*appsv1.ReplicaSet) int32 {
-	var n int32
+func sumSpecReplicas(rss []*appsv1.ReplicaSet) int64 {
+	var n int64
 	for _, rs := range rss {
-		n += specReplicas(rs)
+		n += int64(specReplicas(rs))
 	}
 	return n
 }

@@ -50,7 +50,7 @@ func (c *Controller) calculateStatus(allRSs []*appsv1.ReplicaSet, newRS *appsv1.
 		Replicas:            replicas,
 		ReadyReplicas:       ready,
 		AvailableReplicas:   available,
-		UnavailableReplicas: max(sumSpecReplicas(allRSs)-available, 0),
+		UnavailableReplicas: clampReplicas(sumSpecReplicas(allRSs) - int64(available)),
 		CollisionCount:      d.Status.CollisionCount,
 		Conditions:          append([]appsv1.DeploymentCondition(nil), d.Status.Conditions...),
 	}

@@ -1,6 +1,7 @@
 package deployment
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -275,5 +276,43 @@ func TestAppendRevisionHistory(t *testing.T) {
 	long := strings.Repeat("12345678,", maxRevisionHistoryChars/9) + "1"
 	if got := appendRevisionHistory(long, "99"); len(got) > maxRevisionHistoryChars || !strings.HasSuffix(got, ",99") {
 		t.Errorf("history of %d chars, want at most %d ending in 99", len(got), maxRevisionHistoryChars)
+	}
+}
+
+// Near the int32 limit, spec.replicas + maxSurge and the sums of the
+// ReplicaSets' sizes are more than an int32: none of them may wrap around.
+func TestSizesNearTheInt32Limit(t *testing.T) {
+	const huge = 2_000_000_000 // + 25% is more than math.MaxInt32
+	d := newDeployment("web", huge, "x")
+	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: new(intstr.FromString("25%")), MaxUnavailable: new(intstr.FromString("25%"))}}
+
+	newRS := rsWith(0, 0, 0)
+	if got, err := newRSNewReplicas(d, []*appsv1.ReplicaSet{newRS}, newRS); err != nil || got != huge {
+		t.Errorf("a new ReplicaSet of a %d Deployment: size %d, %v; want %d", huge, got, err, huge)
+	}
+	// Mid-rollout, 1.5e9 old and 0.5e9 new pods: the surge lets the new
+	// one grow by 0.5e9.
+	old, half := rsWith(1_500_000_000, 1_500_000_000, 1_500_000_000), rsWith(500_000_000, 0, 0)
+	if got, _ := newRSNewReplicas(d, []*appsv1.ReplicaSet{old, half}, half); got != 1_000_000_000 {
+		t.Errorf("mid-rollout: the new ReplicaSet grows to %d, want 1000000000 (the 25%% surge)", got)
+	}
+	old = rsWith(huge, huge, huge)
+	if got := maxTotalPods(d); got != 2_500_000_000 {
+		t.Errorf("maxTotalPods %d, want 2500000000", got)
+	}
+	if got := sumSpecReplicas([]*appsv1.ReplicaSet{old, old}); got != 2*huge {
+		t.Errorf("sum of two ReplicaSets of %d: %d", huge, got)
+	}
+	twice := newDeployment("web", huge, "x")
+	twice.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: new(intstr.FromString("200%")), MaxUnavailable: new(intstr.FromInt(0))}}
+	if s, _, err := resolveFenceposts(twice); err != nil || s != math.MaxInt32 {
+		t.Errorf("a surge of 200%% of %d: %d, %v; want math.MaxInt32", huge, s, err)
+	}
+	for n, want := range map[int64]int32{-5: 0, 7: 7, 5_000_000_000: math.MaxInt32} {
+		if got := clampReplicas(n); got != want {
+			t.Errorf("clampReplicas(%d) = %d, want %d", n, got, want)
+		}
 	}
 }
