@@ -3,6 +3,7 @@ package replicaset
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -51,9 +52,15 @@ type running struct {
 // workers; both stop when the test ends.
 func runController(t *testing.T) *running {
 	t.Helper()
+	return runControllerLogging(t, controllertest.Logger(t))
+}
+
+// runControllerLogging is runController with the controller logging to log.
+func runControllerLogging(t *testing.T, log *slog.Logger) *running {
+	t.Helper()
 	a := startAPI(t)
 	rec := &record.FakeRecorder{}
-	c, err := New(Options{Common: controller.Common{Client: a.rc, Informers: a.env.Informers, Recorder: rec, Logger: controllertest.Logger(t)}})
+	c, err := New(Options{Common: controller.Common{Client: a.rc, Informers: a.env.Informers, Recorder: rec, Logger: log}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,13 @@
 package replicaset
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
+	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -200,4 +204,62 @@ func podNames(pods []*corev1.Pod) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// lineCounter counts the log lines at Info and above, and passes every
+// line on.
+type lineCounter struct {
+	slog.Handler
+	n *atomic.Int64
+}
+
+func (c lineCounter) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelInfo {
+		c.n.Add(1)
+	}
+	return c.Handler.Handle(ctx, r)
+}
+
+func (c lineCounter) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return lineCounter{Handler: c.Handler.WithAttrs(attrs), n: c.n}
+}
+
+func (c lineCounter) WithGroup(name string) slog.Handler {
+	return lineCounter{Handler: c.Handler.WithGroup(name), n: c.n}
+}
+
+// A ReplicaSet of math.MaxInt32 replicas in a namespace whose quota allows
+// 20 pods: the controller creates the 20, is refused the next one with a
+// FailedCreate event, and then retries with a growing backoff, each retry
+// one create and a few log lines, never a flood of either.
+func TestHugeReplicaSetIsHeldByAQuota(t *testing.T) {
+	lines := &atomic.Int64{}
+	r := runControllerLogging(t, slog.New(lineCounter{Handler: controllertest.Logger(t).Handler(), n: lines}))
+	controllertest.PodQuota(t, r.rc, ns, 20)
+	rs := r.createRS(t, newRS("huge", math.MaxInt32))
+	key := ns + "/huge"
+
+	r.waitForOwnedPods(t, rs, 20)
+	controllertest.Eventually(t, "a FailedCreate event", func() (bool, string) {
+		n := countEvents(r.recorder, "Warning FailedCreate")
+		return n > 0, fmt.Sprintf("events %q", r.recorder.Events())
+	})
+	// Wait until the backoff has doubled 8 times (to 1.28s, 2.5s of
+	// retries in all).
+	controllertest.Eventually(t, "8 retries", func() (bool, string) {
+		n := r.ctrl.queue.NumRequeues(key)
+		return n >= 8, fmt.Sprintf("%d retries", n)
+	})
+	retries := r.ctrl.queue.NumRequeues(key)
+	if pods := r.ownedPods(t, rs); len(pods) != 20 {
+		t.Errorf("%d pods, want the 20 the quota allows", len(pods))
+	}
+	// Each sync logs its decision and its failure; the creates of the
+	// first sync and the pods' events add a few more.
+	if n := lines.Load(); n > int64(10+3*retries) {
+		t.Errorf("%d log lines after %d retries, want at most %d: a few per retry", n, retries, 10+3*retries)
+	}
+	if n := countEvents(r.recorder, "Warning FailedCreate"); n > 2*retries+11 {
+		t.Errorf("%d FailedCreate events after %d retries, want a few per retry", n, retries)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -348,5 +349,42 @@ func TestMinReadySecondsDelaysAvailability(t *testing.T) {
 					s, tt.ready, tt.avail, tt.fullyLabelled)
 			}
 		})
+	}
+}
+
+// countingPodControl creates nothing: it counts the creates it is asked
+// for and answers each with a pod.
+type countingPodControl struct{ creates atomic.Int64 }
+
+func (c *countingPodControl) CreatePod(_ context.Context, tmpl *corev1.PodTemplateSpec, _ api.Object, _ *metav1.OwnerReference) (*corev1.Pod, error) {
+	c.creates.Add(1)
+	return &corev1.Pod{ObjectMeta: tmpl.ObjectMeta}, nil
+}
+
+func (c *countingPodControl) DeletePod(context.Context, string, string, api.Object) error {
+	return errors.New("unexpected delete")
+}
+
+// A ReplicaSet of math.MaxInt32 replicas costs one sync at most 500
+// creates, and the next sync waits until the informer has seen them.
+func TestOneSyncCreatesAtMostBurstReplicas(t *testing.T) {
+	a := startAPI(t)
+	c, rsIndexer, _ := newTestController(t, Options{Common: controller.Common{Client: a.rc}})
+	cpc := &countingPodControl{}
+	c.podControl = cpc
+	a.createRS(t, newRS("huge", math.MaxInt32))
+	key := ns + "/huge"
+
+	for i := range 3 {
+		refreshRS(t, a, rsIndexer, "huge")
+		if err := c.sync(testCtx(t), key); err != nil {
+			t.Fatalf("sync %d: %v", i, err)
+		}
+		if got := cpc.creates.Load(); got != DefaultBurstReplicas {
+			t.Fatalf("%d creates after %d syncs on a cache that saw none of them, want %d", got, i+1, DefaultBurstReplicas)
+		}
+	}
+	if adds, _ := c.expectations.Pending(key); adds != DefaultBurstReplicas {
+		t.Errorf("pending creates %d, want %d", adds, DefaultBurstReplicas)
 	}
 }
