@@ -443,6 +443,9 @@ func (s *Scheduler) processNextWorkItem(ctx context.Context) bool {
 		return false
 	}
 	defer s.queue.Done(key)
+	if ctx.Err() != nil {
+		return false // stopping: the pods still queued would only fail, one log line each
+	}
 	err := s.sync(ctx, key)
 	var unschedulable *unschedulableError
 	switch {

@@ -519,3 +519,23 @@ func TestUnschedulablePodWaitsForAChangeOrFiveMinutes(t *testing.T) {
 		t.Errorf("%d FailedScheduling events, want 3: one per attempt", n)
 	}
 }
+
+// Once its context is done, a worker leaves what is still queued: each
+// would only fail, with a log line and an event of its own.
+func TestStoppingSchedulerLeavesTheQueue(t *testing.T) {
+	pods := []*corev1.Pod{testPod("a", "16", ""), testPod("b", "16", "")}
+	s := newTestScheduler(t, nil, []*corev1.Node{testNode("node-1", "4", "8Gi", "110")}, pods)
+	s.queue.Add("default/a")
+	s.queue.Add("default/b")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if s.processNextWorkItem(ctx) {
+		t.Error("a worker went on after its context was done")
+	}
+	if events := s.recorder.(*record.FakeRecorder).Events(); len(events) != 0 {
+		t.Errorf("events %q, want none", events)
+	}
+	if s.queue.Len() != 1 {
+		t.Errorf("queue length %d, want 1: b left alone", s.queue.Len())
+	}
+}

@@ -28,7 +28,9 @@ func Workers(n int) int { return max(n, 1) }
 //   - a conflict or an "already exists": the controller wrote from a cache
 //     older than the server, and the newer version is on its way.
 //     AddRateLimited; logged at Debug.
-//   - anything else: AddRateLimited; logged at Warn.
+//   - anything else: AddRateLimited; logged at Warn, or at Debug once ctx
+//     is done: a controller stopping has every call cut short, and its
+//     queue, however long, is not worth a line per key.
 //
 // The log line is a decision like the others: a message, with the key as
 // its object; the logger already names the controller.
@@ -43,7 +45,7 @@ func HandleErr[K comparable](ctx context.Context, log *slog.Logger, queue *workq
 		log.Debug(err.Error(), slog.Any("object", key))
 	default:
 		level := slog.LevelWarn
-		if client.IsConflict(err) || client.IsAlreadyExists(err) {
+		if client.IsConflict(err) || client.IsAlreadyExists(err) || ctx.Err() != nil {
 			level = slog.LevelDebug
 		}
 		log.Log(ctx, level, "sync failed, will retry", slog.Any("object", key),

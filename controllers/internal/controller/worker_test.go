@@ -31,14 +31,16 @@ func TestHandleErrDecides(t *testing.T) {
 		after    time.Duration // when the key is back; 0: never
 		level    slog.Level
 		message  string // "" for no log line
+		stopping bool   // ctx is done
 	}{
-		{"success forgets", nil, 0, 0, 0, ""},
+		{"success forgets", nil, 0, 0, 0, "", false},
 		{"requeue after forgets and waits", fmt.Errorf("pods: %w", workqueue.RequeueAfter(3*time.Second, "cache not synced")),
-			0, 3 * time.Second, slog.LevelDebug, "pods: cache not synced; look again in 3s"},
+			0, 3 * time.Second, slog.LevelDebug, "pods: cache not synced; look again in 3s", false},
 		{"conflict retries quietly", fmt.Errorf("update status: %w", conflict),
-			2, second, slog.LevelDebug, "sync failed, will retry"},
-		{"already exists retries quietly", exists, 2, second, slog.LevelDebug, "sync failed, will retry"},
-		{"failure retries", errors.New("boom"), 2, second, slog.LevelWarn, "sync failed, will retry"},
+			2, second, slog.LevelDebug, "sync failed, will retry", false},
+		{"already exists retries quietly", exists, 2, second, slog.LevelDebug, "sync failed, will retry", false},
+		{"failure retries", errors.New("boom"), 2, second, slog.LevelWarn, "sync failed, will retry", false},
+		{"failure while stopping is quiet", context.Canceled, 2, second, slog.LevelDebug, "sync failed, will retry", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const key = "default/web"
@@ -53,7 +55,12 @@ func TestHandleErrDecides(t *testing.T) {
 			clk.SetTime(start)
 
 			logs := &records{}
-			HandleErr(context.Background(), slog.New(logs), q, got, tc.err)
+			ctx, cancel := context.WithCancel(context.Background())
+			if tc.stopping {
+				cancel()
+			}
+			defer cancel()
+			HandleErr(ctx, slog.New(logs), q, got, tc.err)
 			q.Done(got)
 
 			if n := q.NumRequeues(key); n != tc.requeues {
