@@ -20,8 +20,11 @@
 //     on first need, and a quota that needs it waits for its cache before
 //     it is measured.
 //   - A namespace's quotas are measured again when an object of a kind they
-//     count is added or deleted, or changes what it is charged for (a pod
-//     turning Succeeded, a service becoming a LoadBalancer); a quota is
+//     count is deleted, or changes what it is charged for (a pod turning
+//     Succeeded, a service becoming a LoadBalancer); not when one is
+//     added, which admission charged already (as upstream's quota
+//     monitor), so that n new pods do not cost n measures of every pod in
+//     the namespace. A quota is
 //     measured again when its spec changes, and every quota is, every
 //     ResyncPeriod. Status changes made by others (by hand) wait for that
 //     resync, as upstream's do; the controller's own status write is
@@ -389,15 +392,14 @@ func (c *Controller) updateQuota(oldObj, curObj any) {
 	}
 }
 
-// objectHandler is the handler on the informer of res's objects.
+// objectHandler is the handler on the informer of res's objects. It has no
+// AddFunc: the API server's admission charged a new object to its quotas
+// before writing it, and measuring the namespace again (every object of
+// the kind) for each new one would make creating n objects cost n²; the
+// quota that opened the source measures what it holds once synced, and the
+// resync catches the rest.
 func (c *Controller) objectHandler(res *api.Resource) informer.ResourceEventHandler {
 	return informer.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any, isInInitialList bool) {
-			if isInInitialList {
-				return // the quota that opened this source measures it once synced
-			}
-			c.objectChanged(res, obj)
-		},
 		UpdateFunc: func(oldObj, curObj any) {
 			old, ok1 := oldObj.(api.Object)
 			cur, ok2 := curObj.(api.Object)

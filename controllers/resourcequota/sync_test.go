@@ -1,6 +1,7 @@
 package resourcequota
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -187,5 +188,35 @@ func TestOwnStatusWriteIsCheckedOnceMore(t *testing.T) {
 	c.updateQuota(quotaAt("12", hard, nil), quotaAt("13", list("pods", "6"), nil))
 	if n := c.queue.Len(); n != 1 {
 		t.Errorf("after a spec change: %d queued, want 1 (the same key)", n)
+	}
+}
+
+// A new object is not measured again: admission charged it. A deletion,
+// which admission does not see, is.
+func TestNewObjectsAreNotMeasuredAgain(t *testing.T) {
+	rc, err := client.New(&client.Config{Server: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})
+	c, err := New(Options{Common: controller.Common{Client: rc, Informers: factory}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.queue.ShutDown)
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "compute", Namespace: ns}, Spec: corev1.ResourceQuotaSpec{Hard: list("pods", "5")}}
+	if err := informer.For[*corev1.ResourceQuota](factory).GetIndexer().Add(q); err != nil {
+		t.Fatal(err)
+	}
+	h := c.objectHandler(api.Pods)
+	for i := range 100 {
+		h.OnAdd(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d", i), Namespace: ns}}, false)
+	}
+	if n := c.queue.Len(); n != 0 {
+		t.Fatalf("100 new pods queued %d quotas, want none: admission charged them", n)
+	}
+	h.OnDelete(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: ns}})
+	if n := c.queue.Len(); n != 1 {
+		t.Errorf("a deleted pod queued %d quotas, want 1", n)
 	}
 }
