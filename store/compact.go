@@ -17,17 +17,19 @@ import (
 // the old revisions, and fails with ErrCompacted if rev is already
 // compacted.
 func (s *Store) Compact(ctx context.Context, rev int64) error {
-	_, err := s.client.Compact(ctx, rev, clientv3.WithCompactPhysical())
-	switch {
-	case err == nil:
-	case errors.Is(err, rpctypes.ErrCompacted):
-		s.noteCompacted(rev)
-		return fmt.Errorf("store: compact to %d: %w", rev, ErrCompacted)
-	case errors.Is(err, rpctypes.ErrFutureRev):
-		return fmt.Errorf("store: compact to %d: %w", rev, ErrFutureRevision)
-	default:
+	o, err := s.start(ctx)
+	if err != nil {
 		return fmt.Errorf("store: compact to %d: %w", rev, err)
 	}
+	resp, err := s.client.Compact(o.ctx, rev, clientv3.WithCompactPhysical())
+	if err != nil {
+		err = o.fail(err)
+		if errors.Is(err, ErrCompacted) {
+			s.noteCompacted(rev)
+		}
+		return fmt.Errorf("store: compact to %d: %w", rev, err)
+	}
+	o.done(resp.Header)
 	s.noteCompacted(rev)
 	return nil
 }
@@ -74,8 +76,8 @@ func (s *Store) compactTick(ctx context.Context, last int64) int64 {
 		}
 		return last // compact to it next time: it is only older then
 	}
-	if last <= s.CompactedRevision() {
-		return cur
+	if last <= s.CompactedRevision() || last > cur {
+		return cur // nothing new, or etcd's history was replaced since
 	}
 	switch err := s.Compact(ctx, last); {
 	case err == nil:
@@ -92,6 +94,8 @@ func (s *Store) compactTick(ctx context.Context, last int64) int64 {
 // compacted. etcd has no call that reports it, so it bisects over reads:
 // reading at revision r fails exactly when r is below the compacted one.
 func (s *Store) learnCompacted(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout)
+	defer cancel()
 	cur, err := s.Revision(ctx)
 	if err != nil {
 		return err

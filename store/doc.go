@@ -14,6 +14,11 @@
 //   - member.go: StartMember: one member of an etcd cluster of several,
 //     each in a process of its own (`minictl etcd`), for a Store whose
 //     Endpoints name them all.
+//   - call.go: what every request to etcd goes through: its deadline, the
+//     check of Health, and the mapping of etcd's errors to ours.
+//   - health.go: Health: the probe that tells whether etcd answers.
+//   - history.go: which etcd history the Store follows, and how it
+//     notices that etcd lost it.
 //   - zaplog.go: etcd's zap logs, forwarded to the caller's slog.Logger.
 //
 // # Guarantees
@@ -55,6 +60,26 @@
 // cluster's, so every guarantee above holds across a failover. A write in
 // flight when the leader fails may end in an error (after etcd's request
 // timeout) without telling whether it happened: read the key back.
+//
+// Deadlines. Every request but a watch has a deadline: its context's, or
+// Config.RequestTimeout. One that passes fails the request with
+// context.DeadlineExceeded; nothing waits on etcd for ever.
+//
+// Outages. The Store probes etcd every second (a linearizable read that
+// must answer within two seconds). Health reports the last probe: within
+// about three seconds of etcd becoming unreachable it is ErrUnavailable,
+// and every request fails at once with it instead of waiting out its
+// deadline; within a second of etcd's return it is nil again, without
+// anyone reopening anything. Watches stay open across an outage and resume
+// where they were.
+//
+// History. Revisions only grow within one etcd history. If etcd comes back
+// from an outage without its data (wiped, restored from an older backup) or
+// as another cluster, an answer shows a lower revision than one it had
+// committed, or another cluster ID: the Store then follows the new
+// history, ends every watch with ErrHistoryReset, and forgets what it knew
+// of compaction. A caller that keeps state by revision (a cache) must list
+// again; revisions it read before mean nothing now.
 //
 // Values are the caller's: the Store keeps no reference to a value it was
 // given or returned.

@@ -2,11 +2,9 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"unsafe"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -46,13 +44,18 @@ type ListResult struct {
 // Create writes key only if it is absent, and returns the write's revision.
 // It fails with ErrExists if the key is present.
 func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
-	resp, err := s.client.Txn(ctx).
+	o, err := s.start(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("store: create %s: %w", key, err)
+	}
+	resp, err := s.client.Txn(o.ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, unsafeString(value))).
 		Commit()
 	if err != nil {
-		return 0, fmt.Errorf("store: create %s: %w", key, err)
+		return 0, fmt.Errorf("store: create %s: %w", key, o.fail(err))
 	}
+	o.done(resp.Header)
 	if !resp.Succeeded {
 		return 0, fmt.Errorf("store: create %s: %w", key, ErrExists)
 	}
@@ -61,10 +64,15 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 
 // Get reads the latest value of key; ErrNotFound if it is absent.
 func (s *Store) Get(ctx context.Context, key string) (*KeyValue, error) {
-	resp, err := s.client.Get(ctx, key)
+	o, err := s.start(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store: get %s: %w", key, err)
 	}
+	resp, err := s.client.Get(o.ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("store: get %s: %w", key, o.fail(err))
+	}
+	o.done(resp.Header)
 	if len(resp.Kvs) == 0 {
 		return nil, fmt.Errorf("store: get %s: %w", key, ErrNotFound)
 	}
@@ -88,10 +96,15 @@ func (s *Store) List(ctx context.Context, prefix string, opts ListOptions) (*Lis
 	// etcd returns a range in key order. A StartKey past the prefix makes
 	// an empty range, which still checks the revision.
 	rev := opts.Revision
-	resp, err := s.client.Get(ctx, start, clientv3.WithRange(end), clientv3.WithRev(rev), clientv3.WithLimit(opts.Limit))
+	o, err := s.start(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("store: list %s at revision %d: %w", prefix, rev, s.readError(err))
+		return nil, fmt.Errorf("store: list %s at revision %d: %w", prefix, rev, err)
 	}
+	resp, err := s.client.Get(o.ctx, start, clientv3.WithRange(end), clientv3.WithRev(rev), clientv3.WithLimit(opts.Limit))
+	if err != nil {
+		return nil, fmt.Errorf("store: list %s at revision %d: %w", prefix, rev, o.fail(err))
+	}
+	o.done(resp.Header)
 	out := &ListResult{
 		Items:    make([]KeyValue, 0, len(resp.Kvs)),
 		Revision: pick(rev, resp.Header.Revision),
@@ -110,7 +123,11 @@ func (s *Store) List(ctx context.Context, prefix string, opts ListOptions) (*Lis
 // returns the write's revision. It fails with ErrNotFound if the key is
 // absent and ErrConflict if it is at another revision.
 func (s *Store) Update(ctx context.Context, key string, value []byte, expectedRevision int64) (int64, error) {
-	resp, err := s.client.Txn(ctx).
+	o, err := s.start(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("store: update %s: %w", key, err)
+	}
+	resp, err := s.client.Txn(o.ctx).
 		If(
 			clientv3.Compare(clientv3.CreateRevision(key), ">", 0),
 			clientv3.Compare(clientv3.ModRevision(key), "=", expectedRevision),
@@ -119,8 +136,9 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expectedRe
 		Else(clientv3.OpGet(key, clientv3.WithKeysOnly())).
 		Commit()
 	if err != nil {
-		return 0, fmt.Errorf("store: update %s: %w", key, err)
+		return 0, fmt.Errorf("store: update %s: %w", key, o.fail(err))
 	}
+	o.done(resp.Header)
 	if !resp.Succeeded {
 		return 0, fmt.Errorf("store: update %s: %w", key, failedPrecondition(resp, expectedRevision))
 	}
@@ -136,14 +154,19 @@ func (s *Store) Delete(ctx context.Context, key string, expectedRevision int64) 
 	if expectedRevision != 0 {
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", expectedRevision))
 	}
-	resp, err := s.client.Txn(ctx).
+	o, err := s.start(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("store: delete %s: %w", key, err)
+	}
+	resp, err := s.client.Txn(o.ctx).
 		If(cmps...).
 		Then(clientv3.OpDelete(key)).
 		Else(clientv3.OpGet(key, clientv3.WithKeysOnly())).
 		Commit()
 	if err != nil {
-		return 0, fmt.Errorf("store: delete %s: %w", key, err)
+		return 0, fmt.Errorf("store: delete %s: %w", key, o.fail(err))
 	}
+	o.done(resp.Header)
 	if !resp.Succeeded {
 		return 0, fmt.Errorf("store: delete %s: %w", key, failedPrecondition(resp, expectedRevision))
 	}
@@ -152,10 +175,15 @@ func (s *Store) Delete(ctx context.Context, key string, expectedRevision int64) 
 
 // Revision returns the store's current revision: that of the latest write.
 func (s *Store) Revision(ctx context.Context) (int64, error) {
-	resp, err := s.client.Get(ctx, "\x00", clientv3.WithCountOnly())
+	o, err := s.start(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("store: revision: %w", err)
 	}
+	resp, err := s.client.Get(o.ctx, "\x00", clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("store: revision: %w", o.fail(err))
+	}
+	o.done(resp.Header)
 	return resp.Header.Revision, nil
 }
 
@@ -167,17 +195,6 @@ func failedPrecondition(resp *clientv3.TxnResponse, expected int64) error {
 		return ErrNotFound
 	}
 	return fmt.Errorf("%w: expected revision %d, key is at %d", ErrConflict, expected, kvs[0].ModRevision)
-}
-
-// readError maps etcd's errors about the requested revision to ours.
-func (s *Store) readError(err error) error {
-	switch {
-	case errors.Is(err, rpctypes.ErrCompacted):
-		return fmt.Errorf("%w (oldest kept: %d or later)", ErrCompacted, s.CompactedRevision())
-	case errors.Is(err, rpctypes.ErrFutureRev):
-		return ErrFutureRevision
-	}
-	return err
 }
 
 // pick returns a unless it is zero, else b.

@@ -16,6 +16,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 )
 
 // Errors the caller branches on; compare with errors.Is.
@@ -32,6 +34,15 @@ var (
 	ErrCompacted = errors.New("store: revision compacted")
 	// ErrFutureRevision: the requested revision has not been written yet.
 	ErrFutureRevision = errors.New("store: revision is in the future")
+	// ErrUnavailable: etcd cannot be reached, or cannot serve now (it has
+	// no leader, is stopping, or is overloaded); see Health. A write that
+	// failed with it may still have been applied.
+	ErrUnavailable = errors.New("store: etcd is unavailable")
+	// ErrHistoryReset: etcd no longer has the history a revision came
+	// from: it was wiped and started empty, restored from an older backup,
+	// or is another cluster. Revisions read before mean nothing now; a
+	// caller that keeps state by revision must read everything again.
+	ErrHistoryReset = errors.New("store: etcd's history was replaced")
 )
 
 // Config says which etcd to use and how to look after it.
@@ -53,6 +64,10 @@ type Config struct {
 	// per process, so the last embedded etcd started sets it for all. An
 	// external etcd keeps its own setting.
 	ProgressNotifyInterval time.Duration
+	// RequestTimeout is the deadline of every request to etcd whose
+	// context has none (kube-apiserver's --request-timeout): 0 means 60s.
+	// Watches have none.
+	RequestTimeout time.Duration
 	// Logger receives the store's and etcd's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -60,6 +75,7 @@ type Config struct {
 const (
 	defaultCompactionInterval     = 5 * time.Minute
 	defaultProgressNotifyInterval = 5 * time.Second
+	defaultRequestTimeout         = time.Minute
 	// quotaBackendBytes is the embedded etcd's database size limit:
 	// etcd's recommended default, plenty for a learning cluster.
 	quotaBackendBytes = 2 << 30
@@ -68,17 +84,35 @@ const (
 	// startAttempts bounds retries when a port we picked as free was taken
 	// by someone else before etcd could listen on it.
 	startAttempts = 3
+	// keepaliveTime and keepaliveTimeout are how often the client pings
+	// an external etcd on an idle connection, and how long it waits for
+	// the answer before it drops the connection and dials again
+	// (kube-apiserver's values): a connection to an etcd that stopped
+	// answering does not hang for ever.
+	keepaliveTime    = 30 * time.Second
+	keepaliveTimeout = 10 * time.Second
+	// maxReconnectDelay caps the wait between attempts to reconnect to an
+	// external etcd (gRPC's default grows to two minutes), so that the
+	// Store is back within seconds of etcd's return.
+	maxReconnectDelay = 2 * time.Second
 )
 
 // Store is an open etcd: embedded or external. Its methods are safe for
 // concurrent use.
 type Store struct {
-	log       *slog.Logger
-	client    *clientv3.Client
-	etcd      *embed.Etcd // nil when the etcd is external
-	endpoints []string
+	log            *slog.Logger
+	client         *clientv3.Client
+	etcd           *embed.Etcd // nil when the etcd is external
+	endpoints      []string
+	requestTimeout time.Duration
 
 	compacted atomic.Int64 // see CompactedRevision
+	// hist is the etcd history the Store follows (see history); histMu
+	// serialises replacing it.
+	hist   atomic.Pointer[history]
+	histMu sync.Mutex
+	// unhealthy is why the latest probe failed; nil when it answered.
+	unhealthy atomic.Pointer[error]
 
 	// stop ends the compaction loop; loops waits for it. etcdErrsDone is
 	// closed when the embedded etcd's error logger has returned, after etcd
@@ -98,7 +132,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Store{log: log}
+	s := &Store{log: log, requestTimeout: cfg.RequestTimeout}
+	if s.requestTimeout <= 0 {
+		s.requestTimeout = defaultRequestTimeout
+	}
 
 	endpoints := cfg.Endpoints
 	if len(endpoints) == 0 {
@@ -122,9 +159,15 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.client = v3client.New(s.etcd.Server)
 	} else {
 		client, err := clientv3.New(clientv3.Config{
-			Endpoints:   endpoints,
-			DialTimeout: dialTimeout,
-			Logger:      newZapLogger(log),
+			Endpoints:            endpoints,
+			DialTimeout:          dialTimeout,
+			DialKeepAliveTime:    keepaliveTime,
+			DialKeepAliveTimeout: keepaliveTimeout,
+			DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+				Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: maxReconnectDelay},
+				MinConnectTimeout: dialTimeout,
+			})},
+			Logger: newZapLogger(log),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("store: dial %v: %w", endpoints, err)
@@ -132,7 +175,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.client = client
 	}
 
-	// One read proves the etcd answers and tells where compaction stands.
+	// One read proves the etcd answers and starts the history the Store
+	// follows; more tell where compaction stands.
+	if err := s.learnHistory(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("store: open %v: %w", endpoints, err)
+	}
 	if err := s.learnCompacted(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("store: open %v: %w", endpoints, err)
@@ -140,6 +188,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 
 	bg, stop := context.WithCancel(context.Background())
 	s.stop = stop
+	s.loops.Go(func() { s.healthLoop(bg) })
 	interval := cfg.CompactionInterval
 	if interval == 0 {
 		interval = defaultCompactionInterval
@@ -151,8 +200,20 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
+// learnHistory reads once from etcd and follows the history it shows.
+func (s *Store) learnHistory(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout)
+	defer cancel()
+	resp, err := s.client.Get(ctx, healthKey)
+	if err != nil {
+		return err
+	}
+	s.hist.Store(newHistory(resp.Header))
+	return nil
+}
+
 // Close shuts the store down, in this order:
-//  1. stop the compaction loop and wait for it;
+//  1. stop the compaction and health loops and wait for them;
 //  2. close the client, which ends every watch (their channels deliver a
 //     final error event, then close);
 //  3. stop the embedded etcd, if any, and wait until it is down; every

@@ -60,8 +60,28 @@ type WatchEvent struct {
 // store's revision has reached fromRevision. The channel closes when ctx
 // ends, or after an event with Err set. A caller that stops receiving must
 // cancel ctx, which ends the watch's goroutine.
+//
+// A watch outlives etcd's outages: when etcd returns, it resumes where it
+// was. It ends with ErrHistoryReset when etcd turns out to have lost the
+// history it was following (see ErrHistoryReset), and fails at once with
+// it when fromRevision is beyond what the Store has seen of etcd's current
+// history: fromRevision - 1 must be a revision the Store reported (of a
+// write, a read, or a watch event), which a revision from a lost history
+// no longer is.
 func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) <-chan WatchEvent {
 	out := make(chan WatchEvent)
+	hist := s.hist.Load()
+	if fromRevision-1 > hist.floor.Load() {
+		err := fmt.Errorf("store: watch %s from revision %d: etcd is at %d: %w", prefix, fromRevision, hist.floor.Load(), ErrHistoryReset)
+		go func() {
+			defer close(out)
+			select {
+			case out <- WatchEvent{Err: err}:
+			case <-ctx.Done():
+			}
+		}()
+		return out
+	}
 	// Requiring a leader makes a watch on a partitioned member fail instead
 	// of going silent; the cancel ends the etcd watch when we stop reading.
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
@@ -82,13 +102,33 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) <-
 				return false
 			}
 		}
-		for resp := range wch {
+		for {
+			var resp clientv3.WatchResponse
+			var ok bool
+			select {
+			case resp, ok = <-wch:
+			case <-hist.replaced:
+				send(WatchEvent{Err: fmt.Errorf("store: watch %s: %w", prefix, ErrHistoryReset)})
+				return
+			}
+			if !ok {
+				break
+			}
 			if err := s.watchError(resp, prefix, fromRevision); err != nil {
 				if ctx.Err() == nil {
 					send(WatchEvent{Err: err})
 				}
 				return
 			}
+			if id := resp.Header.ClusterId; id != 0 && id != hist.clusterID {
+				// Resumed on another cluster: none of its events belong here.
+				s.replaceHistory(hist, &resp.Header, hist.floor.Load())
+				send(WatchEvent{Err: fmt.Errorf("store: watch %s: %w", prefix, ErrHistoryReset)})
+				return
+			}
+			// What a watch reports is committed: a later watch may start
+			// from it (see the check above).
+			hist.raise(resp.Header.Revision)
 			if resp.IsProgressNotify() {
 				if !send(WatchEvent{Progress: true, Revision: resp.Header.Revision}) {
 					return
