@@ -79,7 +79,7 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, ri *request
 	}
 	obj, removed, err := s.deleteObject(r.Context(), s.stores[ri.res], ri.namespace, ri.name, opts)
 	if err != nil {
-		return ctxErr(r.Context(), err)
+		return err
 	}
 	if removed && !returnsDeletedObject(ri.res) {
 		writeJSON(w, http.StatusOK, successStatus(&metav1.StatusDetails{

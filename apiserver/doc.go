@@ -27,6 +27,9 @@
 //     fresh as one from etcd (its waits are on a clock.Clock, which tests
 //     move by hand). read.go serves lists and watches from the cache or
 //     from etcd, with Kubernetes' resourceVersion semantics.
+//   - health.go serves /healthz, /livez and /readyz with kube-apiserver's
+//     checks and text: ping, etcd (the store's probe), and for readyz
+//     poststarthook/storage-readiness and shutdown.
 //   - limits.go bounds what one request may cost: the nesting depth of
 //     every body and patch, a JSON patch's operations and copies.
 //   - inflight.go bounds how many requests run at once, as kube-apiserver's
@@ -54,4 +57,10 @@
 // reason, and a request that fails changes nothing; a panic in a handler
 // answers 500 and the server keeps serving; a resourceVersion is an etcd
 // revision, so versions only grow, across restarts too.
+//
+// Outages: every request but a watch ends within Config.RequestTimeout
+// (504 Timeout), or at once with 503 ServiceUnavailable while etcd is
+// known not to answer; /readyz fails within seconds and recovers by itself.
+// Watches stay open, reads at resourceVersion=0 are served from the cache,
+// and when etcd returns nothing is lost.
 package apiserver

@@ -25,6 +25,16 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, group, ve
 		return
 	}
 	ri.verb = verb
+	ctx := r.Context()
+	if verb != "watch" {
+		// As kube-apiserver's request deadline: every request but a
+		// long-running one ends by the request timeout, and so does every
+		// call to etcd it makes.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.requestTimeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
 	r, warnings := withWarnings(r)
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK, warnings: warnings}
 	start := time.Now()
@@ -35,8 +45,28 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, group, ve
 		}
 	}()
 	if err := s.dispatch(rec, r, ri); err != nil {
+		if ctx.Err() != nil {
+			err = timedOut(ctx, err)
+			// The connection's write timeout may have run out with the
+			// request's: give the answer time to be written.
+			_ = http.NewResponseController(rec).SetWriteDeadline(time.Now().Add(watchWriteTimeout))
+		}
 		writeStatus(rec, err)
 	}
+}
+
+// DefaultRequestTimeout is kube-apiserver's default --request-timeout.
+const DefaultRequestTimeout = time.Minute
+
+// timedOut is the answer to a request whose context ended (its deadline
+// passed, or its client went away) with err: err if it is already a
+// Status, else 504 Timeout rather than an internal error.
+func timedOut(ctx context.Context, err error) error {
+	var se *apierrors.StatusError
+	if errors.As(err, &se) {
+		return err
+	}
+	return newRequestTimeout(ctx.Err())
 }
 
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
@@ -95,12 +125,3 @@ func (s *statusRecorder) Flush() {
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
-
-// ctxErr reports a cancelled request as what it is rather than a storage
-// failure.
-func ctxErr(ctx context.Context, err error) error {
-	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		return apierrors.NewTimeoutError("the request was cancelled or timed out", 0)
-	}
-	return err
-}

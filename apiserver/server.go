@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/internal/serving"
 	"github.com/minictl/minictl/internal/timeline"
 )
@@ -57,6 +58,10 @@ type Config struct {
 	// IdleTimeout (keep-alive) bound every connection Serve accepts; 0:
 	// the defaults of internal/serving.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// RequestTimeout bounds every request but a watch, and every call to
+	// etcd it makes (kube-apiserver's --request-timeout); one that runs out
+	// is answered 504 Timeout. 0: DefaultRequestTimeout.
+	RequestTimeout time.Duration
 	// CORSAllowedOrigins are regular expressions of the browser origins
 	// (besides the server's own) allowed to call the API, as
 	// kube-apiserver's --cors-allowed-origins; every other cross-origin
@@ -84,6 +89,8 @@ type Server struct {
 	timeline *timeline.Bus
 	timeouts serving.Timeouts
 	flow     *flowControl // bounds the requests in flight
+	// requestTimeout is Config.RequestTimeout, defaulted.
+	requestTimeout time.Duration
 	// corsOrigins are the origins allowed across sites.
 	corsOrigins []*regexp.Regexp
 	// tolerations are the default NoExecute toleration seconds, by taint.
@@ -121,11 +128,12 @@ func New(cfg Config) (*Server, error) {
 			corev1.TaintNodeNotReady:    cmp.Or(cfg.DefaultNotReadyTolerationSeconds, api.DefaultTolerationSeconds),
 			corev1.TaintNodeUnreachable: cmp.Or(cfg.DefaultUnreachableTolerationSeconds, api.DefaultTolerationSeconds),
 		},
-		resources: cfg.Resources,
-		stores:    map[*api.Resource]*resourceStore{},
-		caches:    map[*api.Resource]*watchCache{},
-		ready:     make(chan struct{}),
-		done:      make(chan struct{}),
+		requestTimeout: cmp.Or(cfg.RequestTimeout, DefaultRequestTimeout),
+		resources:      cfg.Resources,
+		stores:         map[*api.Resource]*resourceStore{},
+		caches:         map[*api.Resource]*watchCache{},
+		ready:          make(chan struct{}),
+		done:           make(chan struct{}),
 	}
 	var err error
 	if s.corsOrigins, err = compileOrigins(cfg.CORSAllowedOrigins); err != nil {
@@ -210,11 +218,8 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		}
 	}
-	if err := s.ensureNamespaces(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("create built-in namespaces: %w", err)
+	if !s.keepNamespaces(ctx) {
+		return nil
 	}
 	close(s.ready)
 	s.log.Info("api server ready")
@@ -242,14 +247,38 @@ func (s *Server) sendBookmarks(ctx context.Context) {
 // heartbeats, which no kubelet could renew in a deleted namespace).
 var protectedNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
 
+// keepNamespaces creates the namespaces every cluster has, as
+// kube-apiserver's system namespaces controller does, retrying while etcd
+// fails; false if ctx ended first.
+func (s *Server) keepNamespaces(ctx context.Context) bool {
+	backoff := firstRelistBackoff
+	for {
+		err := s.ensureNamespaces(ctx)
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		s.log.Warn("creating the built-in namespaces failed; retrying", "err", err, "backoff", backoff)
+		if !clock.Sleep(ctx, clock.Real{}, backoff) {
+			return false
+		}
+		backoff = min(2*backoff, maxRelistBackoff)
+	}
+}
+
 // ensureNamespaces creates the namespaces every cluster has.
 func (s *Server) ensureNamespaces(ctx context.Context) error {
 	rs := s.stores[api.Namespaces]
 	for _, name := range protectedNamespaces {
 		ns := api.Namespaces.NewObject()
 		ns.SetName(name)
-		if _, err := s.createObject(ctx, rs, ns, false); err != nil && !isAlreadyExists(err) {
-			return err
+		cctx, cancel := context.WithTimeout(ctx, s.requestTimeout)
+		_, err := s.createObject(cctx, rs, ns, false)
+		cancel()
+		if err != nil && !isAlreadyExists(err) {
+			return fmt.Errorf("create namespace %s: %w", name, err)
 		}
 	}
 	return nil
@@ -281,9 +310,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.recoverer)
-	r.Get("/healthz", s.health)
-	r.Get("/livez", s.health)
-	r.Get("/readyz", s.readyz)
+	s.healthRoutes(r)
 	r.Get("/version", s.version)
 	r.Get("/debug/timeline", s.serveTimeline)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
@@ -337,20 +364,4 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
-}
-
-func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = w.Write([]byte("ok"))
-}
-
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	select {
-	case <-s.ready:
-		s.health(w, r)
-	default:
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte("not ready: watch caches are filling"))
-	}
 }

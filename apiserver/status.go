@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,4 +85,20 @@ func newUnsupportedMediaType(contentType string, supported []string) *apierrors.
 		Reason:  metav1.StatusReasonUnsupportedMediaType,
 		Message: fmt.Sprintf("the body of the request was in an unknown format %q; accepted media types are %v", contentType, supported),
 	}}
+}
+
+// newRequestTimeout is kube-apiserver's answer to a request that ran out of
+// time (its --request-timeout), err being why: 504 Timeout.
+func newRequestTimeout(err error) *apierrors.StatusError {
+	cause := context.DeadlineExceeded
+	if errors.Is(err, context.Canceled) {
+		cause = context.Canceled
+	}
+	return apierrors.NewTimeoutError(fmt.Sprintf("request did not complete within requested timeout - %v", cause), 0)
+}
+
+// newStorageUnavailable answers a request that etcd cannot serve now: 503
+// ServiceUnavailable, which tells the client to try again.
+func newStorageUnavailable() *apierrors.StatusError {
+	return apierrors.NewServiceUnavailable("the server is currently unable to handle the request: etcd is unavailable")
 }

@@ -24,7 +24,9 @@ import (
 // and fail with store.ErrExists, store.ErrNotFound or store.ErrConflict;
 // reads without a revision see every write that returned before them; a
 // watch delivers every change under its prefix from its revision, in
-// order, or ends with an event whose Err is set.
+// order, or ends with an event whose Err is set (store.ErrHistoryReset if
+// etcd lost the history it followed). Every call has a deadline, and fails
+// with store.ErrUnavailable while etcd is known not to answer.
 type Storage interface {
 	Get(ctx context.Context, key string) (*store.KeyValue, error)
 	List(ctx context.Context, prefix string, opts store.ListOptions) (*store.ListResult, error)
@@ -41,6 +43,10 @@ type Storage interface {
 	// RequestProgress asks for a progress event on every open watch, so
 	// that each learns the current revision without a change of its own.
 	RequestProgress(ctx context.Context) error
+	// Health is nil while etcd answers, and an error wrapping
+	// store.ErrUnavailable within seconds of it not answering; meanwhile
+	// every call fails at once with it.
+	Health() error
 }
 
 var _ Storage = (*store.Store)(nil)
@@ -118,8 +124,10 @@ func (rs *resourceStore) storageError(err error, name string) error {
 		return errConflict(rs.res, name)
 	case errors.Is(err, store.ErrCompacted):
 		return apierrors.NewResourceExpired(fmt.Sprintf("the resourceVersion is too old: %v", err))
+	case errors.Is(err, store.ErrUnavailable):
+		return newStorageUnavailable()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return apierrors.NewTimeoutError(fmt.Sprintf("storage request for %s %q did not finish: %v", rs.res.Plural, name, err), 1)
+		return newRequestTimeout(err)
 	}
 	return apierrors.NewInternalError(err)
 }

@@ -51,7 +51,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, ri *request
 	dry := dryRun(r)
 	raw, err := s.createObject(r.Context(), s.stores[ri.res], obj, dry)
 	if err != nil {
-		return ctxErr(r.Context(), err)
+		return err
 	}
 	if dry {
 		writeJSON(w, http.StatusCreated, obj)
@@ -216,7 +216,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, namespace,
 		return obj, nil
 	})
 	if err != nil {
-		return nil, ctxErr(ctx, err)
+		return nil, err
 	}
 	release = func() {} // written: what admission reserved stands
 	if !dry && readyToRemove(out) {

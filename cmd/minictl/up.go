@@ -35,6 +35,8 @@ type serverFlags struct {
 	corsAllowedOrigins                                        string
 	// Requests in flight, read-only and mutating (kube's flags).
 	maxRequestsInflight, maxMutatingRequestsInflight int
+	// requestTimeout bounds every request but a watch, and each etcd call.
+	requestTimeout time.Duration
 }
 
 func (f *serverFlags) bind(fs *flag.FlagSet) {
@@ -48,10 +50,20 @@ func (f *serverFlags) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&f.readTimeout, "read-timeout", serving.DefaultReadTimeout, "how long a client may take to send a whole request, headers and body; a stalled upload is dropped")
 	fs.DurationVar(&f.writeTimeout, "write-timeout", serving.DefaultWriteTimeout, "how long writing an answer may take; a watch extends it with every event it writes")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", serving.DefaultIdleTimeout, "how long a keep-alive connection may wait for its next request before it is closed")
+	fs.DurationVar(&f.requestTimeout, "request-timeout", apiserver.DefaultRequestTimeout, "how long a request (any but a watch) may take, etcd calls included, before it is answered 504 Timeout")
 	fs.StringVar(&f.corsAllowedOrigins, "cors-allowed-origins", "", "comma-separated regular expressions of the browser origins allowed to call the API besides its own (anchor them: ^https://example\\.com$); other cross-origin requests are refused")
 	fs.IntVar(&f.maxRequestsInflight, "max-requests-inflight", apiserver.DefaultMaxRequestsInflight, "how many read-only requests of clients other than minictl's own components may run at once; beyond, 429 TooManyRequests (0: no limit)")
 	fs.IntVar(&f.maxMutatingRequestsInflight, "max-mutating-requests-inflight", apiserver.DefaultMaxMutatingRequestsInflight, "how many mutating requests of clients other than minictl's own components may run at once; beyond, 429 TooManyRequests (0: no limit)")
 	fs.BoolVar(&f.profiling, "profiling", false, "serve Go's CPU, heap and allocation profiles at /debug/pprof/ on the API port (for go tool pprof)")
+}
+
+// storeConfig is the store the flags name: cfg.Endpoints empty means an
+// embedded etcd, which runUp places.
+func (f *serverFlags) storeConfig(log *slog.Logger) store.Config {
+	return store.Config{
+		Endpoints: splitList(f.etcdEndpoints), CompactionInterval: f.compaction,
+		RequestTimeout: f.requestTimeout, Logger: log,
+	}
 }
 
 func defaultDataDir() string {
@@ -91,7 +103,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg := store.Config{Endpoints: splitList(sf.etcdEndpoints), CompactionInterval: sf.compaction, Logger: log}
+	cfg := sf.storeConfig(log)
 	if len(cfg.Endpoints) == 0 {
 		cfg.DataDir = *dataDir
 		cfg.ClientURL = freeOrFallback(*etcdURL)
@@ -118,7 +130,7 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	cfg := store.Config{Endpoints: splitList(sf.etcdEndpoints), CompactionInterval: sf.compaction, Logger: log}
+	cfg := sf.storeConfig(log)
 	return serve(ctx, cfg, sf, nil, log, bus, stdout, "")
 }
 
@@ -161,6 +173,7 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		ReadTimeout:                         sf.readTimeout,
 		WriteTimeout:                        sf.writeTimeout,
 		IdleTimeout:                         sf.idleTimeout,
+		RequestTimeout:                      sf.requestTimeout,
 		CORSAllowedOrigins:                  splitList(sf.corsAllowedOrigins),
 		MaxRequestsInflight:                 noLimitIfZero(sf.maxRequestsInflight),
 		MaxMutatingRequestsInflight:         noLimitIfZero(sf.maxMutatingRequestsInflight),

@@ -36,6 +36,10 @@ type Options struct {
 	// Storage, if set, makes what the API server runs on from the real
 	// etcd store: a wrapper that fails on purpose, say. Nil: the store.
 	Storage func(*store.Store) apiserver.Storage
+	// Etcd, if set, is the client URL of the etcd to use (one the test
+	// runs, with package etcdtest say); empty: an embedded etcd in a
+	// temporary directory.
+	Etcd string
 }
 
 // Widgets returns a new catalogue entry for a kind nobody compiled in:
@@ -59,7 +63,11 @@ func Start(t testing.TB) *Env { return StartWith(t, Options{}) }
 func StartWith(t testing.TB, opts Options) *Env {
 	t.Helper()
 	e := &Env{t: t, dataDir: t.TempDir(), cfg: opts.Server}
-	st, err := store.Open(context.Background(), store.Config{DataDir: e.dataDir, ClientURL: "http://127.0.0.1:0"})
+	cfg := store.Config{DataDir: e.dataDir, ClientURL: "http://127.0.0.1:0", RequestTimeout: opts.Server.RequestTimeout}
+	if opts.Etcd != "" {
+		cfg = store.Config{Endpoints: []string{opts.Etcd}, RequestTimeout: opts.Server.RequestTimeout}
+	}
+	st, err := store.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("start etcd: %v", err)
 	}
