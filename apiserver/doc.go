@@ -62,5 +62,9 @@
 // (504 Timeout), or at once with 503 ServiceUnavailable while etcd is
 // known not to answer; /readyz fails within seconds and recovers by itself.
 // Watches stay open, reads at resourceVersion=0 are served from the cache,
-// and when etcd returns nothing is lost.
+// and when etcd returns nothing is lost. If etcd comes back without its
+// history (wiped, restored from an older backup, another cluster), every
+// watcher ends with 410 Gone and the caches list the new history: no
+// client sees a resourceVersion go back without a 410 or a list of its
+// own.
 package apiserver

@@ -199,3 +199,62 @@ func TestEtcdOutage(t *testing.T) {
 		t.Errorf("watch ended at resourceVersion %d, want %s", last, after.ResourceVersion)
 	}
 }
+
+// TestEtcdWiped wipes etcd under the API server, as an etcd that lost its
+// disk and started empty. The server notices: its watchers end with 410
+// Gone before any event of the new history, a watch resuming from a
+// resourceVersion of the lost history gets 410 too, a list at
+// resourceVersion=0 serves the new truth, the built-in namespaces come
+// back, and a new object reaches watchers.
+func TestEtcdWiped(t *testing.T) {
+	e, env := startOnEtcd(t)
+	var last *corev1.ConfigMap
+	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"} {
+		last = create[corev1.ConfigMap](t, env, cmPath("default", ""), configMap(name, nil, nil))
+	}
+	open := watch(t, env, cmPath("default", "")+"?watch=true&resourceVersion="+last.ResourceVersion)
+	lost := create[corev1.ConfigMap](t, env, cmPath("default", ""), configMap("lost", nil, nil))
+	open.expect(t, "ADDED lost")
+
+	e.Wipe()
+	ev := open.nextNonBookmark(t)
+	if ev.Type != "ERROR" {
+		t.Fatalf("open watch across the wipe: got %s, want an ERROR with 410 Gone first", ev)
+	}
+	if st := ev.status(t); st.Code != http.StatusGone {
+		t.Errorf("open watch across the wipe: ERROR %+v, want code 410", st)
+	}
+	open.ended(t, waitTimeout)
+
+	waitReadyz(t, env, http.StatusOK, recovers)
+	eventually(t, "the cache's list at resourceVersion=0 shows the wiped etcd", func() (bool, string) {
+		l := get[corev1.ConfigMapList](t, env, cmPath("default", "")+"?resourceVersion=0")
+		return len(l.Items) == 0, strings.Join(cmNames(l), ",")
+	})
+	eventually(t, "the built-in namespaces are back", func() (bool, string) {
+		l := get[corev1.NamespaceList](t, env, "/api/v1/namespaces")
+		got := names(l.Items, func(n *corev1.Namespace) string { return n.Name })
+		return len(got) == 4, strings.Join(got, ",")
+	})
+
+	// A client that comes back with a resourceVersion of the lost history
+	// is told to list again.
+	resumed := watch(t, env, cmPath("default", "")+"?watch=true&resourceVersion="+lost.ResourceVersion)
+	if ev := resumed.nextNonBookmark(t); ev.Type != "ERROR" || ev.status(t).Code != http.StatusGone {
+		t.Fatalf("watch from resourceVersion %s of the lost history: got %s, want ERROR 410", lost.ResourceVersion, ev)
+	}
+
+	// It lists, watches from the list, and a new object reaches it.
+	list := get[corev1.ConfigMapList](t, env, cmPath("default", ""))
+	if len(list.Items) != 0 {
+		t.Errorf("list after the wipe: %v", cmNames(list))
+	}
+	relisted := watch(t, env, cmPath("default", "")+"?watch=true&resourceVersion="+list.ResourceVersion)
+	fresh := watch(t, env, cmPath("default", "")+"?watch=true")
+	created := create[corev1.ConfigMap](t, env, cmPath("default", ""), configMap("new", nil, nil))
+	relisted.expect(t, "ADDED new")
+	fresh.expect(t, "ADDED new")
+	if rv(t, created.ResourceVersion) >= rv(t, lost.ResourceVersion) {
+		t.Errorf("new object's resourceVersion %s is not below the lost history's %s: was etcd wiped?", created.ResourceVersion, lost.ResourceVersion)
+	}
+}

@@ -382,6 +382,10 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 		select {
 		case it, ok := <-cw.ch:
 			if !ok {
+				if cw.err != nil {
+					dl.arm()
+					_, _ = w.Write(enc.errorLine(cw.err))
+				}
 				return nil
 			}
 			dl.arm()

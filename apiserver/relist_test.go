@@ -44,6 +44,33 @@ func TestWatchCacheRelistsWhenItsEtcdWatchFails(t *testing.T) {
 	}
 }
 
+// TestWatchersResumeAfterTheEtcdWatchFails: when the watch cache's etcd
+// watch fails, the cache watches etcd again from where it was instead of
+// listing, so a client that resumes from the last resourceVersion it saw
+// is served from the window, even though etcd's revision moved on
+// meanwhile: nothing to list again, nothing lost.
+func TestWatchersResumeAfterTheEtcdWatchFails(t *testing.T) {
+	flaky := &flakyWatches{}
+	env := testenv.StartWith(t, testenv.Options{Storage: func(st *store.Store) apiserver.Storage {
+		flaky.Store = st
+		return flaky
+	}})
+	createNamespace(t, env, "flaky")
+	pods := podPath("flaky", "")
+	from := get[corev1.PodList](t, env, pods).ResourceVersion
+	s := watch(t, env, pods+"?watch=true&resourceVersion="+from)
+	a := create[corev1.Pod](t, env, pods, pod("a", "", nil))
+	s.expect(t, "ADDED a")
+	create[corev1.ConfigMap](t, env, cmPath("flaky", ""), configMap("moves-the-revision", nil, nil))
+
+	flaky.fail("/registry/core/pods/")
+	s.ended(t, waitTimeout)
+
+	resumed := watch(t, env, pods+"?watch=true&resourceVersion="+a.ResourceVersion)
+	create[corev1.Pod](t, env, pods, pod("b", "", nil))
+	resumed.expect(t, "ADDED b")
+}
+
 // flakyWatches is a real store whose watches end with an error when told
 // to; everything else is the store's.
 type flakyWatches struct {

@@ -106,6 +106,10 @@ type Server struct {
 	ready   chan struct{} // closed when caches are filled and the namespaces exist
 	done    chan struct{} // closed when the server stops: ends every watch
 	stop    sync.Once
+	// historyLost receives (without blocking, so at most one is pending)
+	// when a watch cache has listed a history that replaced one etcd lost:
+	// the built-in namespaces went with it.
+	historyLost chan struct{}
 }
 
 // New builds a Server. Nothing runs until Run.
@@ -134,6 +138,7 @@ func New(cfg Config) (*Server, error) {
 		caches:         map[*api.Resource]*watchCache{},
 		ready:          make(chan struct{}),
 		done:           make(chan struct{}),
+		historyLost:    make(chan struct{}, 1),
 	}
 	var err error
 	if s.corsOrigins, err = compileOrigins(cfg.CORSAllowedOrigins); err != nil {
@@ -166,6 +171,7 @@ func New(cfg Config) (*Server, error) {
 		// tells the cache what it writes and starts updates from its state.
 		cache := newWatchCache(res, s.store, watchCacheOptions{
 			capacity: cfg.WatchCacheSize, buffer: cfg.WatcherBuffer, log: s.log, metrics: s.metrics,
+			historyLost: s.noteHistoryLost,
 		})
 		s.caches[res] = cache
 		s.stores[res] = newResourceStore(res, s.store, cache, s.metrics)
@@ -191,7 +197,8 @@ func inflightLimit(n, def int) int {
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
 // Run starts the watch caches and creates the built-in namespaces, then
-// blocks until ctx ends. When it returns, every watch has ended.
+// blocks until ctx ends, creating the namespaces again if etcd loses its
+// history. When it returns, every watch has ended.
 func (s *Server) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -223,8 +230,24 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	close(s.ready)
 	s.log.Info("api server ready")
-	<-ctx.Done()
-	return nil
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.historyLost:
+			if !s.keepNamespaces(ctx) {
+				return nil
+			}
+		}
+	}
+}
+
+// noteHistoryLost tells Run that etcd lost its history.
+func (s *Server) noteHistoryLost() {
+	select {
+	case s.historyLost <- struct{}{}:
+	default: // one is pending already
+	}
 }
 
 func (s *Server) sendBookmarks(ctx context.Context) {

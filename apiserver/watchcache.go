@@ -4,12 +4,15 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
@@ -29,6 +32,11 @@ import (
 //     than the window (evicted, or compacted in etcd) it gets 410 Gone.
 //   - A watcher whose buffer is full is closed (its client resumes from the
 //     last revision it saw); it never delays the cache or other watchers.
+//   - No watcher sees a resourceVersion go back. If etcd loses its history
+//     (wiped, restored from an older backup, replaced: see
+//     store.ErrHistoryReset), every watcher ends with 410 Gone, so that its
+//     client lists again, as kube-apiserver's watchers end when a relist
+//     replaces its cache; the cache lists the new history.
 //   - Objects in the cache are shared and never modified after they are put
 //     there.
 //
@@ -43,6 +51,8 @@ type watchCache struct {
 	clock    clock.Clock
 	capacity int // events kept in the window
 	buffer   int // events buffered per watcher
+	// historyLost is watchCacheOptions.historyLost, never nil.
+	historyLost func()
 
 	// Lock order: mu, then offeredMu or an offered's stampMu; offeredMu
 	// and stampMu are never held together, and neither is held while
@@ -63,6 +73,8 @@ type watchCache struct {
 	//   - changed is closed and replaced whenever rv moves, so that a
 	//     reader that saw an older rv, and took changed with it, wakes.
 	//   - ready turns true at the first fill and stays true.
+	//   - lost is the highest revision the cache had reached in a history
+	//     etcd lost since (0: none): see waitFresh.
 	//   - A watcher is in watchers iff it is not stopped; its channel is
 	//     closed when, and only when, it is stopped, so nobody sends on a
 	//     closed channel.
@@ -73,6 +85,7 @@ type watchCache struct {
 	count    int                      // events in history
 	rv       int64                    // every change up to rv is reflected
 	oldest   int64                    // a watch can start after any revision >= oldest
+	lost     int64                    // the highest revision of a lost history
 	ready    bool
 	changed  chan struct{} // closed and replaced whenever rv moves
 	watchers map[*cacheWatcher]struct{}
@@ -99,6 +112,9 @@ type watchCacheOptions struct {
 	metrics *metrics
 	// clock is the source of the cache's waits (nil: the wall clock).
 	clock clock.Clock
+	// historyLost, if set, is called after the cache listed the new
+	// history that replaced one etcd lost.
+	historyLost func()
 }
 
 const (
@@ -106,8 +122,8 @@ const (
 	defaultWatcherBuffer  = 1000
 	// fillPageSize is how many keys each List of a fill reads.
 	fillPageSize = 1000
-	// firstRelistBackoff is the wait after a fill fails; each further
-	// failure doubles it, up to maxRelistBackoff.
+	// firstRelistBackoff is the wait after a fill fails or the etcd watch
+	// ends; each further failure doubles it, up to maxRelistBackoff.
 	firstRelistBackoff = 100 * time.Millisecond
 	maxRelistBackoff   = 5 * time.Second
 )
@@ -116,15 +132,19 @@ const (
 func newWatchCache(res *api.Resource, st Storage, opts watchCacheOptions) *watchCache {
 	log := cmp.Or(opts.log, slog.New(slog.DiscardHandler))
 	capacity := cmp.Or(opts.capacity, defaultWatchCacheSize)
+	if opts.historyLost == nil {
+		opts.historyLost = func() {}
+	}
 	return &watchCache{
 		res: res, store: st, prefix: registryPrefix(res),
 		log: log.With("resource", res.Plural), metrics: opts.metrics, clock: clock.Or(opts.clock),
 		capacity: capacity, buffer: cmp.Or(opts.buffer, defaultWatcherBuffer),
-		objects:  map[string]*cachedObject{},
-		history:  make([]*cachedEvent, capacity),
-		changed:  make(chan struct{}),
-		watchers: map[*cacheWatcher]struct{}{},
-		offered:  map[string]*offered{},
+		historyLost: opts.historyLost,
+		objects:     map[string]*cachedObject{},
+		history:     make([]*cachedEvent, capacity),
+		changed:     make(chan struct{}),
+		watchers:    map[*cacheWatcher]struct{}{},
+		offered:     map[string]*offered{},
 	}
 }
 
@@ -174,30 +194,61 @@ func (c *watchCache) current(key string) *cachedObject {
 }
 
 // run lists the resource from etcd, then follows one etcd watch from the
-// list's revision, until ctx ends. If the watch fails, the cache lists
-// again and every watcher is closed, so that clients resume or relist.
+// list's revision, until ctx ends.
+//
+// When the etcd watch fails, every watcher is closed (its client resumes
+// from the last revision it saw, which the window still holds) and, after
+// a backoff, the cache watches etcd again from the revision it had
+// reached: an outage of etcd loses nothing and costs no list. It lists
+// again only when etcd cannot replay from there: it compacted that
+// revision (watchers resuming from before the new list get 410 Gone), or
+// it lost its history (every watcher ends with 410 Gone at once).
 func (c *watchCache) run(ctx context.Context) {
 	defer c.stopAll()
 	backoff := firstRelistBackoff
+	mustList, historyLost := true, false
 	for ctx.Err() == nil {
-		rev, err := c.fill(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
+		if mustList {
+			if err := c.fill(ctx, historyLost); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				c.log.Warn("watch cache list failed; retrying", "err", err, "backoff", backoff)
+				if !c.sleep(ctx, backoff) {
+					return
+				}
+				backoff = min(2*backoff, maxRelistBackoff)
+				continue
 			}
-			c.log.Warn("watch cache list failed; retrying", "err", err, "backoff", backoff)
-			if !c.sleep(ctx, backoff) {
-				return
+			if historyLost {
+				c.historyLost()
 			}
-			backoff = min(2*backoff, maxRelistBackoff)
+			mustList, historyLost, backoff = false, false, firstRelistBackoff
+		}
+		started := c.clock.Now()
+		from := c.currentRV()
+		err := c.follow(ctx, from)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, store.ErrHistoryReset):
+			c.log.Warn("etcd lost the history the watch cache follows; listing again, every watcher ends with 410 Gone", "err", err)
+			mustList, historyLost = true, true
+			continue
+		case errors.Is(err, store.ErrCompacted):
+			c.log.Warn("etcd watch cannot resume: compacted; listing again", "err", err)
+			mustList = true
 			continue
 		}
-		backoff = firstRelistBackoff
-		err = c.follow(ctx, rev)
-		if ctx.Err() != nil {
+		c.log.Warn("etcd watch ended; closing watchers, watching again from where the cache is", "err", err, "resourceVersion", from, "backoff", backoff)
+		c.stopAll()
+		if c.clock.Now().Sub(started) > maxRelistBackoff {
+			backoff = firstRelistBackoff // it had been healthy a while
+		}
+		if !c.sleep(ctx, backoff) {
 			return
 		}
-		c.log.Warn("etcd watch ended; relisting", "err", err)
+		backoff = min(2*backoff, maxRelistBackoff)
 	}
 }
 
@@ -206,15 +257,16 @@ func (c *watchCache) sleep(ctx context.Context, d time.Duration) bool {
 	return clock.Sleep(ctx, c.clock, d)
 }
 
-// fill replaces the cache's state with a fresh list from etcd.
-func (c *watchCache) fill(ctx context.Context) (int64, error) {
+// fill replaces the cache's state with a fresh list from etcd, and closes
+// every watcher: with 410 Gone when historyLost (see run).
+func (c *watchCache) fill(ctx context.Context, historyLost bool) error {
 	objects := map[string]*cachedObject{}
 	var rev int64
 	opts := store.ListOptions{Limit: fillPageSize}
 	for {
 		res, err := c.store.List(ctx, c.prefix, opts)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		rev = res.Revision
 		for _, kv := range res.Items {
@@ -231,7 +283,12 @@ func (c *watchCache) fill(ctx context.Context) (int64, error) {
 		opts = store.ListOptions{Revision: rev, Limit: fillPageSize, StartKey: res.Items[len(res.Items)-1].Key + "\x00"}
 	}
 	c.mu.Lock()
-	c.stopWatchersLocked()
+	var gone *apierrors.StatusError
+	if historyLost {
+		c.lost = max(c.lost, c.rv)
+		gone = apierrors.NewResourceExpired(fmt.Sprintf("etcd's history up to resource version %d was lost: list again", c.lost))
+	}
+	c.stopWatchersLocked(gone)
 	c.objects = objects
 	c.offeredMu.Lock()
 	clear(c.offered)
@@ -242,7 +299,7 @@ func (c *watchCache) fill(ctx context.Context) (int64, error) {
 	c.ready = true
 	c.setRVLocked(rev)
 	c.mu.Unlock()
-	return rev, nil
+	return nil
 }
 
 // follow applies etcd's events after rev until the watch fails or ctx ends.

@@ -67,6 +67,9 @@ type cacheWatcher struct {
 	jsonLines bool           // writes objects as plain JSON lines: wants watchItem.line
 	ch        chan watchItem // closed when the watcher is stopped
 	stopped   bool           // guarded by the cache's mu
+	// err, when set, is why the watcher was stopped, for its client: set
+	// before ch is closed, read after.
+	err *apierrors.StatusError
 }
 
 // itemFor is e as w sees it, or false when w does not see it at all.
@@ -194,8 +197,11 @@ func (c *watchCache) stopLocked(w *cacheWatcher) {
 	c.metrics.watchers.WithLabelValues(c.res.Plural).Dec()
 }
 
-func (c *watchCache) stopWatchersLocked() {
+// stopWatchersLocked stops every watcher; with err, each tells its client
+// err before its stream ends.
+func (c *watchCache) stopWatchersLocked(err *apierrors.StatusError) {
 	for w := range c.watchers {
+		w.err = err
 		c.stopLocked(w)
 	}
 }
@@ -203,5 +209,5 @@ func (c *watchCache) stopWatchersLocked() {
 func (c *watchCache) stopAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.stopWatchersLocked()
+	c.stopWatchersLocked(nil)
 }
