@@ -93,9 +93,10 @@ type warningSink struct {
 	msgs []string
 }
 
-func withWarnings(r *http.Request) (*http.Request, *warningSink) {
+// withWarnings returns ctx carrying a new sink for a request's warnings.
+func withWarnings(ctx context.Context) (context.Context, *warningSink) {
 	ws := &warningSink{}
-	return r.WithContext(context.WithValue(r.Context(), warningsKey{}, ws)), ws
+	return context.WithValue(ctx, warningsKey{}, ws), ws
 }
 
 // addWarning adds a warning to the response of ctx's request, once.

@@ -33,9 +33,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, group, ve
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.requestTimeout)
 		defer cancel()
-		r = r.WithContext(ctx)
 	}
-	r, warnings := withWarnings(r)
+	ctx, warnings := withWarnings(ctx)
+	r = r.WithContext(ctx)
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK, warnings: warnings}
 	start := time.Now()
 	defer func() {
