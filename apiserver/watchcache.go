@@ -36,7 +36,10 @@ import (
 //     (wiped, restored from an older backup, replaced: see
 //     store.ErrHistoryReset), every watcher ends with 410 Gone, so that its
 //     client lists again, as kube-apiserver's watchers end when a relist
-//     replaces its cache; the cache lists the new history.
+//     replaces its cache; the cache lists the new history. A client that
+//     comes back later with a resourceVersion of the lost history gets
+//     410 too, unless the new history has already reached that number:
+//     then nothing tells the two apart.
 //   - Objects in the cache are shared and never modified after they are put
 //     there.
 //

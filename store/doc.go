@@ -79,7 +79,11 @@
 // committed, or another cluster ID: the Store then follows the new
 // history, ends every watch with ErrHistoryReset, and forgets what it knew
 // of compaction. A caller that keeps state by revision (a cache) must list
-// again; revisions it read before mean nothing now.
+// again; revisions it read before mean nothing now. An etcd of the same
+// cluster ID that has already written past every revision the Store saw
+// cannot be told from the one it replaced: restore backups with revisions
+// bumped past the old ones (etcdutl snapshot restore --bump-revision
+// --mark-compacted), as Kubernetes asks.
 //
 // Values are the caller's: the Store keeps no reference to a value it was
 // given or returned.
