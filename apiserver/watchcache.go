@@ -104,7 +104,7 @@ type watchCache struct {
 // watchCacheOptions configure a watchCache; a zero field takes its default.
 type watchCacheOptions struct {
 	// capacity is the number of events kept for watchers that resume
-	// (0: defaultWatchCacheSize).
+	// (0: DefaultWatchCacheSize).
 	capacity int
 	// buffer is the number of events buffered per watcher before it is
 	// closed as too slow (0: defaultWatcherBuffer).
@@ -120,9 +120,12 @@ type watchCacheOptions struct {
 	historyLost func()
 }
 
+// DefaultWatchCacheSize is how many events each resource's watch cache
+// keeps, unless Config.WatchCacheSize says otherwise.
+const DefaultWatchCacheSize = 10000
+
 const (
-	defaultWatchCacheSize = 10000
-	defaultWatcherBuffer  = 1000
+	defaultWatcherBuffer = 1000
 	// fillPageSize is how many keys each List of a fill reads.
 	fillPageSize = 1000
 	// firstRelistBackoff is the wait after a fill fails or the etcd watch
@@ -134,7 +137,7 @@ const (
 // newWatchCache makes res's watch cache over st. Nothing runs until run.
 func newWatchCache(res *api.Resource, st Storage, opts watchCacheOptions) *watchCache {
 	log := cmp.Or(opts.log, slog.New(slog.DiscardHandler))
-	capacity := cmp.Or(opts.capacity, defaultWatchCacheSize)
+	capacity := cmp.Or(opts.capacity, DefaultWatchCacheSize)
 	if opts.historyLost == nil {
 		opts.historyLost = func() {}
 	}

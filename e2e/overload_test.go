@@ -90,15 +90,19 @@ func TestOverload(t *testing.T) {
 	if ready, err := minitest.ReadyNodes(c.URL); err != nil || ready != 3 {
 		t.Errorf("ready nodes after the flood: %d, %v", ready, err)
 	}
+	// The slow uploads hold the mutating seats for seconds, so writes are
+	// always refused; whether lists are depends on how fast the machine
+	// answers them from the watch cache (TestReadOnlyCap, in apiserver,
+	// holds read seats on purpose).
 	for _, series := range []string{
 		`apiserver_dropped_requests_total{request_kind="mutating"}`,
-		`apiserver_dropped_requests_total{request_kind="readOnly"}`,
 		`apiserver_flowcontrol_rejected_requests_total{flow_schema="global-default",priority_level="global-default",reason="concurrency-limit"}`,
 	} {
 		if metricValue(t, c.URL, series) == 0 {
 			t.Errorf("/metrics: %s is 0", series)
 		}
 	}
+	t.Logf("read-only requests refused: %v", metricValue(t, c.URL, `apiserver_dropped_requests_total{request_kind="readOnly"}`))
 	// The system's own requests were served in their own seats, and none
 	// was refused.
 	for line := range strings.SplitSeq(metricsText(t, c.URL), "\n") {

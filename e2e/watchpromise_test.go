@@ -26,7 +26,10 @@ func TestWatchPromise(t *testing.T) {
 	ctx := minitest.Context(t)
 	addr, dir := minitest.FreeAddr(t), t.TempDir()
 	url := "http://" + addr
-	compaction := []string{"--etcd-compaction-interval", "1s"}
+	// A watch cache of 100 events, so that a watcher that pauses for
+	// 2.5s while the writers write hundreds of events a second resumes
+	// from before the cache's window, which etcd has compacted since.
+	compaction := []string{"--etcd-compaction-interval", "1s", "--default-watch-cache-size", "100"}
 
 	p := startUp(t, addr, dir, compaction...)
 	p.WaitReady(t, url, 60*time.Second)

@@ -37,6 +37,8 @@ type serverFlags struct {
 	maxRequestsInflight, maxMutatingRequestsInflight int
 	// requestTimeout bounds every request but a watch, and each etcd call.
 	requestTimeout time.Duration
+	// watchCacheSize is the events each resource's watch cache keeps.
+	watchCacheSize int
 }
 
 func (f *serverFlags) bind(fs *flag.FlagSet) {
@@ -54,6 +56,7 @@ func (f *serverFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.corsAllowedOrigins, "cors-allowed-origins", "", "comma-separated regular expressions of the browser origins allowed to call the API besides its own (anchor them: ^https://example\\.com$); other cross-origin requests are refused")
 	fs.IntVar(&f.maxRequestsInflight, "max-requests-inflight", apiserver.DefaultMaxRequestsInflight, "how many read-only requests of clients other than minictl's own components may run at once; beyond, 429 TooManyRequests (0: no limit)")
 	fs.IntVar(&f.maxMutatingRequestsInflight, "max-mutating-requests-inflight", apiserver.DefaultMaxMutatingRequestsInflight, "how many mutating requests of clients other than minictl's own components may run at once; beyond, 429 TooManyRequests (0: no limit)")
+	fs.IntVar(&f.watchCacheSize, "default-watch-cache-size", apiserver.DefaultWatchCacheSize, "how many recent events each resource's watch cache keeps, so that a watch resuming from an older resourceVersion than the newest is served from memory; one older than them all is served by etcd, or 410 Gone once compacted")
 	fs.BoolVar(&f.profiling, "profiling", false, "serve Go's CPU, heap and allocation profiles at /debug/pprof/ on the API port (for go tool pprof)")
 }
 
@@ -141,6 +144,9 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // watches), then etcd.
 func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFlags, log *slog.Logger, bus *timeline.Bus, stdout io.Writer, dataDir string) error {
 	start := time.Now()
+	if sf.watchCacheSize < 1 {
+		return fmt.Errorf("--default-watch-cache-size must be at least 1, not %d (minictl serves every resource from its watch cache)", sf.watchCacheSize)
+	}
 	budget := connectionBudget(log)
 	st, err := store.Open(ctx, cfg)
 	if err != nil {
@@ -174,6 +180,7 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		WriteTimeout:                        sf.writeTimeout,
 		IdleTimeout:                         sf.idleTimeout,
 		RequestTimeout:                      sf.requestTimeout,
+		WatchCacheSize:                      sf.watchCacheSize,
 		CORSAllowedOrigins:                  splitList(sf.corsAllowedOrigins),
 		MaxRequestsInflight:                 noLimitIfZero(sf.maxRequestsInflight),
 		MaxMutatingRequestsInflight:         noLimitIfZero(sf.maxMutatingRequestsInflight),
