@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -70,8 +72,8 @@ func (s *Server) parseListOptions(r *http.Request, ri *requestInfo) (*listOption
 		o.sendInitialEvents = &b
 	}
 	if o.resourceVersion != "" {
-		if _, err := strconv.ParseUint(o.resourceVersion, 10, 64); err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: must be a decimal number", o.resourceVersion))
+		if _, err := parseResourceVersion(o.resourceVersion); err != nil {
+			return nil, err
 		}
 	}
 	switch o.rvMatch {
@@ -116,27 +118,68 @@ func parseFieldSelector(res *api.Resource, s string) (fields.Selector, error) {
 	return sel, nil
 }
 
+// serveGet answers a get with Kubernetes' resourceVersion semantics: none
+// is a consistent read from etcd; "0" is any state, served from the watch
+// cache; N is a state not older than N, served from the watch cache once
+// it has seen N (a 504 if it does not within freshTimeout). Until the
+// cache is filled, every get reads etcd, as kube-apiserver's does.
 func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
 	out, err := negotiateOutput(r, "get", ri.res)
 	if err != nil {
 		return err
 	}
 	rs := s.stores[ri.res]
-	// resourceVersion=0 reads the watch cache, once it is filled; until
-	// then, like kube-apiserver, from etcd.
-	if r.URL.Query().Get("resourceVersion") == "0" {
-		if o, ready := s.caches[ri.res].get(rs.key(ri.namespace, ri.name)); ready {
-			if o == nil {
-				return apierrors.NewNotFound(ri.res.GroupResource(), ri.name)
-			}
-			return out.writeObjectAs(w, ri.res, o.obj, o.raw)
+	ctx := r.Context()
+	param := r.URL.Query().Get("resourceVersion")
+	if param == "" {
+		obj, err := rs.get(ctx, ri.namespace, ri.name)
+		if err != nil {
+			return err
 		}
+		return out.writeObjectAs(w, ri.res, obj, nil)
 	}
-	obj, err := rs.get(r.Context(), ri.namespace, ri.name)
+	rv, err := parseResourceVersion(param)
 	if err != nil {
 		return err
 	}
-	return out.writeObjectAs(w, ri.res, obj, nil)
+	cache := s.caches[ri.res]
+	key := rs.key(ri.namespace, ri.name)
+	if _, ready := cache.get(key); !ready {
+		if rv > 0 {
+			cur, err := s.store.Revision(ctx)
+			if err != nil {
+				return rs.storageError(err, ri.name)
+			}
+			if rv > cur {
+				return errTooLargeResourceVersion(rv, cur)
+			}
+		}
+		obj, err := rs.get(ctx, ri.namespace, ri.name)
+		if err != nil {
+			return err
+		}
+		return out.writeObjectAs(w, ri.res, obj, nil)
+	}
+	if err := cache.waitFresh(ctx, rv); err != nil {
+		return err
+	}
+	o, _ := cache.get(key)
+	if o == nil {
+		return apierrors.NewNotFound(ri.res.GroupResource(), ri.name)
+	}
+	return out.writeObjectAs(w, ri.res, o.obj, o.raw)
+}
+
+// parseResourceVersion reads a resourceVersion query parameter, which is
+// an etcd revision. Any unsigned number is one, as in Kubernetes; past the
+// largest revision etcd can reach it stands for that one, which is
+// equally far in the future.
+func parseResourceVersion(s string) (int64, error) {
+	rv, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: must be a decimal number", s))
+	}
+	return int64(min(rv, math.MaxInt64)), nil
 }
 
 // continueToken is what a paginated list hands back: the revision the first
@@ -182,7 +225,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, ri *requestIn
 		(o.resourceVersion != "" && o.rvMatch != metav1.ResourceVersionMatchExact && o.limit == 0))
 	if fromCache {
 		if o.resourceVersion != "0" {
-			rv, _ := strconv.ParseInt(o.resourceVersion, 10, 64)
+			rv, _ := parseResourceVersion(o.resourceVersion)
 			if err := cache.waitFresh(r.Context(), rv); err != nil {
 				return err
 			}
@@ -223,8 +266,17 @@ func (s *Server) listFromStore(w http.ResponseWriter, ctx context.Context, ri *r
 		if !strings.HasPrefix(opts.StartKey, rs.prefix) {
 			return apierrors.NewBadRequest("continue key is not valid for this resource")
 		}
-	} else if o.resourceVersion != "" && o.resourceVersion != "0" && o.rvMatch == metav1.ResourceVersionMatchExact {
-		opts.Revision, _ = strconv.ParseInt(o.resourceVersion, 10, 64)
+	}
+	// A resourceVersion without Exact (a page of a list not older than
+	// it) is read at etcd's latest revision, which must have reached it.
+	var notOlderThan int64
+	if o.continueToken == "" && o.resourceVersion != "" && o.resourceVersion != "0" {
+		rv, _ := parseResourceVersion(o.resourceVersion)
+		if o.rvMatch == metav1.ResourceVersionMatchExact {
+			opts.Revision = rv
+		} else {
+			notOlderThan = rv
+		}
 	}
 	var objs []api.Object
 	var raws [][]byte
@@ -233,10 +285,16 @@ func (s *Server) listFromStore(w http.ResponseWriter, ctx context.Context, ri *r
 	for {
 		page, err := rs.store.List(ctx, prefix, opts)
 		if err != nil {
+			if errors.Is(err, store.ErrFutureRevision) {
+				return rs.futureRevision(ctx, opts.Revision)
+			}
 			if o.continueToken != "" && strings.Contains(err.Error(), "compacted") {
 				return apierrors.NewResourceExpired("the provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter")
 			}
 			return rs.storageError(err, "")
+		}
+		if page.Revision < notOlderThan {
+			return errTooLargeResourceVersion(notOlderThan, page.Revision)
 		}
 		opts.Revision = page.Revision
 		for _, kv := range page.Items {
@@ -272,6 +330,17 @@ func (s *Server) listFromStore(w http.ResponseWriter, ctx context.Context, ri *r
 		}
 	}
 	return out.writeListAs(w, ri.res, meta, objs, raws, nil)
+}
+
+// futureRevision answers a read at revision rv, which etcd has not
+// written yet: a resourceVersion (or a continue token) from the future
+// is a 504 that says so, never an etcd error.
+func (rs *resourceStore) futureRevision(ctx context.Context, rv int64) error {
+	cur, err := rs.store.Revision(ctx)
+	if err != nil {
+		return rs.storageError(err, "")
+	}
+	return errTooLargeResourceVersion(rv, cur)
 }
 
 // writeList writes a <Kind>List around items that are already JSON.
@@ -326,7 +395,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 	}
 	var from int64
 	if o.resourceVersion != "" {
-		from, _ = strconv.ParseInt(o.resourceVersion, 10, 64)
+		from, _ = parseResourceVersion(o.resourceVersion)
 	} else {
 		// No resourceVersion means "from now": the initial events (if any)
 		// must include every write that finished before this request, as

@@ -102,3 +102,16 @@ func newRequestTimeout(err error) *apierrors.StatusError {
 func newStorageUnavailable() *apierrors.StatusError {
 	return apierrors.NewServiceUnavailable("the server is currently unable to handle the request: etcd is unavailable")
 }
+
+// errTooLargeResourceVersion answers a read at a resourceVersion the
+// server has not reached yet (current is where it is): 504 Timeout with
+// the cause ResourceVersionTooLarge, and a second to wait before trying
+// again, as kube-apiserver's watch cache answers it.
+func errTooLargeResourceVersion(rv, current int64) *apierrors.StatusError {
+	se := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rv, current), 1)
+	se.ErrStatus.Details.Causes = []metav1.StatusCause{{
+		Type:    metav1.CauseTypeResourceVersionTooLarge,
+		Message: "Too large resource version",
+	}}
+	return se
+}

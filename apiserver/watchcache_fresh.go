@@ -15,10 +15,10 @@ import (
 // again every progressRetry: a notification sent while this resource's etcd
 // watch was still being set up (just after a start or a relist) reaches
 // only the watches that already existed. After freshTimeout it gives up
-// with a Timeout (504), as kube-apiserver does; but once etcd has lost a
-// history (see watchCache.lost), a revision the cache does not reach in
-// time is taken for one of the lost history, whose client must list again:
-// 410 Gone.
+// with a Timeout (504) whose cause is ResourceVersionTooLarge, as
+// kube-apiserver does; but once etcd has lost a history (see
+// watchCache.lost), a revision the cache does not reach in time is taken
+// for one of the lost history, whose client must list again: 410 Gone.
 func (c *watchCache) waitFresh(ctx context.Context, rv int64) error {
 	deadline := c.clock.NewTimer(freshTimeout)
 	defer deadline.Stop()
@@ -47,7 +47,7 @@ func (c *watchCache) waitFresh(ctx context.Context, rv int64) error {
 			if lost > 0 {
 				return apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d: etcd's history up to %d was lost", rv, lost))
 			}
-			return apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rv, cur), 1)
+			return errTooLargeResourceVersion(rv, cur)
 		}
 	}
 }
