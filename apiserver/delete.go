@@ -55,6 +55,9 @@ func (s *Server) parseDeleteOptions(r *http.Request) (*metav1.DeleteOptions, err
 	if len(q["dryRun"]) > 0 {
 		opts.DryRun = q["dryRun"]
 	}
+	if err := checkDryRun("DeleteOptions", opts.DryRun); err != nil {
+		return nil, err
+	}
 	if p := opts.PropagationPolicy; p != nil {
 		switch *p {
 		case metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground:

@@ -70,6 +70,13 @@ func timedOut(ctx context.Context, err error) error {
 }
 
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
+	// A delete's options may come in its body too: parseDeleteOptions
+	// checks them.
+	if kind, ok := writeOptionsKind[ri.verb]; ok {
+		if err := checkDryRun(kind, r.URL.Query()["dryRun"]); err != nil {
+			return err
+		}
+	}
 	switch ri.subresource {
 	case "status":
 		return s.serveStatus(w, r, ri)
@@ -100,6 +107,10 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, ri *requestInf
 	}
 	return newMethodNotAllowed(r.Method, r.URL.Path)
 }
+
+// writeOptionsKind names the options kind of each write verb but delete,
+// as kube-apiserver names them in errors.
+var writeOptionsKind = map[string]string{"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions"}
 
 // statusRecorder remembers the code a handler answered with, for metrics,
 // writes the request's warnings as the response starts, and passes Flush

@@ -14,11 +14,28 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/minictl/minictl/api"
 )
 
+// dryRun reports whether a write is a dry run: whether it has a dryRun
+// parameter, whose one valid value, All, checkDryRun has made sure of.
 func dryRun(r *http.Request) bool { return len(r.URL.Query()["dryRun"]) > 0 }
+
+// checkDryRun refuses dryRun values other than All, as kube-apiserver
+// does: 422 Invalid, naming the write's options kind (CreateOptions,
+// UpdateOptions, PatchOptions or DeleteOptions).
+func checkDryRun(optionsKind string, values []string) error {
+	for _, v := range values {
+		if v != metav1.DryRunAll {
+			return apierrors.NewInvalid(schemaGroupKindOf(metav1.GroupName, optionsKind), "", field.ErrorList{
+				field.NotSupported(field.NewPath("dryRun"), values, []string{metav1.DryRunAll}),
+			})
+		}
+	}
+	return nil
+}
 
 // checkIdentity makes the namespace and name of an object a client sent
 // (a body, or the result of a patch) agree with the request's; an empty
