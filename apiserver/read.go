@@ -345,9 +345,19 @@ func (rs *resourceStore) futureRevision(ctx context.Context, rv int64) error {
 
 // writeList writes a <Kind>List around items that are already JSON.
 func writeList(w http.ResponseWriter, res *api.Resource, meta metav1.ListMeta, items [][]byte) error {
+	body, err := listJSON(res, meta, items)
+	if err != nil {
+		return err
+	}
+	writeRaw(w, http.StatusOK, body)
+	return nil
+}
+
+// listJSON is a <Kind>List around items that are already JSON.
+func listJSON(res *api.Resource, meta metav1.ListMeta, items [][]byte) ([]byte, error) {
 	metaJSON, err := json.Marshal(&meta)
 	if err != nil {
-		return apierrors.NewInternalError(err)
+		return nil, apierrors.NewInternalError(err)
 	}
 	size := 128 + len(metaJSON)
 	for _, it := range items {
@@ -365,8 +375,7 @@ func writeList(w http.ResponseWriter, res *api.Resource, meta metav1.ListMeta, i
 		b.Write(it)
 	}
 	b.WriteString("]}\n")
-	writeRaw(w, http.StatusOK, b.Bytes())
-	return nil
+	return b.Bytes(), nil
 }
 
 // serveWatch streams events as newline-delimited JSON over a chunked

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
 
 	"github.com/minictl/minictl/api"
 )
@@ -21,6 +22,8 @@ import (
 // kube-apiserver does:
 //
 //   - application/json: the objects themselves;
+//   - application/yaml: the same in YAML (not for a watch, which streams
+//     JSON or protobuf only);
 //   - application/json;as=Table;v=v1;g=meta.k8s.io (or v1beta1): a
 //     meta.k8s.io Table, one row per object, with the columns of the kind's
 //     api.Table. This is what `kubectl get` asks for and prints. Each row
@@ -34,7 +37,8 @@ import (
 //     clients and minictl's own components ask.
 //
 // Accept lists alternatives in order of preference; the first one served
-// wins, and with none served the answer is plain JSON.
+// wins. No Accept header is JSON; one that names nothing served is 406
+// NotAcceptable, listing what is.
 
 // outputKind is what a read answers with.
 type outputKind int
@@ -49,6 +53,7 @@ const (
 type output struct {
 	kind     outputKind
 	protobuf bool                       // asObject, in protobuf
+	yaml     bool                       // in YAML instead of JSON
 	version  string                     // meta.k8s.io version for asTable and asMetadata
 	include  metav1.IncludeObjectPolicy // what each table row carries
 	now      func() time.Time           // AGE columns are measured from now(), row by row: a watch lasts
@@ -59,14 +64,25 @@ type output struct {
 // for the others it is passed over for the next alternative, as
 // kube-apiserver does for custom resources.
 func negotiateOutput(r *http.Request, verb string, res *api.Resource) (*output, error) {
-	out := &output{kind: asObject, now: time.Now}
-	for _, accept := range strings.Split(r.Header.Get("Accept"), ",") {
+	header := r.Header.Get("Accept")
+	if strings.TrimSpace(header) == "" {
+		return &output{kind: asObject, now: time.Now}, nil
+	}
+	yamlWatch := false // a watch asked for YAML, which is not streamed
+	for _, accept := range strings.Split(header, ",") {
 		mt, params, err := mime.ParseMediaType(strings.TrimSpace(accept))
 		if err != nil {
 			continue
 		}
+		out := &output{kind: asObject, now: time.Now}
 		switch mt {
 		case "application/json", "application/*", "*/*":
+		case "application/yaml":
+			if verb == "watch" {
+				yamlWatch = true
+				continue
+			}
+			out.yaml = true
 		case mimeProtobuf:
 			if params["as"] != "" || !api.HasProtobuf(res.New()) {
 				continue // tables, metadata and kinds without protobuf only in JSON
@@ -74,38 +90,63 @@ func negotiateOutput(r *http.Request, verb string, res *api.Resource) (*output, 
 			out.protobuf = true
 			return out, nil
 		default:
-			continue // CBOR, YAML: not served; try the next
+			continue // CBOR and the rest: not served; try the next
 		}
-		as := params["as"]
-		if as == "" {
-			return out, nil
-		}
-		if params["g"] != metav1.GroupName || (params["v"] != "v1" && params["v"] != "v1beta1") {
-			continue
-		}
-		out.version = params["v"]
-		switch {
-		case as == "Table":
-			out.kind = asTable
-		case as == "PartialObjectMetadata" && verb != "list",
-			as == "PartialObjectMetadataList" && verb == "list":
-			out.kind = asMetadata
-		default:
-			continue
-		}
-		break
-	}
-	if out.kind == asTable {
-		switch p := metav1.IncludeObjectPolicy(r.URL.Query().Get("includeObject")); p {
-		case "":
-			out.include = metav1.IncludeMetadata
-		case metav1.IncludeNone, metav1.IncludeMetadata, metav1.IncludeObject:
-			out.include = p
-		default:
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("Unable to convert to Table as requested: includeObject: Unsupported value: %q: supported values: \"Metadata\", \"None\", \"Object\"", p))
+		if ok, err := out.transform(r, verb, params); err != nil || ok {
+			return out, err
 		}
 	}
-	return out, nil
+	if yamlWatch {
+		return nil, errNotAcceptable("application/json;stream=watch", mimeProtobuf+";stream=watch")
+	}
+	if api.HasProtobuf(res.New()) {
+		return nil, errNotAcceptable("application/json", "application/yaml", mimeProtobuf)
+	}
+	return nil, errNotAcceptable("application/json", "application/yaml")
+}
+
+// transform reads the as, g and v parameters of an accepted JSON or YAML
+// media type: the objects themselves, a Table or PartialObjectMetadata. It
+// reports false when it cannot serve what they ask for.
+func (o *output) transform(r *http.Request, verb string, params map[string]string) (bool, error) {
+	as := params["as"]
+	if as == "" {
+		return true, nil
+	}
+	if params["g"] != metav1.GroupName || (params["v"] != "v1" && params["v"] != "v1beta1") {
+		return false, nil
+	}
+	o.version = params["v"]
+	switch {
+	case as == "Table":
+		o.kind = asTable
+	case as == "PartialObjectMetadata" && verb != "list",
+		as == "PartialObjectMetadataList" && verb == "list":
+		o.kind = asMetadata
+		return true, nil
+	default:
+		return false, nil
+	}
+	switch p := metav1.IncludeObjectPolicy(r.URL.Query().Get("includeObject")); p {
+	case "":
+		o.include = metav1.IncludeMetadata
+	case metav1.IncludeNone, metav1.IncludeMetadata, metav1.IncludeObject:
+		o.include = p
+	default:
+		return false, apierrors.NewBadRequest(fmt.Sprintf("Unable to convert to Table as requested: includeObject: Unsupported value: %q: supported values: \"Metadata\", \"None\", \"Object\"", p))
+	}
+	return true, nil
+}
+
+// errNotAcceptable answers a read whose Accept header names no media type
+// it is served in, as kube-apiserver does: 406 NotAcceptable, listing them.
+func errNotAcceptable(served ...string) *apierrors.StatusError {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusNotAcceptable,
+		Reason:  metav1.StatusReasonNotAcceptable,
+		Message: "only the following media types are accepted: " + strings.Join(served, ", "),
+	}}
 }
 
 func (o *output) apiVersion() string { return metav1.GroupName + "/" + o.version }
@@ -170,20 +211,17 @@ func (o *output) writeObjectAs(w http.ResponseWriter, res *api.Resource, obj api
 		if err != nil {
 			return apierrors.NewInternalError(err)
 		}
-		writeJSON(w, http.StatusOK, t)
+		return o.writeValue(w, t)
 	case asMetadata:
-		writeJSON(w, http.StatusOK, o.partial(obj))
-	default:
-		if o.protobuf {
-			return writeProtobuf(w, res, obj)
-		}
-		if raw == nil {
-			writeJSON(w, http.StatusOK, obj)
-			return nil
-		}
-		writeRaw(w, http.StatusOK, raw)
+		return o.writeValue(w, o.partial(obj))
 	}
-	return nil
+	if o.protobuf {
+		return writeProtobuf(w, res, obj)
+	}
+	if raw == nil {
+		return o.writeValue(w, obj)
+	}
+	return o.write(w, raw)
 }
 
 // writeListAs answers a list in the negotiated form. raws are the objects'
@@ -197,7 +235,7 @@ func (o *output) writeListAs(w http.ResponseWriter, res *api.Resource, lm metav1
 		if err != nil {
 			return apierrors.NewInternalError(err)
 		}
-		writeJSON(w, http.StatusOK, t)
+		return o.writeValue(w, t)
 	case asMetadata:
 		list := &metav1.PartialObjectMetadataList{
 			TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: o.apiVersion()},
@@ -207,16 +245,44 @@ func (o *output) writeListAs(w http.ResponseWriter, res *api.Resource, lm metav1
 		for i, obj := range objs {
 			list.Items[i] = *o.partial(obj)
 		}
-		writeJSON(w, http.StatusOK, list)
-	default:
-		if o.protobuf {
-			if msg == nil {
-				msg = func(i int) ([]byte, error) { return api.ProtobufMessage(objs[i]) }
-			}
-			return writeProtobufList(w, res, lm, len(objs), msg)
-		}
-		return writeList(w, res, lm, raws)
+		return o.writeValue(w, list)
 	}
+	if o.protobuf {
+		if msg == nil {
+			msg = func(i int) ([]byte, error) { return api.ProtobufMessage(objs[i]) }
+		}
+		return writeProtobufList(w, res, lm, len(objs), msg)
+	}
+	body, err := listJSON(res, lm, raws)
+	if err != nil {
+		return err
+	}
+	return o.write(w, body)
+}
+
+// writeValue answers 200 with v in JSON, or YAML if so negotiated.
+func (o *output) writeValue(w http.ResponseWriter, v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	return o.write(w, body)
+}
+
+// write answers 200 with body, which is JSON, or with its YAML if so
+// negotiated.
+func (o *output) write(w http.ResponseWriter, body []byte) error {
+	if !o.yaml {
+		writeRaw(w, http.StatusOK, body)
+		return nil
+	}
+	y, err := yaml.JSONToYAML(body)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	w.Header().Set("Content-Type", "application/yaml")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(y)
 	return nil
 }
 

@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/apiserver"
 	"github.com/minictl/minictl/internal/testenv"
 )
 
@@ -134,8 +136,8 @@ func TestTableGetAndVersions(t *testing.T) {
 		t.Errorf("columns %s", got)
 	}
 
-	// Plain JSON still comes back when asked for, or when the Accept
-	// header names nothing minictl serves.
+	// Plain JSON still comes back when asked for, or when no Accept header
+	// or one whose first choices minictl does not serve asks for it.
 	for _, accept := range []string{"application/json", "", "application/cbor, */*", "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io, application/json"} {
 		var cm corev1.ConfigMap
 		getAccept(t, env, cmPath("default", "cfg"), accept).want(t, http.StatusOK).into(t, &cm)
@@ -227,5 +229,58 @@ func TestTableWatch(t *testing.T) {
 		if m := rowMeta(t, ev.Object.Rows[0]); m.Name != "a" || m.ResourceVersion != ev.Object.ResourceVersion {
 			t.Errorf("event %d row object %+v, table rv %s", i, m, ev.Object.ResourceVersion)
 		}
+	}
+}
+
+// TestNotAcceptable sends Accept headers that name nothing a read is served
+// in. As in Kubernetes, each is a 406 NotAcceptable listing what is, for
+// objects, lists, tables and watches alike.
+func TestNotAcceptable(t *testing.T) {
+	env := testenv.StartWith(t, testenv.Options{Server: apiserver.Config{Resources: api.Resources().With(testenv.Widgets())}})
+	create[corev1.ConfigMap](t, env, cmPath("default", ""), configMap("cfg", nil, nil))
+	const objects = "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+	const widgets = "only the following media types are accepted: application/json, application/yaml"
+	const streams = "only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
+	for _, tc := range []struct{ name, path, accept, message string }{
+		{"get", cmPath("default", "cfg"), "application/bogus", objects},
+		{"list", cmPath("default", ""), "application/bogus", objects},
+		{"watch", cmPath("default", "") + "?watch=true", "application/bogus", objects},
+		{"status", podPath("default", "p") + "/status", "application/bogus", objects},
+		{"a browser's page", cmPath("default", "cfg"), "text/html,application/xhtml+xml", objects},
+		{"CBOR", cmPath("default", ""), "application/cbor", objects},
+		{"a table of an unknown version", cmPath("default", ""), "application/json;as=Table;v=v2;g=meta.k8s.io", objects},
+		{"a table in protobuf", cmPath("default", ""), "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io", objects},
+		{"metadata of one object for a list", cmPath("default", ""), "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io", objects},
+		{"a kind without protobuf", "/apis/example.com/v1/namespaces/default/widgets", "application/bogus", widgets},
+		{"a watch in YAML", cmPath("default", "") + "?watch=true", "application/yaml", streams},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := getAccept(t, env, tc.path, tc.accept).wantStatus(t, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable)
+			if st.Message != tc.message {
+				t.Errorf("message %q, want %q", st.Message, tc.message)
+			}
+		})
+	}
+}
+
+// TestYAMLAnswers checks that a read asking for YAML gets it, as from
+// kube-apiserver: the object, the list and the table.
+func TestYAMLAnswers(t *testing.T) {
+	env := testenv.Start(t)
+	create[corev1.ConfigMap](t, env, cmPath("default", ""), configMap("cfg", nil, map[string]string{"k": "v"}))
+	for _, tc := range []struct{ name, path, accept, want string }{
+		{"get", cmPath("default", "cfg"), "application/yaml", "kind: ConfigMap\n"},
+		{"list", cmPath("default", ""), "application/yaml, application/json", "kind: ConfigMapList\n"},
+		{"table", cmPath("default", ""), "application/yaml;as=Table;v=v1;g=meta.k8s.io", "kind: Table\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := getAccept(t, env, tc.path, tc.accept).want(t, http.StatusOK)
+			if ct := r.header.Get("Content-Type"); ct != "application/yaml" {
+				t.Errorf("Content-Type %q, want application/yaml", ct)
+			}
+			if !strings.Contains(string(r.body), tc.want) || !strings.Contains(string(r.body), "k: v") && tc.name != "table" {
+				t.Errorf("body does not hold %q:\n%s", tc.want, r.body)
+			}
+		})
 	}
 }
