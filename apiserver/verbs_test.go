@@ -56,10 +56,10 @@ func TestCreate(t *testing.T) {
 	t.Run("with a name", func(t *testing.T) {
 		before := time.Now().Add(-time.Second)
 		in := configMap("named", map[string]string{"a": "b"}, map[string]string{"k": "v"})
-		// What only the server sets is overwritten, whatever the client sends.
+		// What only the server sets is overwritten, whatever the client
+		// sends; a resourceVersion is refused (TestCreateWithResourceVersion).
 		in.UID = "client-chosen-uid"
 		in.CreationTimestamp = metav1.NewTime(time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC))
-		in.ResourceVersion = "12345"
 		got := create[corev1.ConfigMap](t, env, cmPath("default", ""), in)
 		if got.Name != "named" || got.Namespace != "default" || got.Data["k"] != "v" || got.Labels["a"] != "b" {
 			t.Errorf("created %s/%s data %v labels %v", got.Namespace, got.Name, got.Data, got.Labels)
@@ -73,9 +73,7 @@ func TestCreate(t *testing.T) {
 		if got.CreationTimestamp.Time.Before(before) {
 			t.Errorf("creationTimestamp %v: want now", got.CreationTimestamp)
 		}
-		if rv(t, got.ResourceVersion) == 12345 {
-			t.Errorf("resourceVersion %s was taken from the client", got.ResourceVersion)
-		}
+		rv(t, got.ResourceVersion) // an etcd revision
 		stored := get[corev1.ConfigMap](t, env, cmPath("default", "named"))
 		if stored.UID != got.UID || stored.ResourceVersion != got.ResourceVersion || !stored.CreationTimestamp.Equal(&got.CreationTimestamp) {
 			t.Errorf("GET returned uid %s rv %s ts %v, create returned uid %s rv %s ts %v",
@@ -368,5 +366,40 @@ func TestGeneration(t *testing.T) {
 				t.Errorf("generation %d stored, want %d", got.Generation, s.want)
 			}
 		})
+	}
+}
+
+// TestCreateWithResourceVersion sends creates whose object carries a
+// resourceVersion, as one read from the server and sent back by mistake
+// does. Kubernetes refuses them at the write with a 500 that says why, and
+// nothing is written; "0", or what is not a number, it drops; a dry run
+// and a create that fails validation first are answered as without it.
+func TestCreateWithResourceVersion(t *testing.T) {
+	env := testenv.Start(t)
+	withRV := func(name, rv string) *corev1.ConfigMap {
+		cm := configMap(name, nil, nil)
+		cm.ResourceVersion = rv
+		return cm
+	}
+
+	before := revision(t, env)
+	r := do(t, env, http.MethodPost, cmPath("default", ""), jsonType, withRV("stale", "123"))
+	st := r.wantStatus(t, http.StatusInternalServerError, metav1.StatusReasonUnknown)
+	if st.Message != "resourceVersion should not be set on objects to be created" {
+		t.Errorf("message %q, want Kubernetes' %q", st.Message, "resourceVersion should not be set on objects to be created")
+	}
+	if after := revision(t, env); after != before {
+		t.Errorf("etcd revision moved from %d to %d: the refused create wrote", before, after)
+	}
+	do(t, env, http.MethodGet, cmPath("default", "stale"), "", nil).wantStatus(t, http.StatusNotFound, metav1.StatusReasonNotFound)
+
+	do(t, env, http.MethodPost, cmPath("default", "")+"?dryRun=All", jsonType, withRV("dry", "123")).want(t, http.StatusCreated)
+	do(t, env, http.MethodPost, cmPath("default", ""), jsonType, withRV("Not_Valid", "123")).
+		wantStatus(t, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid)
+	for _, v := range []string{"0", "abc"} {
+		got := create[corev1.ConfigMap](t, env, cmPath("default", ""), withRV("rv-"+v, v))
+		if rv(t, got.ResourceVersion) <= before {
+			t.Errorf("created with resourceVersion %q: got resourceVersion %s", v, got.ResourceVersion)
+		}
 	}
 }
