@@ -66,7 +66,16 @@ func TestClientGoTyped(t *testing.T) {
 	if err != nil || got.Data["color"] != "blue" || got.ResourceVersion != created.ResourceVersion {
 		t.Fatalf("get: %v %+v", err, got)
 	}
-	if _, err := cms.Create(ctx, created, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+	// Sent back as it came, the object carries its resourceVersion, which a
+	// create may not: kube-apiserver's storage refuses it before it looks
+	// for the name.
+	if _, err := cms.Create(ctx, created, metav1.CreateOptions{}); err == nil ||
+		!strings.Contains(err.Error(), "resourceVersion should not be set on objects to be created") {
+		t.Errorf("create of the created object: %v, want kube-apiserver's refusal of its resourceVersion", err)
+	}
+	again := created.DeepCopy()
+	again.ResourceVersion = ""
+	if _, err := cms.Create(ctx, again, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
 		t.Errorf("second create: %v, want AlreadyExists", err)
 	}
 
