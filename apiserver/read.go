@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/minictl/minictl/api"
@@ -76,24 +77,69 @@ func (s *Server) parseListOptions(r *http.Request, ri *requestInfo) (*listOption
 			return nil, err
 		}
 	}
-	switch o.rvMatch {
-	case "", metav1.ResourceVersionMatchNotOlderThan, metav1.ResourceVersionMatchExact:
-	default:
-		return nil, invalidListOption("resourceVersionMatch", string(o.rvMatch), "must be NotOlderThan or Exact")
-	}
-	// A watch may ask for the most recent state with
-	// sendInitialEvents=true&resourceVersionMatch=NotOlderThan and no
-	// resourceVersion (client-go's watch-list); a list may not.
-	if o.rvMatch != "" && o.resourceVersion == "" && ri.verb != "watch" {
-		return nil, invalidListOption("resourceVersionMatch", string(o.rvMatch), "resourceVersionMatch is forbidden unless resourceVersion is provided")
-	}
-	if o.rvMatch == metav1.ResourceVersionMatchExact && o.resourceVersion == "0" {
-		return nil, invalidListOption("resourceVersionMatch", string(o.rvMatch), "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"")
+	if ri.verb == "watch" {
+		if errs := o.validateWatch(); len(errs) > 0 {
+			return nil, apierrors.NewInvalid(schemaGroupKindOf(metav1.GroupName, "ListOptions"), "", errs)
+		}
+	} else if err := o.validateList(); err != nil {
+		return nil, err
 	}
 	if o.continueToken != "" && o.resourceVersion != "" && o.resourceVersion != "0" {
 		return nil, invalidListOption("resourceVersion", o.resourceVersion, "specifying resource version is not allowed when using continue")
 	}
 	return o, nil
+}
+
+// validateList checks the options of a list.
+func (o *listOptions) validateList() error {
+	switch o.rvMatch {
+	case "", metav1.ResourceVersionMatchNotOlderThan, metav1.ResourceVersionMatchExact:
+	default:
+		return invalidListOption("resourceVersionMatch", string(o.rvMatch), "must be NotOlderThan or Exact")
+	}
+	if o.rvMatch != "" && o.resourceVersion == "" {
+		return invalidListOption("resourceVersionMatch", string(o.rvMatch), "resourceVersionMatch is forbidden unless resourceVersion is provided")
+	}
+	if o.rvMatch == metav1.ResourceVersionMatchExact && o.resourceVersion == "0" {
+		return invalidListOption("resourceVersionMatch", string(o.rvMatch), "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"")
+	}
+	// The rest as kube-apiserver's ValidateListOptions: 422 Invalid.
+	var errs field.ErrorList
+	if o.rvMatch != "" && o.continueToken != "" {
+		errs = append(errs, field.Forbidden(field.NewPath("resourceVersionMatch"), "resourceVersionMatch is forbidden when continue is provided"))
+	}
+	if o.sendInitialEvents != nil {
+		errs = append(errs, field.Forbidden(field.NewPath("sendInitialEvents"), "sendInitialEvents is forbidden for list"))
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(schemaGroupKindOf(metav1.GroupName, "ListOptions"), "", errs)
+	}
+	return nil
+}
+
+// validateWatch checks the options of a watch as kube-apiserver's
+// ValidateListOptions does. A watch may ask for the initial state with
+// sendInitialEvents, and then must say resourceVersionMatch=NotOlderThan
+// (with no resourceVersion, the most recent state: client-go's
+// watch-list); resourceVersionMatch means nothing to a watch without it.
+func (o *listOptions) validateWatch() field.ErrorList {
+	var errs field.ErrorList
+	match := field.NewPath("resourceVersionMatch")
+	if o.sendInitialEvents != nil && o.rvMatch != metav1.ResourceVersionMatchNotOlderThan {
+		errs = append(errs, field.Forbidden(match, fmt.Sprintf("sendInitialEvents requires setting resourceVersionMatch to %s", metav1.ResourceVersionMatchNotOlderThan)))
+	}
+	if o.rvMatch != "" {
+		if o.sendInitialEvents == nil {
+			errs = append(errs, field.Forbidden(match, "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+		}
+		if o.rvMatch != metav1.ResourceVersionMatchNotOlderThan {
+			errs = append(errs, field.NotSupported(match, o.rvMatch, []string{string(metav1.ResourceVersionMatchNotOlderThan)}))
+		}
+		if o.continueToken != "" {
+			errs = append(errs, field.Forbidden(match, "resourceVersionMatch is forbidden when continue is provided"))
+		}
+	}
+	return errs
 }
 
 func invalidListOption(field, value, msg string) error {

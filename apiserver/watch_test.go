@@ -327,3 +327,38 @@ func TestWatchCacheServesWhatWasWritten(t *testing.T) {
 		t.Errorf("list from the watch cache\n%s\nwant the list from etcd\n%s", cached.Items, consistent.Items)
 	}
 }
+
+// TestWatchListOptionsAreChecked sends the combinations of
+// sendInitialEvents and resourceVersionMatch that Kubernetes refuses, each
+// with kube-apiserver's 422 and message, on a watch and on a list.
+func TestWatchListOptionsAreChecked(t *testing.T) {
+	env := testenv.Start(t)
+	const invalid = `ListOptions.meta.k8s.io "" is invalid: `
+	for _, tc := range []struct{ name, q, message string }{
+		{"watch: sendInitialEvents without resourceVersionMatch", "watch=true&sendInitialEvents=true",
+			invalid + "resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"},
+		{"watch: sendInitialEvents=false without resourceVersionMatch", "watch=true&sendInitialEvents=false&resourceVersion=1",
+			invalid + "resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"},
+		{"watch: resourceVersionMatch without sendInitialEvents", "watch=true&resourceVersionMatch=NotOlderThan&resourceVersion=1",
+			invalid + "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"},
+		{"watch: sendInitialEvents with Exact", "watch=true&sendInitialEvents=true&resourceVersionMatch=Exact&resourceVersion=1",
+			invalid + `[resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan, resourceVersionMatch: Unsupported value: "Exact": supported values: "NotOlderThan"]`},
+		{"watch: resourceVersionMatch with continue", "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&continue=x",
+			invalid + "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided"},
+		{"list: sendInitialEvents", "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=1",
+			invalid + "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list"},
+		{"list: resourceVersionMatch with continue", "resourceVersionMatch=NotOlderThan&resourceVersion=0&continue=x",
+			invalid + "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := do(t, env, http.MethodGet, cmPath("default", "")+"?"+tc.q, "", nil).
+				wantStatus(t, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid)
+			if st.Message != tc.message {
+				t.Errorf("message\n%s\nwant\n%s", st.Message, tc.message)
+			}
+			if st.Details == nil || st.Details.Group != metav1.GroupName || st.Details.Kind != "ListOptions" || len(st.Details.Causes) == 0 {
+				t.Errorf("details %+v, want meta.k8s.io ListOptions with causes", st.Details)
+			}
+		})
+	}
+}
