@@ -173,7 +173,13 @@ func FuzzMergePatch(f *testing.F) {
 	f.Add([]byte(`{"spec":{"containers":[{"name":"d","image":"i"}]}}`))
 	f.Add([]byte(`[1,2]`))
 	f.Add([]byte(`{"a":{"b":{"c":{"d":{}}}}}`))
-	f.Fuzz(func(t *testing.T, patch []byte) { fuzzPatch(t, types.MergePatchType, patch) })
+	f.Add([]byte(`{"metadata":{"labels":{"a":{"b":null}},"x":[{"y":null}]},"spec":"s"}`))
+	f.Fuzz(func(t *testing.T, patch []byte) {
+		fuzzPatch(t, types.MergePatchType, patch)
+		if json.Valid(patch) && checkNesting("", patch) == nil {
+			checkMergeAgrees(t, []byte(fuzzPod), patch)
+		}
+	})
 }
 
 func FuzzStrategicMergePatch(f *testing.F) {
@@ -189,7 +195,37 @@ func FuzzJSONPatch(f *testing.F) {
 	f.Add([]byte(`[{"op":"copy","from":"/spec/containers","path":"/spec/containers/-"},{"op":"move","from":"/metadata/labels","path":"/metadata/annotations"}]`))
 	f.Add([]byte(`[{"op":"test","path":"/metadata/name","value":"web"},{"op":"replace","path":"/spec/containers/0/image","value":"i"}]`))
 	f.Add([]byte(`[{"op":"add","path":"/spec/containers/-1","value":{}}]`))
-	f.Fuzz(func(t *testing.T, patch []byte) { fuzzPatch(t, types.JSONPatchType, patch) })
+	f.Add([]byte(`[{"op":"remove","path":"/spec/containers/0/ports/-1"},{"op":"add","path":"/metadata/labels/a~1b","value":null}]`))
+	f.Fuzz(func(t *testing.T, patch []byte) {
+		fuzzPatch(t, types.JSONPatchType, patch)
+		if json.Valid(patch) && checkNesting("", patch) == nil && libraryAgreesOn(patch) {
+			checkJSONPatchAgrees(t, []byte(fuzzPod), patch)
+		}
+	})
+}
+
+// libraryAgreesOn reports whether the JSON patch p avoids what minictl
+// does as RFC 6902 says and evanphx/json-patch does not: paths that are
+// not JSON pointers, members named "" (the library takes "/" for the
+// whole document), a copy or move to the whole document (it adds a member
+// named ""), and tests (it compares values as written).
+func libraryAgreesOn(p []byte) bool {
+	var ops []map[string]any
+	if json.Unmarshal(p, &ops) != nil {
+		return true // both refuse it
+	}
+	for _, op := range ops {
+		if op["op"] == "test" || (op["op"] == "copy" || op["op"] == "move") && op["path"] == "" {
+			return false
+		}
+		for _, f := range []string{"path", "from"} {
+			s, ok := op[f].(string)
+			if ok && s != "" && (!strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/") || strings.Contains(s, "//")) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // fuzzListOptions parses a list request's query as serveList does.

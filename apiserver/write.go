@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"time"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -329,8 +329,11 @@ func (s *Server) readPatch(r *http.Request, dataStruct any) (func(orig []byte) (
 			return nil, apierrors.NewBadRequest("the merge patch is not valid JSON")
 		}
 		return func(orig []byte) ([]byte, error) {
-			out, err := jsonpatch.MergePatch(orig, body)
-			return out, patchFailed(err)
+			out, err := mergePatch(orig, body)
+			if err != nil {
+				return nil, apierrors.NewBadRequest(err.Error())
+			}
+			return out, nil
 		}, nil
 	case types.JSONPatchType:
 		p, err := decodeJSONPatch(body)
@@ -338,7 +341,8 @@ func (s *Server) readPatch(r *http.Request, dataStruct any) (func(orig []byte) (
 			return nil, err
 		}
 		return func(orig []byte) ([]byte, error) {
-			return applyJSONPatch(p, orig, s.maxBody)
+			out, err := applyJSONPatch(p, orig, s.maxBody)
+			return out, patchFailed(err)
 		}, nil
 	case types.StrategicMergePatchType:
 		if !json.Valid(body) {
@@ -365,10 +369,11 @@ func errServerSideApply(mt string) *apierrors.StatusError {
 }
 
 func patchFailed(err error) error {
-	if err == nil {
-		return nil
+	var se *apierrors.StatusError
+	if err == nil || errors.As(err, &se) {
+		return err
 	}
-	return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "patch", schemaGroupResource(), "", err.Error(), 0, false)
+	return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "patch", schema.GroupResource{}, "", err.Error(), 0, false)
 }
 
 // patchObject applies a patch to the current object and decodes the result;
