@@ -144,7 +144,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, ri *requestI
 			orig, _ := json.Marshal(sc)
 			patched, err := apply(orig)
 			if err != nil {
-				return nil, err
+				return nil, patchFailed(schemaGroupKindOf(autoscalingv1.GroupName, "Scale"), ri.name, err)
 			}
 			var want autoscalingv1.Scale
 			if err := json.Unmarshal(patched, &want); err != nil {

@@ -10,8 +10,6 @@ func schemaGroupKind(res *api.Resource) schema.GroupKind {
 	return schema.GroupKind{Group: res.Group, Kind: res.Kind}
 }
 
-func schemaGroupResource() schema.GroupResource { return schema.GroupResource{} }
-
 func schemaGroupKindOf(group, kind string) schema.GroupKind {
 	return schema.GroupKind{Group: group, Kind: kind}
 }

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/mergepatch"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -307,7 +308,10 @@ var patchMediaTypes = []string{
 }
 
 // readPatch reads a patch body and returns the function that applies it to
-// an object's JSON.
+// an object's JSON. The function's errors are a Status when the patch is
+// refused for what it is (malformed, or past a limit), and plain errors
+// when it does not apply to the object, which patchFailed turns into a
+// Status.
 func (s *Server) readPatch(r *http.Request, dataStruct any) (func(orig []byte) ([]byte, error), error) {
 	mt := mediaType(r)
 	if r.Header.Get("Content-Type") == "" {
@@ -341,8 +345,7 @@ func (s *Server) readPatch(r *http.Request, dataStruct any) (func(orig []byte) (
 			return nil, err
 		}
 		return func(orig []byte) ([]byte, error) {
-			out, err := applyJSONPatch(p, orig, s.maxBody)
-			return out, patchFailed(err)
+			return applyJSONPatch(p, orig, s.maxBody)
 		}, nil
 	case types.StrategicMergePatchType:
 		if !json.Valid(body) {
@@ -350,13 +353,25 @@ func (s *Server) readPatch(r *http.Request, dataStruct any) (func(orig []byte) (
 		}
 		return func(orig []byte) ([]byte, error) {
 			out, err := strategicpatch.StrategicMergePatch(orig, body, dataStruct)
-			return out, patchFailed(err)
+			return out, strategicMergePatchError(err)
 		}, nil
 	}
 	if types.PatchType(mt) == types.ApplyYAMLPatchType || types.PatchType(mt) == types.ApplyCBORPatchType {
 		return nil, errServerSideApply(mt)
 	}
 	return nil, newUnsupportedMediaType(mt, patchMediaTypes)
+}
+
+// strategicMergePatchError classifies a strategic merge patch's error as
+// kube-apiserver does: a malformed patch is a 400 BadRequest; one that
+// does not apply is left to patchFailed.
+func strategicMergePatchError(err error) error {
+	switch err {
+	case mergepatch.ErrBadJSONDoc, mergepatch.ErrBadPatchFormatForPrimitiveList, mergepatch.ErrBadPatchFormatForRetainKeys,
+		mergepatch.ErrBadPatchFormatForSetElementOrderList, mergepatch.ErrUnsupportedStrategicMergePatchFormat:
+		return apierrors.NewBadRequest(err.Error())
+	}
+	return err
 }
 
 // errServerSideApply answers a server-side apply, which minictl does not
@@ -368,12 +383,18 @@ func errServerSideApply(mt string) *apierrors.StatusError {
 	return se
 }
 
-func patchFailed(err error) error {
+// patchFailed answers a patch that does not apply to the object it names
+// (a JSON patch's test that fails, a path the object does not have): 422
+// Invalid, with the object's name and kind, and the reason as the cause on
+// the field "patch". kube-apiserver answers these with a 422 whose
+// message and details say nothing of the reason. A Status (a malformed
+// patch, a limit) passes as it is.
+func patchFailed(gk schema.GroupKind, name string, err error) error {
 	var se *apierrors.StatusError
 	if err == nil || errors.As(err, &se) {
 		return err
 	}
-	return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "patch", schema.GroupResource{}, "", err.Error(), 0, false)
+	return apierrors.NewInvalid(gk, name, field.ErrorList{field.Invalid(field.NewPath("patch"), field.OmitValueType{}, err.Error())})
 }
 
 // patchObject applies a patch to the current object and decodes the result;
@@ -385,7 +406,7 @@ func patchObject(ctx context.Context, res *api.Resource, cur api.Object, apply f
 	}
 	patched, err := apply(orig)
 	if err != nil {
-		return nil, err
+		return nil, patchFailed(schemaGroupKind(res), cur.GetName(), err)
 	}
 	obj, err := decodeInto(ctx, res, patched, fv)
 	if err != nil {
