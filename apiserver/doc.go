@@ -31,7 +31,11 @@
 //     checks and text: ping, etcd (the store's probe), and for readyz
 //     poststarthook/storage-readiness and shutdown.
 //   - limits.go bounds what one request may cost: the nesting depth of
-//     every body and patch, a JSON patch's operations and copies.
+//     every body and patch, a JSON patch's operations, copies and array
+//     moves, the list items a strategic merge patch compares.
+//     mergepatch.go and jsonpatch.go apply merge and JSON patches in time
+//     linear in their size; strategicmerge.go checks a strategic merge
+//     patch's lists before k8s.io/apimachinery merges them.
 //   - inflight.go bounds how many requests run at once, as kube-apiserver's
 //     max-in-flight filter does: a request beyond its priority level's
 //     seats is answered 429 TooManyRequests with Retry-After; flowschema.go

@@ -27,6 +27,12 @@ const (
 	// after it. It is far more than any patch of a real object moves, and
 	// a second of this machine's time.
 	MaxJSONPatchArrayMoves = 100_000_000
+
+	// MaxStrategicMergeListPairs is the most pairs of list items a strategic
+	// merge patch may make the server compare (see strategicmerge.go): two
+	// lists of 1,000 items are a million pairs; the lists of real objects
+	// are far shorter.
+	MaxStrategicMergeListPairs = 2_000_000
 )
 
 // checkNesting answers 400 BadRequest, naming the limit, when the JSON

@@ -1,6 +1,7 @@
 package apiserver_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"runtime"
@@ -135,5 +136,43 @@ func TestRequestLimitsLeaveOrdinaryRequests(t *testing.T) {
 	inString := `{"data":{"s":"\\\"` + strings.Repeat("[{", 500) + `"}}`
 	if got := patch[corev1.ConfigMap](t, env, cm, mergePatch, inString); len(got.Data["s"]) != 1002 {
 		t.Errorf("brackets inside a string count as nesting: data %v", got.Data)
+	}
+}
+
+// TestStrategicMergeListLimit merges a list of the patch into a long list
+// of the object. Merging compares every item of one with every item of
+// the other, so a patch whose lists would compare more than
+// MaxStrategicMergeListPairs pairs is refused with a 422 naming the limit,
+// and one just under it is merged.
+func TestStrategicMergeListLimit(t *testing.T) {
+	env := testenv.Start(t)
+	finalizers := func(prefix string, n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("example.com/%s%d", prefix, i)
+		}
+		return out
+	}
+	cm := configMap("long", nil, nil)
+	cm.Finalizers = finalizers("f", 2000)
+	create[corev1.ConfigMap](t, env, cmPath("default", ""), cm)
+	before := revision(t, env)
+
+	body := func(n int) string {
+		data, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizers("g", n)}})
+		return string(data)
+	}
+	over := apiserver.MaxStrategicMergeListPairs/2000 + 1
+	st := do(t, env, http.MethodPatch, cmPath("default", "long"), strategicPtch, body(over)).
+		wantStatus(t, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid)
+	if !strings.Contains(st.Message, fmt.Sprint(apiserver.MaxStrategicMergeListPairs)) {
+		t.Errorf("message %q does not name the limit %d", st.Message, apiserver.MaxStrategicMergeListPairs)
+	}
+	if after := revision(t, env); after != before {
+		t.Errorf("etcd revision moved from %d to %d: the refused patch wrote", before, after)
+	}
+	got := patch[corev1.ConfigMap](t, env, cmPath("default", "long"), strategicPtch, body(over-1))
+	if len(got.Finalizers) != 2000+over-1 {
+		t.Errorf("%d finalizers after merging %d into 2000", len(got.Finalizers), over-1)
 	}
 }

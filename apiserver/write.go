@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -15,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/mergepatch"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/minictl/minictl/api"
@@ -352,7 +352,7 @@ func (s *Server) readPatch(r *http.Request, dataStruct any) (func(orig []byte) (
 			return nil, apierrors.NewBadRequest("the strategic merge patch is not valid JSON")
 		}
 		return func(orig []byte) ([]byte, error) {
-			out, err := strategicpatch.StrategicMergePatch(orig, body, dataStruct)
+			out, err := strategicMergePatch(orig, body, dataStruct)
 			return out, strategicMergePatchError(err)
 		}, nil
 	}
