@@ -272,6 +272,7 @@ func FuzzFieldSelector(f *testing.F) {
 func FuzzContinueToken(f *testing.F) {
 	f.Add(encodeContinue(42, "/registry/pods/default/web\x00"))
 	f.Add(encodeContinue(1, ""))
+	f.Add(encodeContinue(continueLatest, "default/web\x00"))
 	f.Add("eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6LTF9")
 	f.Add("not base64!")
 	f.Fuzz(func(t *testing.T, s string) {

@@ -236,3 +236,40 @@ func TestListResourceVersion(t *testing.T) {
 		}
 	})
 }
+
+// TestExpiredContinueToken: a continue token whose revision was compacted
+// is 410 Gone, as in kube-apiserver, and the Status carries a token that
+// goes on from where the expired one stopped, at the latest revision.
+func TestExpiredContinueToken(t *testing.T) {
+	env := testenv.Start(t)
+	createNamespace(t, env, "pages")
+	for _, name := range []string{"a", "b", "c"} {
+		create[corev1.ConfigMap](t, env, cmPath("pages", ""), configMap(name, nil, nil))
+	}
+	first := get[corev1.ConfigMapList](t, env, cmPath("pages", "")+"?limit=1")
+	if len(first.Items) != 1 || first.Continue == "" {
+		t.Fatalf("first page: %d items, continue %q", len(first.Items), first.Continue)
+	}
+	create[corev1.ConfigMap](t, env, cmPath("pages", ""), configMap("d", nil, nil)) // after the first page
+	if err := env.Store.Compact(t.Context(), revision(t, env)); err != nil {
+		t.Fatalf("compact: %v", err)
+	}
+
+	st := do(t, env, http.MethodGet, cmPath("pages", "")+"?limit=1&continue="+first.Continue, "", nil).
+		wantStatus(t, http.StatusGone, metav1.StatusReasonExpired)
+	if !strings.Contains(st.Message, "use the continue token in this response") || st.Continue == "" {
+		t.Fatalf("410 %q with continue %q: want kube's message and a token to go on with", st.Message, st.Continue)
+	}
+	var rest []string
+	token := st.Continue
+	for token != "" {
+		page := get[corev1.ConfigMapList](t, env, cmPath("pages", "")+"?limit=1&continue="+token)
+		for _, cm := range page.Items {
+			rest = append(rest, cm.Name)
+		}
+		token = page.Continue
+	}
+	if got := strings.Join(rest, ","); got != "b,c,d" {
+		t.Errorf("went on with %s, want b,c,d: the rest from where the first page stopped, as of now", got)
+	}
+}

@@ -236,6 +236,24 @@ type continueToken struct {
 	Start      string `json:"start"`
 }
 
+// continueLatest is the revision of a continue token that carries on at
+// etcd's latest revision, as kube-apiserver's do (-1, so that a token
+// without one is still refused).
+const continueLatest = -1
+
+// errContinueExpired answers a continue token whose revision etcd has
+// compacted: 410 Gone, as kube-apiserver answers, with a token in the
+// Status's metadata.continue that carries on from start at the latest
+// revision, for a client that accepts an inconsistent list.
+func errContinueExpired(start string) error {
+	se := apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. " +
+		"You can start a new list without the continue parameter, or use the continue token in this response to retrieve " +
+		"the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that " +
+		"were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+	se.ErrStatus.ListMeta.Continue = encodeContinue(continueLatest, start)
+	return se
+}
+
 func encodeContinue(rv int64, start string) string {
 	data, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", RV: rv, Start: start})
 	return base64.RawURLEncoding.EncodeToString(data)
@@ -247,7 +265,7 @@ func decodeContinue(s string) (continueToken, error) {
 	if err == nil {
 		err = json.Unmarshal(data, &t)
 	}
-	if err != nil || t.APIVersion != "meta.k8s.io/v1" || t.RV <= 0 || strings.Contains(t.Start, "/..") {
+	if err != nil || t.APIVersion != "meta.k8s.io/v1" || (t.RV <= 0 && t.RV != continueLatest) || strings.Contains(t.Start, "/..") {
 		return t, apierrors.NewBadRequest(fmt.Sprintf("continue key is not valid: %q", s))
 	}
 	return t, nil
@@ -308,7 +326,7 @@ func (s *Server) listFromStore(w http.ResponseWriter, ctx context.Context, ri *r
 		if err != nil {
 			return err
 		}
-		opts.Revision, opts.StartKey = t.RV, prefix+t.Start
+		opts.Revision, opts.StartKey = max(t.RV, 0), prefix+t.Start // 0: the latest
 		if !strings.HasPrefix(opts.StartKey, rs.prefix) {
 			return apierrors.NewBadRequest("continue key is not valid for this resource")
 		}
@@ -334,8 +352,8 @@ func (s *Server) listFromStore(w http.ResponseWriter, ctx context.Context, ri *r
 			if errors.Is(err, store.ErrFutureRevision) {
 				return rs.futureRevision(ctx, opts.Revision)
 			}
-			if o.continueToken != "" && strings.Contains(err.Error(), "compacted") {
-				return apierrors.NewResourceExpired("the provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter")
+			if o.continueToken != "" && errors.Is(err, store.ErrCompacted) {
+				return errContinueExpired(strings.TrimPrefix(opts.StartKey, prefix))
 			}
 			return rs.storageError(err, "")
 		}
