@@ -100,6 +100,10 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, ri *requestI
 	var next updateFunc
 	switch r.Method {
 	case http.MethodGet:
+		out, err := negotiateValue(r)
+		if err != nil {
+			return err
+		}
 		obj, err := rs.get(r.Context(), ri.namespace, ri.name)
 		if err != nil {
 			return err
@@ -108,8 +112,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, ri *requestI
 		if err != nil {
 			return apierrors.NewInternalError(err)
 		}
-		writeJSON(w, http.StatusOK, sc)
-		return nil
+		return out.writeValue(w, sc)
 	case http.MethodPut:
 		body, err := readBody(r, s.maxBody)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -187,6 +188,24 @@ func TestScaleSubresource(t *testing.T) {
 
 	t.Run("a missing object", func(t *testing.T) {
 		do(t, env, http.MethodGet, deployPath("default", "nope")+"/scale", "", nil).wantStatus(t, http.StatusNotFound, metav1.StatusReasonNotFound)
+	})
+
+	// A Scale has no Table: kubectl, which offers JSON after it, gets the
+	// Scale; a client that asks for a Table only gets 406, as from kube.
+	t.Run("Accept", func(t *testing.T) {
+		path := deployPath("default", "web") + "/scale"
+		var sc autoscalingv1.Scale
+		getAccept(t, env, path, kubectlAccept).want(t, http.StatusOK).into(t, &sc)
+		if sc.Kind != "Scale" {
+			t.Errorf("kubectl's Accept: got a %q, want the Scale", sc.Kind)
+		}
+		st := getAccept(t, env, path, "application/json;as=Table;v=v1;g=meta.k8s.io").status(t)
+		if st.Code != http.StatusNotAcceptable || st.Reason != metav1.StatusReasonNotAcceptable {
+			t.Errorf("a Table only: %d %s, want 406 NotAcceptable", st.Code, st.Reason)
+		}
+		if r := getAccept(t, env, path, "application/yaml").want(t, http.StatusOK); !strings.Contains(string(r.body), "kind: Scale") {
+			t.Errorf("YAML: %s", r.body)
+		}
 	})
 }
 

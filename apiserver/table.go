@@ -105,6 +105,30 @@ func negotiateOutput(r *http.Request, verb string, res *api.Resource) (*output, 
 	return nil, errNotAcceptable("application/json", "application/yaml")
 }
 
+// negotiateValue reads the Accept header of a read that answers one value
+// with no Table or metadata form: the scale subresource's autoscaling/v1
+// Scale (kube-apiserver's scale storage has no table convertor). JSON or
+// YAML; anything else, a request for a Table only among them, is 406.
+func negotiateValue(r *http.Request) (*output, error) {
+	header := r.Header.Get("Accept")
+	if strings.TrimSpace(header) == "" {
+		return &output{kind: asObject, now: time.Now}, nil
+	}
+	for _, accept := range strings.Split(header, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(accept))
+		if err != nil || params["as"] != "" {
+			continue
+		}
+		switch mt {
+		case "application/json", "application/*", "*/*":
+			return &output{kind: asObject, now: time.Now}, nil
+		case "application/yaml":
+			return &output{kind: asObject, yaml: true, now: time.Now}, nil
+		}
+	}
+	return nil, errNotAcceptable("application/json", "application/yaml")
+}
+
 // transform reads the as, g and v parameters of an accepted JSON or YAML
 // media type: the objects themselves, a Table or PartialObjectMetadata. It
 // reports false when it cannot serve what they ask for.
