@@ -12,36 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minictl/minictl/apiserver"
+	"github.com/minictl/minictl/internal/hostile"
 	"github.com/minictl/minictl/internal/testenv"
 )
-
-// nested is a JSON value of depth levels: {"a":{"a":...1...}}.
-func nested(depth int) string {
-	return strings.Repeat(`{"a":`, depth) + "1" + strings.Repeat("}", depth)
-}
-
-// yamlAliasBomb is the "billion laughs": nine levels of nine aliases of the
-// level below, a few hundred bytes that expand to 9^9 strings.
-func yamlAliasBomb() string {
-	var b strings.Builder
-	b.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\n")
-	b.WriteString(`l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]` + "\n")
-	for i := 1; i < 9; i++ {
-		a := fmt.Sprintf("*l%d", i-1)
-		fmt.Fprintf(&b, "l%d: &l%d [%s]\n", i, i, strings.Repeat(a+",", 8)+a)
-	}
-	return b.String()
-}
-
-// jsonPatchBomb adds an array and copies it into itself copies times, which
-// doubles it each time.
-func jsonPatchBomb(copies int) string {
-	ops := []string{`{"op":"add","path":"/bomb","value":["` + strings.Repeat("x", 1000) + `"]}`}
-	for range copies {
-		ops = append(ops, `{"op":"copy","from":"/bomb","path":"/bomb/-"}`)
-	}
-	return "[" + strings.Join(ops, ",") + "]"
-}
 
 // TestRequestLimits sends bodies built to cost far more to decode or apply
 // than their size, and checks that each is refused with a Status naming the
@@ -66,16 +39,16 @@ func TestRequestLimits(t *testing.T) {
 		reason      metav1.StatusReason
 		names       string // the message must contain this, naming the limit
 	}{
-		{"JSON patch copying an array into itself", http.MethodPatch, cm, jsonPatch, jsonPatchBomb(18), 422, metav1.StatusReasonInvalid, fmt.Sprint(apiserver.DefaultMaxRequestBodyBytes)},
+		{"JSON patch copying an array into itself", http.MethodPatch, cm, jsonPatch, hostile.JSONPatchCopyBomb(18), 422, metav1.StatusReasonInvalid, fmt.Sprint(apiserver.DefaultMaxRequestBodyBytes)},
 		{"JSON patch of too many operations", http.MethodPatch, cm, jsonPatch, tooManyOps, 413, metav1.StatusReasonRequestEntityTooLarge, fmt.Sprint(apiserver.MaxJSONPatchOperations)},
-		{"JSON patch adding a deep value", http.MethodPatch, cm, jsonPatch, `[{"op":"add","path":"/deep","value":` + nested(deep) + `}]`, 400, metav1.StatusReasonBadRequest, fmt.Sprint(apiserver.MaxNestingDepth)},
-		{"merge patch 9,990 levels deep", http.MethodPatch, cm, mergePatch, `{"metadata":{"annotations":` + nested(9990) + `}}`, 400, metav1.StatusReasonBadRequest, fmt.Sprint(apiserver.MaxNestingDepth)},
-		{"merge patch one level too deep", http.MethodPatch, cm, mergePatch, `{"x":` + nested(deep-1) + `}`, 400, metav1.StatusReasonBadRequest, fmt.Sprint(apiserver.MaxNestingDepth)},
-		{"strategic merge patch too deep", http.MethodPatch, cm, strategicPtch, `{"metadata":{"annotations":` + nested(deep) + `}}`, 400, metav1.StatusReasonBadRequest, fmt.Sprint(apiserver.MaxNestingDepth)},
-		{"JSON body too deep", http.MethodPut, cm, jsonType, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"target"},"x":` + nested(9990) + `}`, 400, metav1.StatusReasonBadRequest, fmt.Sprint(apiserver.MaxNestingDepth)},
+		{"JSON patch adding a deep value", http.MethodPatch, cm, jsonPatch, `[{"op":"add","path":"/deep","value":` + hostile.Nested(deep) + `}]`, 400, metav1.StatusReasonBadRequest, fmt.Sprint(apiserver.MaxNestingDepth)},
+		{"merge patch 9,990 levels deep", http.MethodPatch, cm, mergePatch, `{"metadata":{"annotations":` + hostile.Nested(9990) + `}}`, 400, metav1.StatusReasonBadRequest, fmt.Sprint(apiserver.MaxNestingDepth)},
+		{"merge patch one level too deep", http.MethodPatch, cm, mergePatch, `{"x":` + hostile.Nested(deep-1) + `}`, 400, metav1.StatusReasonBadRequest, fmt.Sprint(apiserver.MaxNestingDepth)},
+		{"strategic merge patch too deep", http.MethodPatch, cm, strategicPtch, `{"metadata":{"annotations":` + hostile.Nested(deep) + `}}`, 400, metav1.StatusReasonBadRequest, fmt.Sprint(apiserver.MaxNestingDepth)},
+		{"JSON body too deep", http.MethodPut, cm, jsonType, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"target"},"x":` + hostile.Nested(9990) + `}`, 400, metav1.StatusReasonBadRequest, fmt.Sprint(apiserver.MaxNestingDepth)},
 		{"YAML body too deep", http.MethodPost, cmPath("default", ""), yamlType, "metadata:\n  name: deep\nx: " + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + "\n", 400, metav1.StatusReasonBadRequest, fmt.Sprint(apiserver.MaxNestingDepth)},
 		{"JSON patch test with no value, which panics the library", http.MethodPatch, cm, jsonPatch, `[{"op":"test","path":""}]`, 400, metav1.StatusReasonBadRequest, "no value"},
-		{"YAML alias bomb", http.MethodPost, cmPath("default", ""), yamlType, yamlAliasBomb(), 400, metav1.StatusReasonBadRequest, "aliasing"},
+		{"YAML alias bomb", http.MethodPost, cmPath("default", ""), yamlType, hostile.YAMLAliasBomb("bomb"), 400, metav1.StatusReasonBadRequest, "aliasing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rev := revision(t, env)
@@ -131,7 +104,7 @@ func TestRequestLimitsLeaveOrdinaryRequests(t *testing.T) {
 	}
 	// Depth counts the body's own object: the merge patch is one level,
 	// "x" holds the rest.
-	atLimit := `{"x":` + nested(apiserver.MaxNestingDepth-1) + `}`
+	atLimit := `{"x":` + hostile.Nested(apiserver.MaxNestingDepth-1) + `}`
 	patch[corev1.ConfigMap](t, env, cm, mergePatch, atLimit)
 	inString := `{"data":{"s":"\\\"` + strings.Repeat("[{", 500) + `"}}`
 	if got := patch[corev1.ConfigMap](t, env, cm, mergePatch, inString); len(got.Data["s"]) != 1002 {

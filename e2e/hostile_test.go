@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minictl/minictl/internal/hostile"
 	"github.com/minictl/minictl/internal/minitest"
 )
 
@@ -43,16 +44,16 @@ func TestHostileClients(t *testing.T) {
 	t.Run("bombs", func(t *testing.T) {
 		bombs := []struct{ name, method, path, contentType, body string }{
 			{"JSON patch copying an array into itself 30 times", "PATCH", "/api/v1/namespaces/default/configmaps/target",
-				"application/json-patch+json", copyBomb(30)},
+				"application/json-patch+json", hostile.JSONPatchCopyBomb(30)},
 			{"JSON patch of 10,001 operations", "PATCH", "/api/v1/namespaces/default/configmaps/target",
 				"application/json-patch+json", "[" + strings.Repeat(`{"op":"test","path":"/metadata/name","value":"target"},`, 10000) +
 					`{"op":"test","path":"/metadata/name","value":"target"}]`},
 			{"merge patch nested 9,990 deep", "PATCH", "/api/v1/namespaces/default/configmaps/target",
-				"application/merge-patch+json", nest(9990)},
+				"application/merge-patch+json", hostile.Nested(9990)},
 			{"create nested 9,990 deep", "POST", "/api/v1/namespaces/default/configmaps",
-				"application/json", `{"metadata":{"name":"deep"},"x":` + nest(9990) + `}`},
+				"application/json", `{"metadata":{"name":"deep"},"x":` + hostile.Nested(9990) + `}`},
 			{"YAML alias bomb", "POST", "/api/v1/namespaces/default/configmaps",
-				"application/yaml", billionLaughs()},
+				"application/yaml", hostile.YAMLAliasBomb("laughs")},
 		}
 		for _, b := range bombs {
 			code, status := c.do(b.method, b.path, b.contentType, b.body)
@@ -159,33 +160,6 @@ func TestHostileClients(t *testing.T) {
 	ready(t, c)
 	rssAfter := waitRSS(t, p, rssBefore)
 	t.Logf("RSS: %d MiB before, %d MiB after", rssBefore>>20, rssAfter>>20)
-}
-
-// copyBomb adds an array and copies it into itself copies times, which
-// would double it each time.
-func copyBomb(copies int) string {
-	ops := []string{`{"op":"add","path":"/bomb","value":["` + strings.Repeat("x", 1000) + `"]}`}
-	for range copies {
-		ops = append(ops, `{"op":"copy","from":"/bomb","path":"/bomb/-"}`)
-	}
-	return "[" + strings.Join(ops, ",") + "]"
-}
-
-func nest(depth int) string {
-	return strings.Repeat(`{"a":`, depth) + "1" + strings.Repeat("}", depth)
-}
-
-// billionLaughs is nine levels of nine aliases of the level below: a few
-// hundred bytes that expand to 9^9 strings.
-func billionLaughs() string {
-	var b strings.Builder
-	b.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: laughs\n")
-	b.WriteString(`l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]` + "\n")
-	for i := 1; i < 9; i++ {
-		a := fmt.Sprintf("*l%d", i-1)
-		fmt.Fprintf(&b, "l%d: &l%d [%s]\n", i, i, strings.Repeat(a+",", 8)+a)
-	}
-	return b.String()
 }
 
 // raiseOwnFileLimit makes sure this test process may open n files.
