@@ -99,6 +99,9 @@ func (s *Server) toJSON(mt string, body []byte) ([]byte, error) {
 	case mimeProtobuf:
 		return protobufToJSON(body)
 	case "application/yaml", "application/x-yaml", "text/yaml":
+		if err := checkYAMLSize(body); err != nil {
+			return nil, err
+		}
 		j, err := yaml.YAMLToJSON(body)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not valid YAML: %v", err))

@@ -49,6 +49,7 @@ func TestRequestLimits(t *testing.T) {
 		{"YAML body too deep", http.MethodPost, cmPath("default", ""), yamlType, "metadata:\n  name: deep\nx: " + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + "\n", 400, metav1.StatusReasonBadRequest, fmt.Sprint(apiserver.MaxNestingDepth)},
 		{"JSON patch test with no value, which panics the library", http.MethodPatch, cm, jsonPatch, `[{"op":"test","path":""}]`, 400, metav1.StatusReasonBadRequest, "no value"},
 		{"YAML alias bomb", http.MethodPost, cmPath("default", ""), yamlType, hostile.YAMLAliasBomb("bomb"), 400, metav1.StatusReasonBadRequest, "aliasing"},
+		{"YAML list of a million items", http.MethodPost, cmPath("default", ""), yamlType, hostile.YAMLLongList(3<<20 - 1024), 413, metav1.StatusReasonRequestEntityTooLarge, fmt.Sprint(apiserver.MaxYAMLSeparators)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rev := revision(t, env)

@@ -37,3 +37,16 @@ func JSONPatchCopyBomb(copies int) string {
 	}
 	return "[" + strings.Join(ops, ",") + "]"
 }
+
+// YAMLLongList is a ConfigMap of about size bytes of YAML whose x is a flow
+// list of one-character items: half a node per byte, each a microsecond or
+// more to parse.
+func YAMLLongList(size int) string {
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: long\nx: [")
+	for b.Len() < size-3 {
+		b.WriteString("1,")
+	}
+	b.WriteString("1]\n")
+	return b.String()
+}
