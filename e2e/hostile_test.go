@@ -54,6 +54,8 @@ func TestHostileClients(t *testing.T) {
 				"application/json", `{"metadata":{"name":"deep"},"x":` + hostile.Nested(9990) + `}`},
 			{"YAML alias bomb", "POST", "/api/v1/namespaces/default/configmaps",
 				"application/yaml", hostile.YAMLAliasBomb("laughs")},
+			{"YAML list of 1.5 million items", "POST", "/api/v1/namespaces/default/configmaps",
+				"application/yaml", hostile.YAMLLongList(3<<20 - 1024)},
 		}
 		for _, b := range bombs {
 			code, status := c.do(b.method, b.path, b.contentType, b.body)
