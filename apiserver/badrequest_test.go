@@ -90,7 +90,9 @@ func TestBadRequests(t *testing.T) {
 		{"invalid gracePeriodSeconds", http.MethodDelete, cmPath("default", "existing") + "?gracePeriodSeconds=soon", "", nil, 400, metav1.StatusReasonBadRequest, ""},
 		{"negative limit", http.MethodGet, cmPath("default", "") + "?limit=-1", "", nil, 400, metav1.StatusReasonBadRequest, ""},
 		{"invalid timeoutSeconds", http.MethodGet, cmPath("default", "") + "?watch=true&timeoutSeconds=x", "", nil, 400, metav1.StatusReasonBadRequest, ""},
-		{"invalid resourceVersionMatch", http.MethodGet, cmPath("default", "") + "?resourceVersion=1&resourceVersionMatch=Newest", "", nil, 400, metav1.StatusReasonBadRequest, ""},
+		// ListOptions are checked as kube-apiserver's ValidateListOptions: 422.
+		{"invalid resourceVersionMatch", http.MethodGet, cmPath("default", "") + "?resourceVersion=1&resourceVersionMatch=Newest", "", nil, 422, metav1.StatusReasonInvalid, ""},
+		{"resourceVersionMatch without a resourceVersion", http.MethodGet, cmPath("default", "") + "?resourceVersionMatch=NotOlderThan", "", nil, 422, metav1.StatusReasonInvalid, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := revision(t, env)

@@ -217,7 +217,7 @@ func TestListResourceVersion(t *testing.T) {
 
 	t.Run("Exact with resourceVersion=0 is refused", func(t *testing.T) {
 		do(t, env, http.MethodGet, cmPath("default", "")+"?resourceVersionMatch=Exact&resourceVersion=0", "", nil).
-			wantStatus(t, http.StatusBadRequest, metav1.StatusReasonBadRequest)
+			wantStatus(t, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid)
 	})
 
 	t.Run("a resourceVersion that is not a number", func(t *testing.T) {

@@ -77,12 +77,12 @@ func (s *Server) parseListOptions(r *http.Request, ri *requestInfo) (*listOption
 			return nil, err
 		}
 	}
+	validate := o.validateList
 	if ri.verb == "watch" {
-		if errs := o.validateWatch(); len(errs) > 0 {
-			return nil, apierrors.NewInvalid(schemaGroupKindOf(metav1.GroupName, "ListOptions"), "", errs)
-		}
-	} else if err := o.validateList(); err != nil {
-		return nil, err
+		validate = o.validateWatch
+	}
+	if errs := validate(); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schemaGroupKindOf(metav1.GroupName, "ListOptions"), "", errs)
 	}
 	if o.continueToken != "" && o.resourceVersion != "" && o.resourceVersion != "0" {
 		return nil, invalidListOption("resourceVersion", o.resourceVersion, "specifying resource version is not allowed when using continue")
@@ -90,31 +90,31 @@ func (s *Server) parseListOptions(r *http.Request, ri *requestInfo) (*listOption
 	return o, nil
 }
 
-// validateList checks the options of a list.
-func (o *listOptions) validateList() error {
-	switch o.rvMatch {
-	case "", metav1.ResourceVersionMatchNotOlderThan, metav1.ResourceVersionMatchExact:
-	default:
-		return invalidListOption("resourceVersionMatch", string(o.rvMatch), "must be NotOlderThan or Exact")
-	}
-	if o.rvMatch != "" && o.resourceVersion == "" {
-		return invalidListOption("resourceVersionMatch", string(o.rvMatch), "resourceVersionMatch is forbidden unless resourceVersion is provided")
-	}
-	if o.rvMatch == metav1.ResourceVersionMatchExact && o.resourceVersion == "0" {
-		return invalidListOption("resourceVersionMatch", string(o.rvMatch), "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"")
-	}
-	// The rest as kube-apiserver's ValidateListOptions: 422 Invalid.
+// validateList checks the options of a list as kube-apiserver's
+// ValidateListOptions does: resourceVersionMatch needs a resourceVersion,
+// no continue token, one of its two values, and not Exact with "0";
+// sendInitialEvents is for watches.
+func (o *listOptions) validateList() field.ErrorList {
 	var errs field.ErrorList
-	if o.rvMatch != "" && o.continueToken != "" {
-		errs = append(errs, field.Forbidden(field.NewPath("resourceVersionMatch"), "resourceVersionMatch is forbidden when continue is provided"))
+	match := field.NewPath("resourceVersionMatch")
+	if o.rvMatch != "" {
+		if o.resourceVersion == "" {
+			errs = append(errs, field.Forbidden(match, "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+		}
+		if o.continueToken != "" {
+			errs = append(errs, field.Forbidden(match, "resourceVersionMatch is forbidden when continue is provided"))
+		}
+		if o.rvMatch != metav1.ResourceVersionMatchExact && o.rvMatch != metav1.ResourceVersionMatchNotOlderThan {
+			errs = append(errs, field.NotSupported(match, o.rvMatch, []string{string(metav1.ResourceVersionMatchExact), string(metav1.ResourceVersionMatchNotOlderThan), ""}))
+		}
+		if o.rvMatch == metav1.ResourceVersionMatchExact && o.resourceVersion == "0" {
+			errs = append(errs, field.Forbidden(match, `resourceVersionMatch "exact" is forbidden for resourceVersion "0"`))
+		}
 	}
 	if o.sendInitialEvents != nil {
 		errs = append(errs, field.Forbidden(field.NewPath("sendInitialEvents"), "sendInitialEvents is forbidden for list"))
 	}
-	if len(errs) > 0 {
-		return apierrors.NewInvalid(schemaGroupKindOf(metav1.GroupName, "ListOptions"), "", errs)
-	}
-	return nil
+	return errs
 }
 
 // validateWatch checks the options of a watch as kube-apiserver's
