@@ -14,18 +14,26 @@ import (
 	"github.com/minictl/minictl/store"
 )
 
-// TestWatchCacheRelistsWhenItsEtcdWatchFails runs the server on a real
-// store whose watches can be made to fail, as an etcd watch fails when its
-// member loses the leader. The watch cache then lists again and closes
-// every watcher, so that clients watch again; and it follows a new etcd
-// watch, so that what is written afterwards reaches them.
-func TestWatchCacheRelistsWhenItsEtcdWatchFails(t *testing.T) {
+// startFlaky starts a server on a store whose watches can be made to fail,
+// with a namespace "flaky" to write in.
+func startFlaky(t *testing.T) (*testenv.Env, *flakyWatches) {
+	t.Helper()
 	flaky := &flakyWatches{}
 	env := testenv.StartWith(t, testenv.Options{Storage: func(st *store.Store) apiserver.Storage {
 		flaky.Store = st
 		return flaky
 	}})
 	createNamespace(t, env, "flaky")
+	return env, flaky
+}
+
+// TestWatchCacheRecoversWhenItsEtcdWatchFails runs the server on a real
+// store whose watches can be made to fail, as an etcd watch fails when its
+// member loses the leader. The watch cache then closes every watcher, so
+// that clients watch again, and follows a new etcd watch, so that what is
+// written afterwards reaches them and its lists stay current.
+func TestWatchCacheRecoversWhenItsEtcdWatchFails(t *testing.T) {
+	env, flaky := startFlaky(t)
 	pods := podPath("flaky", "")
 	from := get[corev1.PodList](t, env, pods).ResourceVersion
 	s := watch(t, env, pods+"?watch=true&resourceVersion="+from)
@@ -50,12 +58,7 @@ func TestWatchCacheRelistsWhenItsEtcdWatchFails(t *testing.T) {
 // is served from the window, even though etcd's revision moved on
 // meanwhile: nothing to list again, nothing lost.
 func TestWatchersResumeAfterTheEtcdWatchFails(t *testing.T) {
-	flaky := &flakyWatches{}
-	env := testenv.StartWith(t, testenv.Options{Storage: func(st *store.Store) apiserver.Storage {
-		flaky.Store = st
-		return flaky
-	}})
-	createNamespace(t, env, "flaky")
+	env, flaky := startFlaky(t)
 	pods := podPath("flaky", "")
 	from := get[corev1.PodList](t, env, pods).ResourceVersion
 	s := watch(t, env, pods+"?watch=true&resourceVersion="+from)

@@ -233,15 +233,7 @@ func TestEtcdClusterFailover(t *testing.T) {
 
 	stopWriters()
 	end := l.writeEnd(ctx, servers[1])
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		cancelWatchers()
-		<-done
-		t.Error("the watchers did not all reach the end marker within 30s")
-	}
+	awaitWatchers(t, &wg, cancelWatchers)
 	l.report()
 	l.checkStored(ctx, servers[1])
 	l.checkWatch(logs, end)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,6 +52,21 @@ type seenEvent struct {
 	name string
 	op   string // the write whose state the object holds
 	rv   int64
+}
+
+// awaitWatchers waits up to 30s for the watchers in wg, each of which ends
+// once it has seen the end marker; then it cancels those left, and fails.
+func awaitWatchers(t *testing.T, wg *sync.WaitGroup, cancel context.CancelFunc) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cancel()
+		<-done
+		t.Error("the watchers did not all reach the end marker within 30s")
+	}
 }
 
 // watchOptions shape a watcher.

@@ -75,16 +75,7 @@ func TestWatchPromise(t *testing.T) {
 	stopWriters()
 	end := l.writeEnd(ctx, servers[0])
 
-	// Every watcher ends once it has seen the end marker.
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		cancelWatchers()
-		<-done
-		t.Error("the watchers did not all reach the end marker within 30s")
-	}
+	awaitWatchers(t, &wg, cancelWatchers)
 	l.report()
 	l.checkStored(ctx, servers[0])
 	l.checkWatch(logs, end)
