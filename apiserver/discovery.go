@@ -26,6 +26,10 @@ func (s *Server) version(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiVersions(w http.ResponseWriter, r *http.Request) {
+	if wantsAggregated(r) {
+		writeAggregated(w, r, aggregatedDiscovery(s.resources, true))
+		return
+	}
 	writeJSON(w, http.StatusOK, &metav1.APIVersions{
 		TypeMeta:                   metav1.TypeMeta{Kind: "APIVersions"},
 		Versions:                   []string{"v1"},
@@ -71,6 +75,10 @@ func containsVersion(vs []metav1.GroupVersionForDiscovery, v metav1.GroupVersion
 }
 
 func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
+	if wantsAggregated(r) {
+		writeAggregated(w, r, aggregatedDiscovery(s.resources, false))
+		return
+	}
 	gs := groups(s.resources)
 	for i := range gs {
 		gs[i].TypeMeta = metav1.TypeMeta{}
@@ -109,22 +117,8 @@ func (s *Server) resourceList(group, ver string) http.HandlerFunc {
 			GroupVersion: gv.APIVersion(),
 		}
 		for _, res := range s.resources {
-			if res.Group != group || res.Version != ver {
-				continue
-			}
-			list.APIResources = append(list.APIResources, metav1.APIResource{
-				Name: res.Plural, SingularName: res.Singular, Namespaced: res.Namespaced,
-				Kind: res.Kind, Verbs: objectVerbs, ShortNames: res.ShortNames, Categories: res.Categories,
-			})
-			for _, sub := range res.Subresources {
-				ar := metav1.APIResource{Name: res.Plural + "/" + sub, Namespaced: res.Namespaced, Kind: res.Kind, Verbs: subVerbs[sub]}
-				switch sub {
-				case "scale":
-					ar.Group, ar.Version, ar.Kind = "autoscaling", "v1", "Scale"
-				case "binding":
-					ar.Kind = "Binding"
-				}
-				list.APIResources = append(list.APIResources, ar)
+			if res.Group == group && res.Version == ver {
+				list.APIResources = append(list.APIResources, apiResources(res)...)
 			}
 		}
 		if list.APIResources == nil {
@@ -133,4 +127,24 @@ func (s *Server) resourceList(group, ver string) http.HandlerFunc {
 		}
 		writeJSON(w, http.StatusOK, list)
 	}
+}
+
+// apiResources describes res for discovery: the resource, then each of its
+// subresources.
+func apiResources(res *api.Resource) []metav1.APIResource {
+	out := []metav1.APIResource{{
+		Name: res.Plural, SingularName: res.Singular, Namespaced: res.Namespaced,
+		Kind: res.Kind, Verbs: objectVerbs, ShortNames: res.ShortNames, Categories: res.Categories,
+	}}
+	for _, sub := range res.Subresources {
+		ar := metav1.APIResource{Name: res.Plural + "/" + sub, Namespaced: res.Namespaced, Kind: res.Kind, Verbs: subVerbs[sub]}
+		switch sub {
+		case "scale":
+			ar.Group, ar.Version, ar.Kind = "autoscaling", "v1", "Scale"
+		case "binding":
+			ar.Kind = "Binding"
+		}
+		out = append(out, ar)
+	}
+	return out
 }
