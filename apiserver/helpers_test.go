@@ -188,14 +188,21 @@ func revision(t testing.TB, env *testenv.Env) int64 {
 // it saw, for the failure message.
 func eventually(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
+	eventuallyWithin(t, waitTimeout, what, cond)
+}
+
+// eventuallyWithin is eventually with a deadline of its own, for state the
+// server reaches on a period of its own.
+func eventuallyWithin(t testing.TB, wait time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
 	for {
 		ok, saw := cond()
 		if ok {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true after %v; last saw: %s", what, waitTimeout, saw)
+			t.Fatalf("%s: not true after %v; last saw: %s", what, wait, saw)
 		}
 		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
 	}

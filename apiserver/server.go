@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"sync"
 	"time"
@@ -76,6 +77,15 @@ type Config struct {
 	// DefaultMaxMutatingRequestsInflight; negative: no limit. The system's
 	// components have seats of their own (flowschema.go).
 	MaxRequestsInflight, MaxMutatingRequestsInflight int
+	// AdvertiseAddress is the address the server publishes in the
+	// kubernetes Service's Endpoints (kube-apiserver's
+	// --advertise-address); invalid: chosen from the listener
+	// (kubernetesservice.go).
+	AdvertiseAddress netip.Addr
+	// ServiceClusterIPRange is the range cluster IPs come from; the
+	// kubernetes Service has its first address. Invalid:
+	// DefaultServiceClusterIPRange.
+	ServiceClusterIPRange netip.Prefix
 }
 
 // Server is minictl's API server: kube-apiserver's REST API over one etcd.
@@ -95,6 +105,15 @@ type Server struct {
 	corsOrigins []*regexp.Regexp
 	// tolerations are the default NoExecute toleration seconds, by taint.
 	tolerations map[string]int64
+	// serviceRange is Config.ServiceClusterIPRange, defaulted.
+	serviceRange netip.Prefix
+	// advertiseAddr is Config.AdvertiseAddress; advertised, where the
+	// server says it is, is set from it and the first listener Serve is
+	// given, before listening is closed.
+	advertiseAddr netip.Addr
+	advertised    netip.AddrPort
+	listening     chan struct{}
+	listenOnce    sync.Once
 
 	resources  api.Catalogue
 	stores     map[*api.Resource]*resourceStore
@@ -133,6 +152,9 @@ func New(cfg Config) (*Server, error) {
 			corev1.TaintNodeUnreachable: cmp.Or(cfg.DefaultUnreachableTolerationSeconds, api.DefaultTolerationSeconds),
 		},
 		requestTimeout: cmp.Or(cfg.RequestTimeout, DefaultRequestTimeout),
+		serviceRange:   cfg.ServiceClusterIPRange,
+		advertiseAddr:  cfg.AdvertiseAddress,
+		listening:      make(chan struct{}),
 		resources:      cfg.Resources,
 		stores:         map[*api.Resource]*resourceStore{},
 		caches:         map[*api.Resource]*watchCache{},
@@ -149,6 +171,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.resources == nil {
 		s.resources = api.Resources()
+	}
+	if !s.serviceRange.IsValid() {
+		s.serviceRange = DefaultServiceClusterIPRange
 	}
 	if s.registry == nil {
 		s.registry = prometheus.NewRegistry()
@@ -192,8 +217,9 @@ func inflightLimit(n, def int) int {
 	return n
 }
 
-// Ready is closed once the server can answer: every watch cache is filled
-// and the built-in namespaces exist.
+// Ready is closed once the server can answer: every watch cache is filled,
+// and the built-in namespaces and the kubernetes Service exist (the latter
+// once Serve has been given a listener).
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
 // Run starts the watch caches and creates the built-in namespaces, then
@@ -225,11 +251,16 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		}
 	}
-	if !s.keepNamespaces(ctx) {
+	if !s.keepNamespaces(ctx) || !s.publishKubernetesService(ctx) {
 		return nil
 	}
 	close(s.ready)
 	s.log.Info("api server ready")
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.keepKubernetesService(ctx)
+	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -313,6 +344,10 @@ func (s *Server) ensureNamespaces(ctx context.Context) error {
 // out as crosssite.go says, and the requests in flight are bounded as
 // inflight.go says.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	s.listenOnce.Do(func() {
+		s.advertised = advertisedAddress(s.advertiseAddr, ln.Addr())
+		close(s.listening)
+	})
 	srv := s.timeouts.Server(s.crossSite(ln.Addr(), s.flow.limitInflight(s.handler)))
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	errc := make(chan error, 1)

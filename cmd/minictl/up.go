@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,9 @@ type serverFlags struct {
 	requestTimeout time.Duration
 	// watchCacheSize is the events each resource's watch cache keeps.
 	watchCacheSize int
+	// advertiseAddress and serviceRange place the kubernetes Service.
+	advertiseAddress netip.Addr
+	serviceRange     netip.Prefix
 }
 
 func (f *serverFlags) bind(fs *flag.FlagSet) {
@@ -57,6 +61,8 @@ func (f *serverFlags) bind(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxRequestsInflight, "max-requests-inflight", apiserver.DefaultMaxRequestsInflight, "how many read-only requests of clients other than minictl's own components may run at once; beyond, 429 TooManyRequests (0: no limit)")
 	fs.IntVar(&f.maxMutatingRequestsInflight, "max-mutating-requests-inflight", apiserver.DefaultMaxMutatingRequestsInflight, "how many mutating requests of clients other than minictl's own components may run at once; beyond, 429 TooManyRequests (0: no limit)")
 	fs.IntVar(&f.watchCacheSize, "default-watch-cache-size", apiserver.DefaultWatchCacheSize, "how many recent events each resource's watch cache keeps, so that a watch resuming from an older resourceVersion than the newest is served from memory; one older than them all is served by etcd, or 410 Gone once compacted")
+	fs.TextVar(&f.advertiseAddress, "advertise-address", netip.Addr{}, "the IP address the API server publishes in the kubernetes Service's Endpoints (default: the listen address, or this machine's first global IPv4 address when listening on loopback)")
+	fs.TextVar(&f.serviceRange, "service-cluster-ip-range", apiserver.DefaultServiceClusterIPRange, "the IPv4 range Services' cluster IPs come from; the kubernetes Service has its first address")
 	fs.BoolVar(&f.profiling, "profiling", false, "serve Go's CPU, heap and allocation profiles at /debug/pprof/ on the API port (for go tool pprof)")
 }
 
@@ -143,6 +149,9 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // still-running API server), then the API server (stop accepting, end
 // watches), then etcd.
 func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFlags, log *slog.Logger, bus *timeline.Bus, stdout io.Writer, dataDir string) error {
+	if r := sf.serviceRange; !r.Addr().Is4() || r.Bits() > 30 {
+		return fmt.Errorf("--service-cluster-ip-range %s: give an IPv4 range of at least 4 addresses, such as 10.96.0.0/12 (Services are single-stack IPv4)", r)
+	}
 	start := time.Now()
 	if sf.watchCacheSize < 1 {
 		return fmt.Errorf("--default-watch-cache-size must be at least 1, not %d (minictl serves every resource from its watch cache)", sf.watchCacheSize)
@@ -184,6 +193,8 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		CORSAllowedOrigins:                  splitList(sf.corsAllowedOrigins),
 		MaxRequestsInflight:                 noLimitIfZero(sf.maxRequestsInflight),
 		MaxMutatingRequestsInflight:         noLimitIfZero(sf.maxMutatingRequestsInflight),
+		AdvertiseAddress:                    sf.advertiseAddress,
+		ServiceClusterIPRange:               sf.serviceRange,
 	})
 	if err != nil {
 		return err
