@@ -258,7 +258,13 @@ func newWatchCheck(l *ledger, end int64) *watchCheck {
 	defer l.mu.Unlock()
 	c := &watchCheck{t: l.t, ops: l.ops, history: history, end: end, deletes: map[string]*op{}, deleteRV: map[*op]int64{}}
 	for _, o := range l.ops {
-		if o.typ == watch.Deleted && o.prev != nil {
+		// Two deletes of one state may have been sent (the first one's
+		// answer lost): at most one landed, and a DELETED event is that
+		// one.
+		if o.typ != watch.Deleted || o.prev == nil {
+			continue
+		}
+		if d := c.deletes[o.prev.id]; d == nil || !d.landed {
 			c.deletes[o.prev.id] = o
 		}
 	}
