@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/netip"
-	"reflect"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,8 +26,9 @@ import (
 //
 // Every minictl API server of one cluster runs on the same machine, so
 // they advertise one address: the Endpoints have one, and an API server
-// finding its address listed leaves the Endpoints as they are, rather than
-// taking turns with the others over the port.
+// finding its address listed leaves the Endpoints (and the Service's
+// target port) as they are, rather than taking turns with the others over
+// the port, which each has its own of.
 //
 // The port is the one the API server listens on (minictl's plain listener,
 // until it has a secure port of its own); the address is the listener's,
@@ -174,7 +174,7 @@ func (s *Server) reconcileKubernetesService(ctx context.Context, addr netip.Addr
 		if _, err := s.createObject(ctx, rs, svc, false); err != nil && !isAlreadyExists(err) {
 			return err
 		}
-	case !reflect.DeepEqual(cached.obj.(*corev1.Service).Spec.Ports, ports):
+	case !servesHTTPS(cached.obj.(*corev1.Service)):
 		_, err := s.updateObject(ctx, rs, metav1.NamespaceDefault, kubernetesServiceName, modeMain, false, func(cur api.Object) (api.Object, error) {
 			cur.(*corev1.Service).Spec.Ports = ports
 			return cur, nil
@@ -221,6 +221,15 @@ func (s *Server) reconcileKubernetesEndpoints(ctx context.Context, addr netip.Ad
 		return cur, nil
 	})
 	return err
+}
+
+// servesHTTPS reports whether svc has the kubernetes Service's one port:
+// 443, named https. Its target port is the one of the API server that
+// created or last repaired it, as its Endpoints' port is (see
+// listsAddress), which the others leave alone.
+func servesHTTPS(svc *corev1.Service) bool {
+	p := svc.Spec.Ports
+	return len(p) == 1 && p[0].Name == "https" && p[0].Port == 443 && p[0].Protocol == corev1.ProtocolTCP
 }
 
 // listsAddress reports whether ep has ip among its ready addresses, on a
