@@ -33,29 +33,6 @@ func ValidateUpdate(crd, old *apiextensionsv1.CustomResourceDefinition) field.Er
 	return nil
 }
 
-// Schema is one served version's structural schema, compiled once.
-type Schema struct{}
-
-// NewSchema compiles version's schema of crd (its own or the top-level
-// one). A definition Validate accepted always compiles.
-func NewSchema(crd *apiextensionsv1.CustomResourceDefinition, version string) (*Schema, error) {
-	return &Schema{}, nil
-}
-
-// Prune drops from obj (a whole custom object) every field the schema does
-// not know, as kube-apiserver does when it decodes one, and returns the
-// paths it dropped, for fieldValidation=Strict and Warn.
-func (s *Schema) Prune(obj map[string]any) (unknown []string) { return nil }
-
-// Default sets the schema's defaults in obj, where a field is missing.
-func (s *Schema) Default(obj map[string]any) {}
-
-// Validate checks a custom object against the schema and its CEL rules,
-// metadata included (name, and the embedded resources'); old is the object
-// an update replaces (nil on create), for transition rules that use oldSelf
-// and for ratcheting.
-func (s *Schema) Validate(obj, old map[string]any) field.ErrorList { return nil }
-
 // TypeConverter returns the converter server-side apply types crd's
 // objects with: every served version's schema, as structured-merge-diff
 // needs it (list types and map keys included).
