@@ -198,17 +198,19 @@ func (s *Schema) validateOpenAPI(obj, old map[string]any) field.ErrorList {
 	}
 	var errs field.ErrorList
 	for _, err := range res.Errors {
-		errs = append(errs, openAPIError(err))
+		errs = append(errs, openAPIError(nil, err))
 	}
 	return ratchet(errs, obj, old)
 }
 
-func openAPIError(err error) *field.Error {
+// openAPIError words one finding of kube-openapi's validator as a field
+// error below base (nil for a whole object).
+func openAPIError(base *field.Path, err error) *field.Error {
 	verr, ok := err.(*openapierrors.Validation)
 	if !ok {
-		return field.Invalid(nil, "", err.Error())
+		return field.Invalid(base, "", err.Error())
 	}
-	var pth *field.Path
+	pth := base
 	if verr.Name != "" && verr.Name != "." {
 		pth = pth.Child(strings.TrimPrefix(verr.Name, "."))
 	}
