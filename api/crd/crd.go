@@ -10,15 +10,3 @@
 // itself: kube-openapi's validator and cel-go. Of apiextensions-apiserver
 // the main module imports only the wire types, as it imports k8s.io/api.
 package crd
-
-import (
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/util/managedfields"
-)
-
-// TypeConverter returns the converter server-side apply types crd's
-// objects with: every served version's schema, as structured-merge-diff
-// needs it (list types and map keys included).
-func TypeConverter(crd *apiextensionsv1.CustomResourceDefinition) (managedfields.TypeConverter, error) {
-	return managedfields.NewDeducedTypeConverter(), nil
-}
