@@ -19,6 +19,7 @@ import (
 type Schema struct {
 	group, version, kind string
 	namespaced           bool
+	scale                *apiextensionsv1.CustomResourceSubresourceScale
 
 	root      *structural
 	validator *validate.SchemaValidator
@@ -42,6 +43,9 @@ func NewSchema(crd *apiextensionsv1.CustomResourceDefinition, version string) (*
 		version:    version,
 		kind:       crd.Spec.Names.Kind,
 		namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
+	}
+	if v.Subresources != nil {
+		s.scale = v.Subresources.Scale
 	}
 	props := versionSchema(v)
 	if props == nil {
@@ -137,9 +141,9 @@ func pruneDefaults(s *structural) {
 // metadata included (name, and the embedded resources'); old is the object
 // an update replaces (nil on create), for transition rules that use oldSelf
 // and for ratcheting. The steps are kube-apiserver's: type meta first (and
-// alone), then metadata, the OpenAPI schema, embedded resources, list
-// types, and the CEL rules last, only when nothing before them found a
-// value of the wrong type.
+// alone), then metadata, the OpenAPI schema, the scale subresource's
+// fields, embedded resources, list types, and the CEL rules last, only
+// when nothing before them found a value of the wrong type.
 func (s *Schema) Validate(obj, old map[string]any) field.ErrorList {
 	u := &unstructured.Unstructured{Object: obj}
 	if errs := s.validateTypeMeta(u); len(errs) > 0 {
@@ -153,6 +157,7 @@ func (s *Schema) Validate(obj, old map[string]any) field.ErrorList {
 		errs = append(errs, metavalidation.ValidateObjectMetaAccessorUpdate(u, &unstructured.Unstructured{Object: old}, metaPath)...)
 	}
 	errs = append(errs, s.validateOpenAPI(obj, old)...)
+	errs = append(errs, validateScale(obj, s.scale)...)
 	errs = append(errs, validateEmbedded(nil, obj, s.root)...)
 	if old == nil || len(validateLists(nil, s.root, old)) == 0 {
 		errs = append(errs, validateLists(nil, s.root, obj)...)

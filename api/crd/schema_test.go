@@ -287,3 +287,24 @@ func TestValidateRatchetsUnchangedValues(t *testing.T) {
 		t.Errorf("update changing an invalid value to another invalid one: no errors")
 	}
 }
+
+func TestValidateScale(t *testing.T) {
+	crd := testCRD(t, `
+type: object
+properties:
+  spec: {type: object, properties: {replicas: {type: integer}}}
+  status: {type: object, properties: {replicas: {type: integer}, selector: {type: string}}}
+`)
+	sel := ".status.selector"
+	crd.Spec.Versions[0].Subresources = &apiextensionsv1.CustomResourceSubresources{Scale: &apiextensionsv1.CustomResourceSubresourceScale{
+		SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas", LabelSelectorPath: &sel}}
+	s, err := NewSchema(crd, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertErrors(t, s.Validate(obj(t, `{`+validBase+`,"spec":{"replicas":3},"status":{"replicas":2,"selector":"a=b"}}`), nil), nil)
+	assertErrors(t, s.Validate(obj(t, `{`+validBase+`,"spec":{"replicas":-1},"status":{"replicas":4294967296}}`), nil), []string{
+		`.spec.replicas: Invalid value: -1: should be a non-negative integer`,
+		`.status.replicas: Invalid value: 4294967296: should be less than or equal to 2147483647`,
+	})
+}
