@@ -3,6 +3,7 @@ package api
 import (
 	"slices"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,7 +14,7 @@ import (
 // functions each entry names live in the file of its kind group: pod.go,
 // podtemplate.go, service.go, core.go (namespaces, nodes, endpoints, events), config.go
 // (configmaps, secrets), quota.go (resourcequotas, limitranges),
-// coordination.go and apps.go; their Table columns live in table.go.
+// coordination.go, apps.go and admissionregistration.go; their Table columns live in table.go.
 var (
 	Namespaces = &Resource{
 		Version: "v1", Kind: "Namespace", Plural: "namespaces", Singular: "namespace",
@@ -135,11 +136,28 @@ var (
 		PrepareForStatusUpdate: updatePreparer(prepareDeploymentForStatusUpdate),
 		Table:                  deploymentTable,
 	}
+	MutatingWebhookConfigurations = &Resource{
+		Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration",
+		Plural: "mutatingwebhookconfigurations", Singular: "mutatingwebhookconfiguration",
+		Categories: []string{"api-extensions"},
+		New:        func() Object { return &admissionregistrationv1.MutatingWebhookConfiguration{} },
+		Default:    defaulter(defaultMutatingWebhookConfiguration), Validate: validator(validateMutatingWebhookConfiguration),
+		Table: mutatingWebhookConfigurationTable,
+	}
+	ValidatingWebhookConfigurations = &Resource{
+		Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration",
+		Plural: "validatingwebhookconfigurations", Singular: "validatingwebhookconfiguration",
+		Categories: []string{"api-extensions"},
+		New:        func() Object { return &admissionregistrationv1.ValidatingWebhookConfiguration{} },
+		Default:    defaulter(defaultValidatingWebhookConfiguration), Validate: validator(validateValidatingWebhookConfiguration),
+		Table: validatingWebhookConfigurationTable,
+	}
 )
 
 var all = Catalogue{
 	Namespaces, Pods, PodTemplates, Nodes, Services, Endpoints, ConfigMaps, Secrets, ServiceAccounts,
 	Events, ResourceQuotas, LimitRanges, Leases, ReplicaSets, Deployments,
+	MutatingWebhookConfigurations, ValidatingWebhookConfigurations,
 }
 
 // Resources returns the catalogue minictl serves, in discovery order.

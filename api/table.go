@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -630,4 +631,20 @@ var resourceQuotaTable = printer([]metav1.TableColumnDefinition{
 		}
 	}
 	return []any{q.Name, age(q.CreationTimestamp, now), strings.Join(requests, ", "), strings.Join(limits, ", ")}
+})
+
+// Admission webhooks.
+
+var webhooksColumn = metav1.TableColumnDefinition{Name: "Webhooks", Type: "integer", Description: "Webhooks indicates the number of webhooks in this configuration."}
+
+var mutatingWebhookConfigurationTable = printer([]metav1.TableColumnDefinition{
+	nameColumn, webhooksColumn, ageColumn,
+}, func(c *admissionregistrationv1.MutatingWebhookConfiguration, now time.Time) []any {
+	return []any{c.Name, int64(len(c.Webhooks)), age(c.CreationTimestamp, now)}
+})
+
+var validatingWebhookConfigurationTable = printer([]metav1.TableColumnDefinition{
+	nameColumn, webhooksColumn, ageColumn,
+}, func(c *admissionregistrationv1.ValidatingWebhookConfiguration, now time.Time) []any {
+	return []any{c.Name, int64(len(c.Webhooks)), age(c.CreationTimestamp, now)}
 })
