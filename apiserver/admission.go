@@ -19,22 +19,30 @@ import (
 // ValidationInterface or both. A write runs the chain twice:
 //
 //  1. every admit, in this order, once the object is defaulted and its
-//     server-set fields prepared, and before it is validated;
+//     server-set fields prepared, and before it is validated: the built-in
+//     plugins, then the mutating webhooks;
 //  2. every validate, in this order, once the object is valid, just
-//     before it is written.
+//     before it is written: the built-in plugins, then the validating
+//     webhooks, and ResourceQuota last, which charges only what every
+//     other step let through.
 //
 // The first plugin to refuse ends the write with its error. Each plugin
 // decides for itself which writes it acts on (operation, kind,
-// subresource, dry run). A delete has no object, so only the admit half
-// sees it; the binding and finalize subresources, which set one field
-// only the server's callers own, skip the chain. kube-apiserver's ServiceAccount plugin has no step here: a
+// subresource, dry run). A delete has no new object: both halves see it
+// with the object being deleted as the old one (the built-in plugins let
+// it through, webhooks may refuse it). The binding and finalize
+// subresources, which set one field only the server's callers own, skip
+// the chain. kube-apiserver's ServiceAccount plugin has no step here: a
 // pod's default service account is a default of the Pod kind, and minictl
-// mounts no tokens.
+// mounts no tokens. ValidatingAdmissionPolicy, when it comes, sits just
+// before ValidatingAdmissionWebhook, as in kube.
 var admissionChain = []admissionPlugin{
 	{name: "NamespaceLifecycle", admit: (*Server).admitNamespaceLifecycle},
 	{name: "LimitRanger", admit: (*Server).admitLimitRanges, validate: (*Server).validateLimitRanges},
 	{name: "DefaultTolerationSeconds", admit: (*Server).admitDefaultTolerationSeconds},
-	{name: "ResourceQuota", validate: (*Server).validateResourceQuota}, // last: it charges what the others let through
+	{name: "MutatingAdmissionWebhook", admit: (*Server).admitWebhooks},         // after the built-in mutating plugins
+	{name: "ValidatingAdmissionWebhook", validate: (*Server).validateWebhooks}, // after the built-in validating plugins
+	{name: "ResourceQuota", validate: (*Server).validateResourceQuota},         // last: it charges what the others let through
 }
 
 // admissionPlugin is one step of the admission chain.
@@ -65,10 +73,12 @@ type attributes struct {
 	op              admissionOp
 	res             *api.Resource
 	namespace, name string
+	subresource     string     // "status", or "" for the object itself
 	obj             api.Object // the object to be written; nil on delete
-	old             api.Object // the object before an update; nil otherwise
+	old             api.Object // the object before an update or a delete; nil on create
 	mode            updateMode // the part of the object an update changes
 	dryRun          bool
+	generated       bool // a create whose name was generated from metadata.generateName
 }
 
 // admit runs the mutating half of the admission chain.

@@ -114,14 +114,14 @@ func returnsDeletedObject(res *api.Resource) bool {
 // gone.
 func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, namespace, name string, opts *metav1.DeleteOptions) (api.Object, bool, error) {
 	dry := len(opts.DryRun) > 0
-	if err := s.admitDelete(ctx, rs.res, namespace, name, opts); err != nil {
-		return nil, false, err
-	}
 	for {
 		var removeNow bool
 		obj, err := rs.update(ctx, namespace, name, dry, func(cur api.Object) (api.Object, error) {
 			removeNow = false // the update may call this again, on a newer state
 			if err := checkPreconditions(rs.res, cur, opts.Preconditions); err != nil {
+				return nil, err
+			}
+			if err := s.admitDelete(ctx, rs.res, cur, opts); err != nil {
 				return nil, err
 			}
 			fins, policyChanged := policyFinalizers(cur, opts)
@@ -163,11 +163,21 @@ func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, namespace,
 	}
 }
 
-// admitDelete passes a delete through the admission chain. A delete has no
-// object to default or validate, so only the mutating half sees it, as in
-// kube-apiserver's delete handler.
-func (s *Server) admitDelete(ctx context.Context, res *api.Resource, namespace, name string, opts *metav1.DeleteOptions) error {
-	return s.admit(ctx, &attributes{op: opDelete, res: res, namespace: namespace, name: name, dryRun: len(opts.DryRun) > 0})
+// admitDelete passes the delete of old through both halves of the
+// admission chain, as kube-apiserver's delete validation does once it has
+// read the object: there is no new object, and nothing is reserved for a
+// delete.
+func (s *Server) admitDelete(ctx context.Context, res *api.Resource, old api.Object, opts *metav1.DeleteOptions) error {
+	a := &attributes{op: opDelete, res: res, namespace: old.GetNamespace(), name: old.GetName(), old: old, dryRun: len(opts.DryRun) > 0}
+	if err := s.admit(ctx, a); err != nil {
+		return err
+	}
+	release, err := s.validateAdmission(ctx, a)
+	if err != nil {
+		return err
+	}
+	release()
+	return nil
 }
 
 func checkPreconditions(res *api.Resource, cur api.Object, p *metav1.Preconditions) error {
@@ -337,7 +347,7 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, r
 // again from its current state, as a single delete decides.
 func (s *Server) deleteListed(ctx context.Context, rs *resourceStore, it *cachedObject, opts *metav1.DeleteOptions) ([]byte, error) {
 	if removableAsListed(rs.res, it.obj, opts) {
-		if err := s.admitDelete(ctx, rs.res, it.obj.GetNamespace(), it.obj.GetName(), opts); err != nil {
+		if err := s.admitDelete(ctx, rs.res, it.obj, opts); err != nil {
 			return nil, err
 		}
 		_, err := rs.remove(ctx, it.obj)

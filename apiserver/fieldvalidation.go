@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -88,9 +89,11 @@ func decodeStrictly(ctx context.Context, res *api.Resource, data []byte, obj api
 // `Warning: 299 - "message"` headers when the response starts.
 type warningsKey struct{}
 
-// warningSink collects a request's warnings.
+// warningSink collects a request's warnings; admission webhooks called
+// in parallel add to it at once.
 type warningSink struct {
-	msgs []string
+	mu   sync.Mutex
+	msgs []string // guarded by mu
 }
 
 // withWarnings returns ctx carrying a new sink for a request's warnings.
@@ -101,13 +104,21 @@ func withWarnings(ctx context.Context) (context.Context, *warningSink) {
 
 // addWarning adds a warning to the response of ctx's request, once.
 func addWarning(ctx context.Context, msg string) {
-	if ws, ok := ctx.Value(warningsKey{}).(*warningSink); ok && !slices.Contains(ws.msgs, msg) {
+	ws, ok := ctx.Value(warningsKey{}).(*warningSink)
+	if !ok {
+		return
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if !slices.Contains(ws.msgs, msg) {
 		ws.msgs = append(ws.msgs, msg)
 	}
 }
 
 // writeHeaders sets the Warning headers.
 func (ws *warningSink) writeHeaders(h http.Header) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
 	for _, m := range ws.msgs {
 		h.Add("Warning", "299 - "+strconv.Quote(m))
 	}

@@ -23,6 +23,10 @@ type metrics struct {
 	flowInqueue  *prometheus.GaugeVec   // priority_level, flow_schema: requests waiting for one
 	flowServed   *prometheus.CounterVec // priority_level, flow_schema: requests given a seat
 	flowRejected *prometheus.CounterVec // flow_schema, priority_level, reason
+
+	// Admission webhooks (webhook_admission.go).
+	webhookLatency    *prometheus.HistogramVec // name, type, operation, rejected
+	webhookRejections *prometheus.CounterVec   // name, type, operation, error_type, rejection_code
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -81,9 +85,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "apiserver_flowcontrol_rejected_requests_total",
 			Help: "Requests refused with 429 TooManyRequests, by flow schema, priority level and reason (concurrency-limit, queue-full, time-out, cancelled).",
 		}, []string{"flow_schema", "priority_level", "reason"}),
+		webhookLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "apiserver_admission_webhook_admission_duration_seconds",
+			Help:    "Admission webhook latency by webhook name, type (admit or validating), operation and whether it rejected the request.",
+			Buckets: []float64{0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10, 25},
+		}, []string{"name", "type", "operation", "rejected"}),
+		webhookRejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_admission_webhook_rejection_count",
+			Help: "Requests admission webhooks rejected, by webhook name, type, operation, error type (calling_webhook_error, apiserver_internal_error, no_error) and code.",
+		}, []string{"name", "type", "operation", "error_type", "rejection_code"}),
 	}
 	reg.MustRegister(m.requests, m.latency, m.watchers, m.etcdWatches, m.storageLatency, m.cacheEvents, m.closedSlow,
 		m.inflight, m.dropped, m.flowInflight, m.flowInqueue, m.flowServed, m.flowRejected,
+		m.webhookLatency, m.webhookRejections,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/internal/serving"
 	"github.com/minictl/minictl/internal/timeline"
+	"github.com/minictl/minictl/internal/webhook"
 )
 
 // Config configures a Server. Only Store is required.
@@ -121,6 +122,11 @@ type Server struct {
 	caches     map[*api.Resource]*watchCache
 	openapi    openAPIDocs // built on first request
 
+	// webhooks calls admission webhooks; mutatingHooks and validatingHooks
+	// are their configurations as the watch caches last had them.
+	webhooks                       *webhook.Client
+	mutatingHooks, validatingHooks hookSet
+
 	handler http.Handler
 	ready   chan struct{} // closed when caches are filled and the namespaces exist
 	done    chan struct{} // closed when the server stops: ends every watch
@@ -185,6 +191,9 @@ func New(cfg Config) (*Server, error) {
 		s.bookmark = 10 * time.Second
 	}
 	s.metrics = newMetrics(s.registry)
+	s.webhooks = webhook.NewClient(webhook.Options{
+		Resolver: webhook.ResolverFunc(s.resolveService), MaxResponseBytes: 2 * s.maxBody,
+	})
 	s.flow = newFlowControl(s.resources, flowControlConfig{
 		maxReadOnly: inflightLimit(cfg.MaxRequestsInflight, DefaultMaxRequestsInflight),
 		maxMutating: inflightLimit(cfg.MaxMutatingRequestsInflight, DefaultMaxMutatingRequestsInflight),
@@ -362,6 +371,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	err := srv.Shutdown(shutdownCtx)
 	<-errc
+	s.webhooks.Close() // its requests ended with the server's
 	return err
 }
 

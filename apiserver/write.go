@@ -100,7 +100,7 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Ob
 	if res.PrepareForCreate != nil {
 		res.PrepareForCreate(obj)
 	}
-	a := &attributes{op: opCreate, res: res, namespace: obj.GetNamespace(), name: obj.GetName(), obj: obj, dryRun: dry}
+	a := &attributes{op: opCreate, res: res, namespace: obj.GetNamespace(), name: obj.GetName(), obj: obj, dryRun: dry, generated: generated}
 	if err := s.admit(ctx, a); err != nil {
 		return nil, err
 	}
@@ -247,6 +247,9 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, namespace,
 			return obj, nil
 		}
 		a := &attributes{op: opUpdate, res: res, namespace: namespace, name: name, obj: obj, old: old, mode: mode, dryRun: dry}
+		if mode == modeStatus {
+			a.subresource = "status"
+		}
 		if err := s.admit(ctx, a); err != nil {
 			return nil, err
 		}
