@@ -144,7 +144,13 @@ func (s *Server) callHook(ctx context.Context, inv *invocation, a *attributes) (
 	var callErr *webhookCallError
 	switch {
 	case errors.As(err, &callErr):
-		code = http.StatusInternalServerError
+		// kube's code for a webhook that could not be called: the status
+		// it answered, or 503 when there was none to be had.
+		code = http.StatusServiceUnavailable
+		var sce *webhook.StatusCodeError
+		if errors.As(err, &sce) {
+			code = sce.Code
+		}
 		if h.failurePolicy() == admissionregistrationv1.Ignore {
 			s.log.Warn("admission webhook: failing open", "webhook", h.Name, "error", err)
 			err = nil
