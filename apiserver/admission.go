@@ -73,7 +73,7 @@ type attributes struct {
 	op              admissionOp
 	res             *api.Resource
 	namespace, name string
-	subresource     string     // "status", or "" for the object itself
+	subresource     string     // "status" or "scale", or "" for the object itself
 	obj             api.Object // the object to be written; nil on delete
 	old             api.Object // the object before an update or a delete; nil on create
 	mode            updateMode // the part of the object an update changes

@@ -159,7 +159,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, ri *requestI
 	default:
 		return newMethodNotAllowed(r.Method, r.URL.Path)
 	}
-	out, err := s.updateObject(r.Context(), rs, ri.namespace, ri.name, modeMain, dryRun(r), next)
+	out, err := s.updateObject(r.Context(), rs, ri.namespace, ri.name, modeScale, dryRun(r), next)
 	if err != nil {
 		return err
 	}

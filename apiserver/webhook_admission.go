@@ -15,6 +15,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -247,11 +248,11 @@ func (s *Server) admissionReview(inv *invocation, a *attributes) (*admissionv1.A
 	if hideName {
 		name = ""
 	}
-	obj, err := encodeAs(a.obj, inv.res, hideName)
+	obj, err := encodeFor(a, a.obj, inv.res, hideName)
 	if err != nil {
 		return nil, err
 	}
-	old, err := encodeAs(a.old, inv.res, false)
+	old, err := encodeFor(a, a.old, inv.res, false)
 	if err != nil {
 		return nil, err
 	}
@@ -268,6 +269,9 @@ func (s *Server) admissionReview(inv *invocation, a *attributes) (*admissionv1.A
 		return metav1.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Plural}
 	}
 	gvk := func(r *api.Resource) metav1.GroupVersionKind {
+		if a.subresource == "scale" {
+			return metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
+		}
 		return metav1.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
 	}
 	dryRun := a.dryRun
@@ -298,6 +302,20 @@ func dryRunValues(dry bool) []string {
 		return []string{metav1.DryRunAll}
 	}
 	return nil
+}
+
+// encodeFor is obj's JSON as a's webhooks see it: the object, or its
+// autoscaling/v1 Scale for a write of the scale subresource, as kube sends.
+func encodeFor(a *attributes, obj api.Object, res *api.Resource, hideName bool) (runtime.RawExtension, error) {
+	if a.subresource != "scale" || obj == nil || reflect.ValueOf(obj).IsNil() {
+		return encodeAs(obj, res, hideName)
+	}
+	sc, err := scaleOf(obj)
+	if err != nil {
+		return runtime.RawExtension{}, err
+	}
+	raw, err := json.Marshal(sc)
+	return runtime.RawExtension{Raw: raw}, err
 }
 
 // encodeAs is obj's JSON as an object of res (another version of its
@@ -389,7 +407,7 @@ func (s *Server) applyWebhookPatch(ctx context.Context, inv *invocation, a *attr
 		return false, apierrors.NewInternalError(fmt.Errorf("webhook %q: %w", inv.hook.Name, err))
 	}
 	hideName := a.op == opCreate && a.generated
-	orig, err := encodeAs(a.obj, inv.res, hideName)
+	orig, err := encodeFor(a, a.obj, inv.res, hideName)
 	if err != nil {
 		return false, apierrors.NewInternalError(err)
 	}
@@ -397,7 +415,7 @@ func (s *Server) applyWebhookPatch(ctx context.Context, inv *invocation, a *attr
 	if err != nil {
 		return false, apierrors.NewInternalError(fmt.Errorf("webhook %q: apply its patch: %w", inv.hook.Name, err))
 	}
-	obj, err := decodeInto(ctx, a.res, patched, fieldIgnore)
+	obj, err := decodeMutated(ctx, a, patched)
 	if err != nil {
 		return false, apierrors.NewInternalError(fmt.Errorf("webhook %q: decode its patched object: %w", inv.hook.Name, err))
 	}
@@ -418,6 +436,22 @@ func (s *Server) applyWebhookPatch(ctx context.Context, inv *invocation, a *attr
 	}
 	reflect.ValueOf(a.obj).Elem().Set(reflect.ValueOf(obj).Elem())
 	return true, nil
+}
+
+// decodeMutated is the object a's write holds once a webhook patched
+// what it was sent: the object, or, for the scale subresource, the object
+// with the patched Scale's replicas.
+func decodeMutated(ctx context.Context, a *attributes, patched []byte) (api.Object, error) {
+	if a.subresource != "scale" {
+		return decodeInto(ctx, a.res, patched, fieldIgnore)
+	}
+	var sc autoscalingv1.Scale
+	if err := json.Unmarshal(patched, &sc); err != nil {
+		return nil, err
+	}
+	obj := a.obj.DeepCopyObject().(api.Object)
+	setReplicas(obj, sc.Spec.Replicas)
+	return obj, nil
 }
 
 // prepareMutated does again to a webhook's result what the write did to

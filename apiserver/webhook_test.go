@@ -115,6 +115,14 @@ func (ws *webhookServer) serve(w http.ResponseWriter, r *http.Request) {
 		pt := admissionv1.PatchTypeJSONPatch
 		resp.PatchType = &pt
 		resp.Patch = []byte(`[{"op":"add","path":"/metadata/labels","value":{"patched":"true"}}]`)
+	case "/b":
+		pt := admissionv1.PatchTypeJSONPatch
+		resp.PatchType = &pt
+		resp.Patch = []byte(`[{"op":"add","path":"/metadata/labels/b","value":"yes"}]`)
+	case "/replicas":
+		pt := admissionv1.PatchTypeJSONPatch
+		resp.PatchType = &pt
+		resp.Patch = []byte(`[{"op":"replace","path":"/spec/replicas","value":2}]`)
 	case "/slow":
 		select {
 		case <-r.Context().Done():
@@ -458,5 +466,94 @@ func TestWebhookService(t *testing.T) {
 	}
 	if n := len(wrong.received("/deny")); n != 0 {
 		t.Errorf("the webhook with a certificate for another name got %d reviews", n)
+	}
+}
+
+// TestWebhookScale: a write of the scale subresource is sent as kube sends
+// it, an autoscaling/v1 Scale of deployments/scale, only to webhooks whose
+// rules name the subresource; a mutating webhook's patch of the Scale
+// changes the replicas written.
+func TestWebhookScale(t *testing.T) {
+	env := testenv.Start(t)
+	ws := newWebhookServer(t)
+	rule := func(resources ...string) []admissionregistrationv1.RuleWithOperations {
+		return []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: resources},
+		}}
+	}
+	main := hookFor("main.minictl.test", ws.url("/main"), ws.caBundle, admissionregistrationv1.Fail)
+	main.Rules = rule("deployments")
+	create[admissionregistrationv1.ValidatingWebhookConfiguration](t, env, validatingPath, validatingConfig("main", main))
+	scale := hookFor("scale.minictl.test", ws.url("/replicas"), ws.caBundle, admissionregistrationv1.Fail)
+	create[admissionregistrationv1.MutatingWebhookConfiguration](t, env, mutatingPath, &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "scale"},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name: scale.Name, ClientConfig: scale.ClientConfig, Rules: rule("deployments/scale"), FailurePolicy: scale.FailurePolicy,
+			SideEffects: scale.SideEffects, AdmissionReviewVersions: scale.AdmissionReviewVersions,
+		}},
+	})
+	const deploy = "/apis/apps/v1/namespaces/default/deployments"
+	create[map[string]any](t, env, deploy, map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web"},
+		"spec": map[string]any{"replicas": 1, "selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
+			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
+				"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "nginx"}}}}},
+	})
+	eventually(t, "the scale webhook takes effect", func() (bool, string) {
+		r := do(t, env, http.MethodPatch, deploy+"/web/scale?dryRun=All", mergePatch, `{"spec":{"replicas":5}}`)
+		return strings.Contains(string(r.body), `"replicas":2`), string(r.body)
+	})
+	mainBefore := len(ws.received("/main"))
+	do(t, env, http.MethodPatch, deploy+"/web/scale", mergePatch, `{"spec":{"replicas":5}}`).want(t, http.StatusOK)
+	var d struct {
+		Spec struct{ Replicas int32 } `json:"spec"`
+	}
+	do(t, env, http.MethodGet, deploy+"/web", "", nil).want(t, http.StatusOK).into(t, &d)
+	if d.Spec.Replicas != 2 {
+		t.Errorf("replicas %d after the webhook's patch of the Scale, want 2", d.Spec.Replicas)
+	}
+	reqs := ws.received("/replicas")
+	last := reqs[len(reqs)-1]
+	if last.SubResource != "scale" || last.Kind.Kind != "Scale" || last.Kind.Group != "autoscaling" || last.Resource.Resource != "deployments" ||
+		!strings.Contains(string(last.Object.Raw), `"replicas":5`) || !strings.Contains(string(last.OldObject.Raw), `"kind":"Scale"`) {
+		t.Errorf("scale review %+v object %s: want an autoscaling/v1 Scale of deployments/scale", last, last.Object.Raw)
+	}
+	if n := len(ws.received("/main")) - mainBefore; n != 0 {
+		t.Errorf("the webhook on deployments was called %d times for a scale", n)
+	}
+}
+
+// TestWebhookReinvocation: a mutating webhook with reinvocationPolicy
+// IfNeeded is called again when a later webhook changed the object; one
+// with Never is not.
+func TestWebhookReinvocation(t *testing.T) {
+	env := testenv.Start(t)
+	ws := newWebhookServer(t)
+	mutating := func(name, path string, policy admissionregistrationv1.ReinvocationPolicyType) *admissionregistrationv1.MutatingWebhookConfiguration {
+		h := hookFor(name+".minictl.test", ws.url(path), ws.caBundle, admissionregistrationv1.Fail)
+		return &admissionregistrationv1.MutatingWebhookConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Webhooks: []admissionregistrationv1.MutatingWebhook{{
+				Name: h.Name, ClientConfig: h.ClientConfig, Rules: h.Rules, FailurePolicy: h.FailurePolicy,
+				SideEffects: h.SideEffects, AdmissionReviewVersions: h.AdmissionReviewVersions, ReinvocationPolicy: &policy,
+			}},
+		}
+	}
+	// Configurations are called in the order of their names: a, then b.
+	create[admissionregistrationv1.MutatingWebhookConfiguration](t, env, mutatingPath, mutating("a", "/label", admissionregistrationv1.IfNeededReinvocationPolicy))
+	create[admissionregistrationv1.MutatingWebhookConfiguration](t, env, mutatingPath, mutating("b", "/b", admissionregistrationv1.NeverReinvocationPolicy))
+	eventually(t, "both webhooks take effect", func() (bool, string) {
+		r := do(t, env, http.MethodPost, podPath("default", "")+"?dryRun=All", jsonType, pod("probe", "", nil))
+		return len(ws.received("/b")) > 0, string(r.body)
+	})
+	a, b := len(ws.received("/label")), len(ws.received("/b"))
+	p := create[corev1.Pod](t, env, podPath("default", ""), pod("again", "", nil))
+	if da, db := len(ws.received("/label"))-a, len(ws.received("/b"))-b; da != 2 || db != 1 {
+		t.Errorf("calls: a %d, b %d; want a twice (b changed the object after it) and b once", da, db)
+	}
+	// a's second call set the labels anew, without b's.
+	if p.Labels["patched"] != "true" || p.Labels["b"] != "" {
+		t.Errorf("labels %v, want a's, as its second call left them", p.Labels)
 	}
 }

@@ -190,7 +190,8 @@ func validate(res *api.Resource, obj, old api.Object) error {
 type updateMode int
 
 const (
-	modeMain     updateMode = iota // PUT/PATCH of the object, or its scale: everything but status
+	modeMain     updateMode = iota // PUT/PATCH of the object: everything but status
+	modeScale                      // the scale subresource: as modeMain, seen by admission as a Scale
 	modeStatus                     // the status subresource: only status
 	modeInternal                   // binding and finalize: the server changes a field clients may not
 )
@@ -238,7 +239,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, namespace,
 		// moves the generation on when the spec changed; a status write
 		// keeps everything but the status and the metadata.
 		switch {
-		case mode == modeMain && res.PrepareForUpdate != nil:
+		case (mode == modeMain || mode == modeScale) && res.PrepareForUpdate != nil:
 			res.PrepareForUpdate(obj, old)
 		case mode == modeStatus:
 			res.PrepareStatusUpdate(obj, old)
@@ -247,8 +248,11 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, namespace,
 			return obj, nil
 		}
 		a := &attributes{op: opUpdate, res: res, namespace: namespace, name: name, obj: obj, old: old, mode: mode, dryRun: dry}
-		if mode == modeStatus {
+		switch mode {
+		case modeStatus:
 			a.subresource = "status"
+		case modeScale:
+			a.subresource = "scale"
 		}
 		if err := s.admit(ctx, a); err != nil {
 			return nil, err
