@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -82,6 +83,13 @@ type Resource struct {
 	// Table is how the kind prints in `kubectl get` (see table.go); nil
 	// means NAME and CREATED AT, kube-apiserver's default.
 	Table *Table
+
+	// TypeConverter types the kind's objects for server-side apply and
+	// managedFields (list types, map keys, atomic structs). nil means the
+	// API server's own: from the Go type's schema for a kind that has
+	// one, deduced from each object (everything atomic) for an
+	// unstructured kind. A custom resource's is crd.TypeConverter's.
+	TypeConverter managedfields.TypeConverter
 }
 
 // GroupVersion returns the resource's group and version.

@@ -88,13 +88,20 @@ func TestFieldValidation(t *testing.T) {
 	})
 }
 
-func TestServerSideApplyRefused(t *testing.T) {
+// A server-side apply names its object's kind and apiVersion, or is
+// refused as kube-apiserver refuses it.
+func TestServerSideApplyNamesItsKind(t *testing.T) {
 	env := testenv.Start(t)
 	create[corev1.ConfigMap](t, env, cmPath("default", ""), configMap("c", nil, nil))
 	st := do(t, env, http.MethodPatch, cmPath("default", "c")+"?fieldManager=kubectl", "application/apply-patch+yaml", "data: {a: b}").
-		wantStatus(t, http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType)
-	if !strings.Contains(st.Message, "client-side apply") {
-		t.Errorf("message %q does not point to client-side apply", st.Message)
+		wantStatus(t, http.StatusBadRequest, metav1.StatusReasonBadRequest)
+	if want := "invalid object type: /, Kind="; st.Message != want {
+		t.Errorf("message %q, want %q", st.Message, want)
+	}
+	cm := patch[corev1.ConfigMap](t, env, cmPath("default", "c")+"?fieldManager=kubectl", "application/apply-patch+yaml",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b}")
+	if cm.Data["a"] != "b" {
+		t.Errorf("applied data %v", cm.Data)
 	}
 }
 

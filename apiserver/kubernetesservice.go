@@ -171,11 +171,11 @@ func (s *Server) reconcileKubernetesService(ctx context.Context, addr netip.Addr
 			},
 		}
 		setTypeMeta(api.Services, svc)
-		if _, err := s.createObject(ctx, rs, svc, false); err != nil && !isAlreadyExists(err) {
+		if _, err := s.createObject(ctx, rs, svc, createOptions{manager: "kube-apiserver"}); err != nil && !isAlreadyExists(err) {
 			return err
 		}
 	case !servesHTTPS(cached.obj.(*corev1.Service)):
-		_, err := s.updateObject(ctx, rs, metav1.NamespaceDefault, kubernetesServiceName, modeMain, false, func(cur api.Object) (api.Object, error) {
+		_, err := s.updateObject(ctx, rs, metav1.NamespaceDefault, kubernetesServiceName, updateOptions{mode: modeMain, manager: "kube-apiserver"}, func(cur api.Object) (api.Object, error) {
 			cur.(*corev1.Service).Spec.Ports = ports
 			return cur, nil
 		})
@@ -207,7 +207,7 @@ func (s *Server) reconcileKubernetesEndpoints(ctx context.Context, addr netip.Ad
 			Subsets: want,
 		}
 		setTypeMeta(api.Endpoints, ep)
-		_, err := s.createObject(ctx, rs, ep, false)
+		_, err := s.createObject(ctx, rs, ep, createOptions{manager: "kube-apiserver"})
 		if err != nil && !isAlreadyExists(err) {
 			return err
 		}
@@ -216,7 +216,7 @@ func (s *Server) reconcileKubernetesEndpoints(ctx context.Context, addr netip.Ad
 	if listsAddress(cached.obj.(*corev1.Endpoints), ip) {
 		return nil
 	}
-	_, err := s.updateObject(ctx, rs, metav1.NamespaceDefault, kubernetesServiceName, modeMain, false, func(cur api.Object) (api.Object, error) {
+	_, err := s.updateObject(ctx, rs, metav1.NamespaceDefault, kubernetesServiceName, updateOptions{mode: modeMain, manager: "kube-apiserver"}, func(cur api.Object) (api.Object, error) {
 		cur.(*corev1.Endpoints).Subsets = want
 		return cur, nil
 	})

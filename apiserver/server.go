@@ -338,7 +338,7 @@ func (s *Server) ensureNamespaces(ctx context.Context) error {
 		ns := api.Namespaces.NewObject()
 		ns.SetName(name)
 		cctx, cancel := context.WithTimeout(ctx, s.requestTimeout)
-		_, err := s.createObject(cctx, rs, ns, false)
+		_, err := s.createObject(cctx, rs, ns, createOptions{manager: "kube-apiserver"})
 		cancel()
 		if err != nil && !isAlreadyExists(err) {
 			return fmt.Errorf("create namespace %s: %w", name, err)

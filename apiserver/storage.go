@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -62,6 +63,9 @@ type resourceStore struct {
 	// cache is the resource's watch cache, which the writes start from and
 	// tell what they write.
 	cache writeCache
+	// fields returns the resource's field managers, built on the first
+	// write.
+	fields func() (*fieldManagers, error)
 }
 
 // writeCache is what a resourceStore needs of its resource's watch cache,
@@ -80,7 +84,10 @@ type writeCache interface {
 }
 
 func newResourceStore(res *api.Resource, st Storage, cache writeCache, m *metrics) *resourceStore {
-	return &resourceStore{res: res, store: st, prefix: registryPrefix(res), metrics: m, cache: cache}
+	return &resourceStore{
+		res: res, store: st, prefix: registryPrefix(res), metrics: m, cache: cache,
+		fields: sync.OnceValues(func() (*fieldManagers, error) { return newFieldManagers(res) }),
+	}
 }
 
 // registryPrefix is where res's objects live: "/registry/<group>/<plural>/";

@@ -38,6 +38,12 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, ri *request
 		if err != nil {
 			return err
 		}
+		if isApply(r) {
+			return s.serveApply(w, r, ri, "status", fv)
+		}
+		if _, err := patchOptions(r); err != nil {
+			return err
+		}
 		apply, err := s.readPatch(r, ri.res.New())
 		if err != nil {
 			return err
@@ -46,7 +52,8 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, ri *request
 	default:
 		return newMethodNotAllowed(r.Method, r.URL.Path)
 	}
-	out, err := s.updateObject(r.Context(), rs, ri.namespace, ri.name, modeStatus, dryRun(r), next)
+	o := updateOptions{mode: modeStatus, dry: dryRun(r), subresource: "status", manager: managerOrUserAgent(r)}
+	out, err := s.updateObject(r.Context(), rs, ri.namespace, ri.name, o, next)
 	if err != nil {
 		return err
 	}
@@ -135,6 +142,9 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, ri *requestI
 			return cur, nil
 		}
 	case http.MethodPatch:
+		if _, err := patchOptions(r); err != nil {
+			return err
+		}
 		apply, err := s.readPatch(r, &autoscalingv1.Scale{})
 		if err != nil {
 			return err
@@ -159,7 +169,8 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, ri *requestI
 	default:
 		return newMethodNotAllowed(r.Method, r.URL.Path)
 	}
-	out, err := s.updateObject(r.Context(), rs, ri.namespace, ri.name, modeScale, dryRun(r), next)
+	o := updateOptions{mode: modeScale, dry: dryRun(r), subresource: "scale", manager: managerOrUserAgent(r)}
+	out, err := s.updateObject(r.Context(), rs, ri.namespace, ri.name, o, next)
 	if err != nil {
 		return err
 	}
@@ -195,7 +206,7 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, ri *reques
 	if b.Target.Name == "" {
 		return apierrors.NewInvalid(schemaGroupKindOf("", "Binding"), ri.name, nil)
 	}
-	_, err = s.updateObject(r.Context(), s.stores[api.Pods], ri.namespace, ri.name, modeInternal, dryRun(r), func(cur api.Object) (api.Object, error) {
+	_, err = s.updateObject(r.Context(), s.stores[api.Pods], ri.namespace, ri.name, updateOptions{mode: modeInternal, dry: dryRun(r)}, func(cur api.Object) (api.Object, error) {
 		pod := cur.(*corev1.Pod)
 		if pod.DeletionTimestamp != nil {
 			return nil, apierrors.NewConflict(api.Pods.GroupResource(), pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
@@ -248,7 +259,7 @@ func (s *Server) serveFinalize(w http.ResponseWriter, r *http.Request, ri *reque
 		return err
 	}
 	want := obj.(*corev1.Namespace).Spec.Finalizers
-	out, err := s.updateObject(r.Context(), s.stores[ri.res], "", ri.name, modeInternal, dryRun(r), func(cur api.Object) (api.Object, error) {
+	out, err := s.updateObject(r.Context(), s.stores[ri.res], "", ri.name, updateOptions{mode: modeInternal, dry: dryRun(r)}, func(cur api.Object) (api.Object, error) {
 		cur.SetResourceVersion(obj.GetResourceVersion())
 		cur.(*corev1.Namespace).Spec.Finalizers = want
 		return cur, nil

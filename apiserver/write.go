@@ -68,7 +68,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, ri *request
 		return err
 	}
 	dry := dryRun(r)
-	raw, err := s.createObject(r.Context(), s.stores[ri.res], obj, dry)
+	raw, err := s.createObject(r.Context(), s.stores[ri.res], obj, createOptions{dry: dry, manager: managerOrUserAgent(r)})
 	if err != nil {
 		return err
 	}
@@ -80,14 +80,23 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, ri *request
 	return nil
 }
 
+// createOptions say how a create is made and recorded.
+type createOptions struct {
+	dry bool
+	// manager is recorded in managedFields as the creator (an Update
+	// entry); "" records nothing, for an apply, whose entry is already
+	// there.
+	manager string
+}
+
 // createObject is the path of every create: server-set metadata,
-// defaults, mutating admission, validation, validating admission, then a
-// write that fails if the name is taken. Unless dry, it returns the
-// created object's JSON and obj belongs to the watch cache (see
-// resourceStore.create); a dry run leaves obj as it would have been
+// defaults, managedFields, mutating admission, validation, validating
+// admission, then a write that fails if the name is taken. Unless dry, it
+// returns the created object's JSON and obj belongs to the watch cache
+// (see resourceStore.create); a dry run leaves obj as it would have been
 // created.
-func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Object, dry bool) ([]byte, error) {
-	res := rs.res
+func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Object, o createOptions) ([]byte, error) {
+	res, dry := rs.res, o.dry
 	rvSet := resourceVersionSet(obj)
 	api.PrepareObjectMetaForCreate(obj, time.Now())
 	generated := obj.GetName() == "" && obj.GetGenerateName() != ""
@@ -99,6 +108,13 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Ob
 	}
 	if res.PrepareForCreate != nil {
 		res.PrepareForCreate(obj)
+	}
+	if o.manager != "" {
+		fm, err := rs.fields()
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		obj = recordUpdate(fm.main, res, nil, obj, o.manager)
 	}
 	a := &attributes{op: opCreate, res: res, namespace: obj.GetNamespace(), name: obj.GetName(), obj: obj, dryRun: dry, generated: generated}
 	if err := s.admit(ctx, a); err != nil {
@@ -196,15 +212,29 @@ const (
 	modeInternal                   // binding and finalize: the server changes a field clients may not
 )
 
+// updateOptions say what an update may change and how it is recorded.
+type updateOptions struct {
+	mode updateMode
+	dry  bool
+	// subresource is the one written ("status", "scale"), "" for the
+	// object itself: managedFields entries name it.
+	subresource string
+	// manager is recorded in managedFields for what the update changes
+	// (an Update entry); "" records nothing: an internal write, or an
+	// apply, whose next records its Apply entry itself.
+	manager string
+}
+
 // updateObject is the path of every update: the next state is computed
 // from the current one by next, the client's resourceVersion and uid (if
 // any) must still be current, server-set metadata is carried over
 // (api.PrepareObjectMetaForUpdate), the generation moves when the spec
-// does, and the result passes admission and validation before the
-// compare-and-swap write. An object whose deletion only waited for this
-// change (no finalizers left) is then removed.
-func (s *Server) updateObject(ctx context.Context, rs *resourceStore, namespace, name string, mode updateMode, dry bool, next updateFunc) (api.Object, error) {
-	res := rs.res
+// does, managedFields record the writer, and the result passes admission
+// and validation before the compare-and-swap write. An object whose
+// deletion only waited for this change (no finalizers left) is then
+// removed.
+func (s *Server) updateObject(ctx context.Context, rs *resourceStore, namespace, name string, o updateOptions, next updateFunc) (api.Object, error) {
+	res, mode, dry := rs.res, o.mode, o.dry
 	// Admission may reserve something for the write (an update that adds
 	// to an object's usage, a Service turned LoadBalancer, is charged to
 	// its quotas like a create). It is reserved again by each write attempt
@@ -246,6 +276,13 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, namespace,
 		}
 		if mode == modeInternal {
 			return obj, nil
+		}
+		if o.manager != "" {
+			fm, err := rs.fields()
+			if err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			obj = recordUpdate(fm.forSubresource(o.subresource), res, old, obj, o.manager)
 		}
 		a := &attributes{op: opUpdate, res: res, namespace: namespace, name: name, obj: obj, old: old, mode: mode, dryRun: dry}
 		switch mode {
@@ -300,7 +337,8 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, ri *request
 	if err := checkIdentity(ri.res, obj, ri.namespace, ri.name); err != nil {
 		return err
 	}
-	out, err := s.updateObject(r.Context(), s.stores[ri.res], ri.namespace, ri.name, modeMain, dryRun(r), func(api.Object) (api.Object, error) {
+	o := updateOptions{mode: modeMain, dry: dryRun(r), manager: managerOrUserAgent(r)}
+	out, err := s.updateObject(r.Context(), s.stores[ri.res], ri.namespace, ri.name, o, func(api.Object) (api.Object, error) {
 		return obj.DeepCopyObject().(api.Object), nil
 	})
 	if err != nil {
@@ -381,12 +419,12 @@ func strategicMergePatchError(err error) error {
 	return err
 }
 
-// errServerSideApply answers a server-side apply, which minictl does not
-// do: it would need managedFields and the structured merge of every kind.
+// errServerSideApply answers a server-side apply where minictl does not
+// serve one: the scale subresource.
 func errServerSideApply(mt string) *apierrors.StatusError {
 	se := newUnsupportedMediaType(mt, patchMediaTypes)
-	se.ErrStatus.Message = fmt.Sprintf("server-side apply (%s) is not supported by minictl; use client-side apply "+
-		"(kubectl apply without --server-side) or a merge, JSON or strategic merge patch; accepted media types are %v", mt, patchMediaTypes)
+	se.ErrStatus.Message = fmt.Sprintf("server-side apply (%s) of the scale subresource is not supported by minictl; "+
+		"apply to the object's spec.replicas, or use a merge, JSON or strategic merge patch; accepted media types are %v", mt, patchMediaTypes)
 	return se
 }
 
@@ -430,11 +468,18 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, ri *requestI
 	if err != nil {
 		return err
 	}
+	if isApply(r) {
+		return s.serveApply(w, r, ri, "", fv)
+	}
+	if _, err := patchOptions(r); err != nil {
+		return err
+	}
 	apply, err := s.readPatch(r, ri.res.New())
 	if err != nil {
 		return err
 	}
-	out, err := s.updateObject(r.Context(), s.stores[ri.res], ri.namespace, ri.name, modeMain, dryRun(r), func(cur api.Object) (api.Object, error) {
+	o := updateOptions{mode: modeMain, dry: dryRun(r), manager: managerOrUserAgent(r)}
+	out, err := s.updateObject(r.Context(), s.stores[ri.res], ri.namespace, ri.name, o, func(cur api.Object) (api.Object, error) {
 		return patchObject(r.Context(), ri.res, cur, apply, fv)
 	})
 	if err != nil {

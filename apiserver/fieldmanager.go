@@ -1,0 +1,169 @@
+package apiserver
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/minictl/minictl/api"
+)
+
+// Every write records who set which fields in metadata.managedFields, as
+// kube-apiserver does, with apimachinery's field manager (the one
+// kube-apiserver runs):
+//
+//   - create, update and every patch but apply record an Update entry for
+//     the writer (?fieldManager=, else the User-Agent up to its first
+//     "/"), of the fields it changed; a server-side apply records an Apply
+//     entry of the fields its configuration names, and may take them from
+//     others only with force (merge.go's conflicts, a 409 otherwise);
+//   - writes to status and scale record entries with that subresource;
+//   - managedFields a client sends replace the object's (an empty list
+//     resets them); an Apply may not send any.
+//
+// Each resource has one field manager per subresource, built once, on the
+// resource's type converter (typeconverter.go).
+
+// fieldManagers are one resource's field managers, by subresource.
+type fieldManagers struct {
+	main, status, scale *managedfields.FieldManager
+}
+
+// forSubresource returns the field manager of writes to sub ("",
+// "status" or "scale").
+func (f *fieldManagers) forSubresource(sub string) *managedfields.FieldManager {
+	switch sub {
+	case "status":
+		return f.status
+	case "scale":
+		return f.scale
+	}
+	return f.main
+}
+
+// newFieldManagers builds res's field managers. Main-resource writes do
+// not own status when the kind has a status subresource, and status
+// writes do not own spec (kube's reset fields).
+func newFieldManagers(res *api.Resource) (*fieldManagers, error) {
+	tc, err := typeConverterFor(res)
+	if err != nil {
+		return nil, err
+	}
+	gvk := res.GroupVersion().WithKind(res.Kind)
+	c := objectConvertor{res: res}
+	build := func(sub string, reset *fieldpath.Set) (*managedfields.FieldManager, error) {
+		var resetFields map[fieldpath.APIVersion]fieldpath.Filter
+		if reset != nil {
+			resetFields = map[fieldpath.APIVersion]fieldpath.Filter{
+				fieldpath.APIVersion(res.APIVersion()): fieldpath.NewExcludeSetFilter(reset),
+			}
+		}
+		if res.Unstructured() {
+			return managedfields.NewDefaultCRDFieldManager(tc, c, c, c, gvk, gvk.GroupVersion(), sub, resetFields)
+		}
+		return managedfields.NewDefaultFieldManager(tc, c, c, c, gvk, gvk.GroupVersion(), sub, resetFields)
+	}
+	var mainReset, statusReset *fieldpath.Set
+	if res.HasSubresource("status") {
+		mainReset = fieldpath.NewSet(fieldpath.MakePathOrDie("status"))
+		statusReset = fieldpath.NewSet(fieldpath.MakePathOrDie("spec"))
+	}
+	f := &fieldManagers{}
+	if f.main, err = build("", mainReset); err != nil {
+		return nil, err
+	}
+	if f.status, err = build("status", statusReset); err != nil {
+		return nil, err
+	}
+	if f.scale, err = build("scale", nil); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// objectConvertor is what the field manager needs to move res's objects
+// between their Go type and the unstructured maps structured-merge-diff
+// returns, and to default and create them. minictl serves one version of
+// each kind, so no conversion changes a version.
+type objectConvertor struct{ res *api.Resource }
+
+func (c objectConvertor) ConvertToVersion(in runtime.Object, _ runtime.GroupVersioner) (runtime.Object, error) {
+	u, ok := in.(*unstructured.Unstructured)
+	if !ok || c.res.Unstructured() {
+		return in, nil
+	}
+	out := c.res.NewObject()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+		return nil, fmt.Errorf("convert to %s: %w", c.res.Kind, err)
+	}
+	setTypeMeta(c.res, out)
+	return out, nil
+}
+
+func (c objectConvertor) Convert(in, out, _ any) error {
+	u, ok := in.(*unstructured.Unstructured)
+	if !ok {
+		return fmt.Errorf("convert %T: only unstructured objects convert", in)
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out)
+}
+
+func (c objectConvertor) ConvertFieldLabel(_ schema.GroupVersionKind, label, value string) (string, string, error) {
+	return label, value, nil
+}
+
+func (c objectConvertor) Default(obj runtime.Object) {
+	if o, ok := obj.(api.Object); ok && c.res.Default != nil {
+		c.res.Default(o)
+	}
+}
+
+func (c objectConvertor) New(schema.GroupVersionKind) (runtime.Object, error) {
+	return c.res.NewObject(), nil
+}
+
+// managerOrUserAgent is the field manager a write is recorded for: the
+// ?fieldManager= it names, else its User-Agent's product (what precedes
+// the first "/"), printable characters only, at most 128 bytes.
+func managerOrUserAgent(r *http.Request) string {
+	if m := r.URL.Query().Get("fieldManager"); m != "" {
+		return m
+	}
+	product, _, _ := strings.Cut(r.UserAgent(), "/")
+	var buf bytes.Buffer
+	for _, c := range product {
+		if !unicode.IsPrint(c) {
+			continue
+		}
+		if buf.Len()+utf8.RuneLen(c) > metav1validation.FieldManagerMaxLength {
+			break
+		}
+		buf.WriteRune(c)
+	}
+	return buf.String()
+}
+
+// recordUpdate sets obj's managedFields for a write other than an apply,
+// from old (the live object; nil on create) to obj, by manager.
+func recordUpdate(fm *managedfields.FieldManager, res *api.Resource, old, obj api.Object, manager string) api.Object {
+	if old == nil {
+		old = res.NewObject()
+	}
+	setTypeMeta(res, old)
+	setTypeMeta(res, obj)
+	out, ok := fm.UpdateNoErrors(old, obj, manager).(api.Object)
+	if !ok {
+		return obj
+	}
+	return out
+}
