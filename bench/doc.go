@@ -22,6 +22,7 @@
 //   - reconcile.go: a ReplicaSet scaled to 2,000 pods, and 200 replaced.
 //   - namespace.go: a namespace of 1,000 running pods deleted.
 //   - startup.go: `minictl up` to /readyz, empty and with 30,000 pods.
+//   - apply.go: server-side apply of an unchanged Deployment.
 //
 // Properties:
 //

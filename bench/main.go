@@ -27,19 +27,20 @@ type config struct {
 	nsPods           int
 	nsNodes          int
 	storedPods       int
+	applies          int
 	settle           time.Duration
 	reconcileTimeout time.Duration
 }
 
 var full = config{
 	reps: 3, createPods: 5000, lists: 10, watchers: 1000, watchPods: 200,
-	replicas: 2000, nodes: 20, nsPods: 1000, nsNodes: 10, storedPods: 30000,
+	replicas: 2000, nodes: 20, nsPods: 1000, nsNodes: 10, storedPods: 30000, applies: 2000,
 	settle: 2 * time.Second, reconcileTimeout: 180 * time.Second,
 }
 
 var quick = config{
 	reps: 1, createPods: 1000, lists: 5, watchers: 100, watchPods: 50,
-	replicas: 200, nodes: 2, nsPods: 100, nsNodes: 1, storedPods: 3000,
+	replicas: 200, nodes: 2, nsPods: 100, nsNodes: 1, storedPods: 3000, applies: 500,
 	settle: time.Second, reconcileTimeout: 60 * time.Second,
 }
 
@@ -58,6 +59,7 @@ var targets = map[string]*target{
 	"start-up/ready, empty data dir":                           {op: "<", value: 1000},
 	"start-up/ready, 30000 stored pods":                        {op: "<", value: 3000},
 	"memory/minictl up idle RSS":                               {op: "<", value: 100},
+	"apply/unchanged Deployment p99":                           {op: "<", value: 10},
 }
 
 // notes say how a figure was set up, where the name does not.
@@ -67,6 +69,8 @@ var notes = map[string]string{
 	"reconcile/ReplicaSet 0 → 2000: pods created":              "--nodes 20",
 	"namespace/namespace with 1000 running pods deleted: gone": "--nodes 10",
 	"memory/minictl up idle RSS":                               "defaults, 3 nodes",
+	"apply/unchanged Deployment p50":                           "server-side apply, one client",
+	"apply/unchanged Deployment p99":                           "server-side apply, one client",
 }
 
 type harness struct {
@@ -97,7 +101,7 @@ func run() error {
 	isQuick := flag.Bool("quick", false, "smaller counts and one repetition, for a fast look")
 	reps := flag.Int("reps", 0, "repetitions of each scenario (default 3, 1 with -quick)")
 	jsonPath := flag.String("json", "", "also write the results as JSON to this file")
-	only := flag.String("only", "", "comma-separated scenarios to run (create, watch, reconcile, namespace, startup); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (create, watch, reconcile, namespace, startup, apply); default all")
 	pprofDir := flag.String("pprof", "", "start minictl with --profiling and save CPU and allocation profiles of each scenario's first repetition here")
 	logDir := flag.String("logs", "", "keep each minictl's stderr log (and its /metrics at the end) in this directory")
 	createPods := flag.Int("create-pods", 0, "pods the create scenario creates (default 5000, 1000 with -quick)")
@@ -143,6 +147,7 @@ func run() error {
 		{"reconcile", h.runReconcile},
 		{"namespace", h.runNamespace},
 		{"startup", h.runStartup},
+		{"apply", h.runApply},
 	}
 	selected := map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {
