@@ -248,6 +248,16 @@ spec:
 	if ports := d.Spec.Template.Spec.Containers[0].Ports; len(ports) != 1 || ports[0].Protocol != corev1.ProtocolTCP {
 		t.Errorf("ports after dropping UDP: %+v", ports)
 	}
+
+	// A port applied without its protocol is the TCP one (the key's
+	// default), whatever another writer did to the object.
+	svc := "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  selector: {app: web}\n  ports:\n  - {port: 80, targetPort: 80}\n"
+	do(t, env, http.MethodPatch, "/api/v1/namespaces/default/services/web?fieldManager=ops", applyType, svc).want(t, http.StatusCreated)
+	patch[corev1.Service](t, env, "/api/v1/namespaces/default/services/web?fieldManager=labeler", mergePatch, `{"metadata":{"labels":{"a":"b"}}}`)
+	s := patch[corev1.Service](t, env, "/api/v1/namespaces/default/services/web?fieldManager=ops", applyType, svc)
+	if len(s.Spec.Ports) != 1 || s.Spec.Ports[0].Protocol != corev1.ProtocolTCP {
+		t.Errorf("service ports after applying again: %+v", s.Spec.Ports)
+	}
 }
 
 // A custom kind with no Go type and no converter is applied with a
@@ -271,5 +281,23 @@ func TestApplyToUnstructuredKind(t *testing.T) {
 	data, _ := json.Marshal((*out)["spec"])
 	if string(data) != `{"colours":["red"],"size":3}` {
 		t.Errorf("after force: spec %s", data)
+	}
+}
+
+// An object client-side kubectl apply wrote moves to server-side apply as
+// in Kubernetes: kubectl's server-side apply does not conflict with the
+// fields its last-applied-configuration annotation names, and keeps that
+// annotation in step with what it applies.
+func TestServerSideApplyKeepsLastApplied(t *testing.T) {
+	env := testenv.Start(t)
+	const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+	cm := configMap("cm", nil, map[string]string{"k": "old"})
+	cm.Annotations = map[string]string{lastApplied: `{"apiVersion":"v1","data":{"k":"old"},"kind":"ConfigMap","metadata":{"name":"cm","namespace":"default"}}`}
+	create[corev1.ConfigMap](t, env, cmPath("default", "")+"?fieldManager=kubectl-client-side-apply", cm)
+
+	applied := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: default}\ndata: {k: new}\n"
+	got := patch[corev1.ConfigMap](t, env, cmPath("default", "cm")+"?fieldManager=kubectl", applyType, applied)
+	if got.Data["k"] != "new" || !strings.Contains(got.Annotations[lastApplied], `"k":"new"`) {
+		t.Errorf("after kubectl's server-side apply: data %v, last applied %s", got.Data, got.Annotations[lastApplied])
 	}
 }

@@ -19,9 +19,9 @@ import (
 // schema minictl builds by reflection (openapi_schema.go), read as
 // kube-apiserver reads its own: lists without markers are atomic, and a
 // patchStrategy "merge" list is a map keyed by its patchMergeKey, or a set
-// without one. Where Kubernetes' +listType, +listMapKey, +structType and
-// +mapType markers (which are not in the Go tags) say otherwise,
-// smdOverrides says what they say. A custom resource's converter comes
+// without one. Where Kubernetes' +listType, +listMapKey, +structType,
+// +mapType and (for list keys) +default markers, which are not in the Go
+// tags, say otherwise, the smd tables below say what they say. A custom resource's converter comes
 // with its api.Resource (TypeConverter); without one, its fields are
 // deduced from the object: every list and every value atomic.
 
@@ -68,6 +68,13 @@ var smdAtomicMaps = map[string][]string{
 	"io.k8s.api.core.v1.ServiceSpec":               {"selector"},
 }
 
+// smdKeyDefaults are the defaults (+default markers) of list map keys: an
+// applied port without a protocol is the TCP port of that number.
+var smdKeyDefaults = map[string]map[string]any{
+	"io.k8s.api.core.v1.ContainerPort": {"protocol": "TCP"},
+	"io.k8s.api.core.v1.ServicePort":   {"protocol": "TCP"},
+}
+
 // builtinTypeConverter types every built-in kind of the catalogue. Built
 // once, never changed.
 var builtinTypeConverter = sync.OnceValues(func() (managedfields.TypeConverter, error) {
@@ -108,6 +115,14 @@ func newTypeConverter(served api.Catalogue) (managedfields.TypeConverter, error)
 		for _, f := range fields {
 			if p, ok := props[f].(map[string]any); ok {
 				p["x-kubernetes-map-type"] = "atomic"
+			}
+		}
+	}
+	for def, fields := range smdKeyDefaults {
+		props, _ := b.defs[def]["properties"].(map[string]any)
+		for f, v := range fields {
+			if p, ok := props[f].(map[string]any); ok {
+				p["default"] = v
 			}
 		}
 	}
