@@ -14,7 +14,9 @@
 //     (GuaranteedUpdate).
 //   - write.go and delete.go are the create, update, patch and delete paths:
 //     server-set metadata, defaults, admission, validation, graceful
-//     deletion, finalizers and propagation policy.
+//     deletion, finalizers and propagation policy. fieldmanager.go records
+//     every write in managedFields; apply.go is server-side apply;
+//     typeconverter.go gives both each kind's shape.
 //   - admission.go is the admission chain, every step in kube-apiserver's
 //     order: NamespaceLifecycle, LimitRanger (limitrange.go),
 //     DefaultTolerationSeconds, ResourceQuota (quota.go).

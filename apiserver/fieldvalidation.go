@@ -25,7 +25,7 @@ import (
 //     kubectl prints, Ignore accepts it silently. Unknown fields are never
 //     stored.
 //   - fieldManager names the writer; it is checked as Kubernetes checks it
-//     but not recorded, since minictl keeps no managedFields.
+//     and recorded in managedFields (fieldmanager.go).
 
 // fieldValidation is the ?fieldValidation= directive of a write.
 type fieldValidation string

@@ -235,10 +235,28 @@ func TestKubectlApply(t *testing.T) {
 		t.Errorf("after edit: %q", got)
 	}
 
-	// Server-side apply is not served; the error says what to do instead.
-	r = kubectlRun(t, "", nil, "apply", "--server-side", "-f", writeFile(t, "ssa.yaml", app(ns, "nginx:1.30")))
-	if r.err == nil || !strings.Contains(r.stderr, "client-side apply") {
-		t.Errorf("apply --server-side: %v\n%s", r.err, r.stderr)
+	// Server-side apply. kubectl's own earlier applies and edits (the
+	// last-applied annotation matches them) are taken over without a
+	// conflict, as in Kubernetes; replicas another manager changed are a
+	// conflict that names the field and the manager, until forced.
+	kubectl(t, "patch", "deployment", "web", "-n", ns, "--type=merge", "-p", `{"spec":{"replicas":4}}`, "--field-manager=hpa")
+	ssa := writeFile(t, "ssa.yaml", app(ns, "nginx:1.30"))
+	r = kubectlRun(t, "", nil, "apply", "--server-side", "-f", ssa)
+	if r.err == nil || !strings.Contains(r.stderr, `Apply failed with 1 conflict: conflict with "hpa" using apps/v1: .spec.replicas`) {
+		t.Errorf("apply --server-side over hpa's replicas: %v\n%s", r.err, r.stderr)
+	}
+	r = kubectlRun(t, "", nil, "apply", "--server-side", "--force-conflicts", "-f", ssa)
+	if r.err != nil || !strings.Contains(r.stdout, "deployment.apps/web serverside-applied") {
+		t.Fatalf("apply --server-side --force-conflicts: %v\n%s\n%s", r.err, r.stdout, r.stderr)
+	}
+	if got := deploymentImages(t, ns); got != "sidecar=busybox:1.36 web=nginx:1.30 " {
+		t.Errorf("after server-side apply: %q, want the new image and the sidecar kept", got)
+	}
+	if out := kubectl(t, "get", "deploy", "web", "-n", ns, "-o", "yaml", "--show-managed-fields"); !strings.Contains(out, "manager: kubectl\n    operation: Apply") {
+		t.Errorf("managedFields lack kubectl's Apply entry:\n%s", out)
+	}
+	if out := kubectl(t, "apply", "--server-side", "-f", ssa); !strings.Contains(out, "deployment.apps/web serverside-applied") {
+		t.Errorf("server-side apply again: %s", out)
 	}
 
 	out = kubectl(t, "scale", "deployment", "web", "-n", ns, "--replicas=3")
