@@ -14,7 +14,8 @@ import (
 // functions each entry names live in the file of its kind group: pod.go,
 // podtemplate.go, service.go, core.go (namespaces, nodes, endpoints, events), config.go
 // (configmaps, secrets), quota.go (resourcequotas, limitranges),
-// coordination.go, apps.go and admissionregistration.go; their Table columns live in table.go.
+// coordination.go, apps.go, admissionregistration.go and apiextensions.go; their Table
+// columns live in table.go.
 var (
 	Namespaces = &Resource{
 		Version: "v1", Kind: "Namespace", Plural: "namespaces", Singular: "namespace",
@@ -125,6 +126,7 @@ var (
 		Default: defaulter(defaultReplicaSet), Validate: validator(validateReplicaSet), ValidateUpdate: updateValidator(validateReplicaSetUpdate),
 		PrepareForCreate: defaulter(prepareReplicaSetForCreate), PrepareForUpdate: updatePreparer(prepareReplicaSetForUpdate),
 		SelectableFields: selectable(replicaSetFields), FieldLabels: replicaSetFieldLabels,
+		Scale: replicaSetScale,
 		Table: replicaSetTable,
 	}
 	Deployments = &Resource{
@@ -134,6 +136,7 @@ var (
 		Default: defaulter(defaultDeployment), Validate: validator(validateDeployment), ValidateUpdate: updateValidator(validateDeploymentUpdate),
 		PrepareForCreate: defaulter(prepareDeploymentForCreate), PrepareForUpdate: updatePreparer(prepareDeploymentForUpdate),
 		PrepareForStatusUpdate: updatePreparer(prepareDeploymentForStatusUpdate),
+		Scale:                  deploymentScale,
 		Table:                  deploymentTable,
 	}
 	MutatingWebhookConfigurations = &Resource{
@@ -157,7 +160,7 @@ var (
 var all = Catalogue{
 	Namespaces, Pods, PodTemplates, Nodes, Services, Endpoints, ConfigMaps, Secrets, ServiceAccounts,
 	Events, ResourceQuotas, LimitRanges, Leases, ReplicaSets, Deployments,
-	MutatingWebhookConfigurations, ValidatingWebhookConfigurations,
+	MutatingWebhookConfigurations, ValidatingWebhookConfigurations, CustomResourceDefinitions,
 }
 
 // Resources returns the catalogue minictl serves, in discovery order.

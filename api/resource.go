@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/minictl/minictl/api/crd"
 )
 
 // Object is what every served kind is: a k8s.io/api struct pointer, which has
@@ -36,6 +38,7 @@ type Resource struct {
 	Group      string // "" for the core group
 	Version    string
 	Kind       string
+	ListKind   string // "" means Kind + "List"
 	Plural     string // the path segment: "pods"
 	Singular   string // "pod"
 	Namespaced bool
@@ -75,6 +78,30 @@ type Resource struct {
 	// metadata.namespace. See FieldLabelSupported.
 	FieldLabels []string
 
+	// ValidateObject, for a kind whose rules see an update's old object
+	// as a whole (a custom resource's schema and its transition rules),
+	// checks obj on create (old nil) and update, instead of a Validate and
+	// ValidateUpdate pair.
+	ValidateObject func(obj, old Object) field.ErrorList
+
+	// Scale reads and writes the replicas behind the scale subresource;
+	// nil for kinds without one.
+	Scale *Scale
+
+	// StorageVersion is the version objects are stored in, when it is not
+	// Version: a custom resource served at several versions stores them in
+	// one. The API server converts between the two (conversion.go).
+	StorageVersion string
+	// Schema, for a custom resource, prunes the fields its objects may not
+	// have as they are decoded (package crd); Default then fills in its
+	// defaults. ReadDefaults applies Default to objects read from storage
+	// too, as kube-apiserver does for custom resources.
+	Schema       *crd.Schema
+	ReadDefaults bool
+	// OpenAPISchema, for a custom resource, is its version's OpenAPI v3
+	// schema as JSON: what OpenAPI documents publish for its kind.
+	OpenAPISchema map[string]any
+
 	// ValidateName checks metadata.name (prefix false) and
 	// metadata.generateName (prefix true). nil means a DNS-1123 subdomain,
 	// which is what most kinds require.
@@ -90,6 +117,14 @@ type Resource struct {
 	// one, deduced from each object (everything atomic) for an
 	// unstructured kind. A custom resource's is crd.TypeConverter's.
 	TypeConverter managedfields.TypeConverter
+}
+
+// ListKindName is the kind of r's lists: "PodList".
+func (r *Resource) ListKindName() string {
+	if r.ListKind != "" {
+		return r.ListKind
+	}
+	return r.Kind + "List"
 }
 
 // GroupVersion returns the resource's group and version.

@@ -144,8 +144,8 @@ func (s *Server) admitNamespaceLifecycle(ctx context.Context, a *attributes) err
 // namespace finds a namespace in the watch cache, and in etcd when the
 // cache has not seen it yet (it may have been created a moment ago).
 func (s *Server) namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
-	rs := s.stores[api.Namespaces]
-	if o, _ := s.caches[api.Namespaces].get(rs.key("", name)); o != nil {
+	rs := s.serving().stores[api.Namespaces]
+	if o, _ := s.serving().caches[api.Namespaces].get(rs.key("", name)); o != nil {
 		return o.obj.(*corev1.Namespace), nil
 	}
 	obj, err := rs.get(ctx, "", name)

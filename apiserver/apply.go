@@ -99,7 +99,7 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, ri *requestI
 	if err != nil {
 		return err
 	}
-	rs := s.stores[ri.res]
+	rs := ri.store
 	fms, err := rs.fields()
 	if err != nil {
 		return apierrors.NewInternalError(err)

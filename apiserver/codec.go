@@ -9,11 +9,16 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/minictl/minictl/api"
@@ -160,7 +165,39 @@ func decodeInto(ctx context.Context, res *api.Resource, data []byte, fv fieldVal
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body has apiVersion %q, but this URL serves %q", av, res.APIVersion()))
 	}
 	setTypeMeta(res, obj)
+	if err := prune(ctx, res, obj, fv); err != nil {
+		return nil, err
+	}
 	return obj, nil
+}
+
+// prune drops the fields a custom resource's schema does not know, as
+// kube-apiserver does as it decodes one, and treats them as fv says, as
+// unknown fields of a built-in kind.
+func prune(ctx context.Context, res *api.Resource, obj api.Object, fv fieldValidation) error {
+	if res.Schema == nil {
+		return nil
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	unknown := res.Schema.Prune(u.Object)
+	if len(unknown) == 0 || fv == fieldIgnore {
+		return nil
+	}
+	msgs := make([]string, len(unknown))
+	for i, f := range unknown {
+		msgs[i] = fmt.Sprintf("unknown field %q", f)
+	}
+	if fv == fieldStrict {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: strict decoding error: %s",
+			res.Kind, res.APIVersion(), res.Kind, strings.Join(msgs, ", ")))
+	}
+	for _, m := range msgs {
+		addWarning(ctx, m)
+	}
+	return nil
 }
 
 // decodeAsKubernetes decodes what decodeExactly refused: strictly, with
@@ -192,8 +229,58 @@ func decodeAsKubernetes(ctx context.Context, res *api.Resource, data []byte, fv 
 // once, in valid UTF-8. What it accepts it decodes as Kubernetes' strict
 // decoder does (TestDecodeExactlyAgrees); the rest takes that decoder's
 // path, which words warnings and errors as Kubernetes does.
+//
+// A kind with a field json/v2 reads otherwise than the strict decoder (a
+// number into an interface{}, a float, a duration) never takes it: see
+// exactTypes.
 func decodeExactly(data []byte, obj api.Object) bool {
+	if !exactType(reflect.TypeOf(obj)) {
+		return false
+	}
 	return jsonv2.Unmarshal(data, obj, jsonv2.RejectUnknownMembers(true)) == nil
+}
+
+// exactTypes caches exactType's answer by type.
+var exactTypes sync.Map // reflect.Type → bool
+
+// exactType reports whether json/v2 decodes every field of typ as
+// Kubernetes' strict decoder does: typ has no interface{}, float or
+// time.Duration field, short of a type that decodes itself
+// (json.Unmarshaler, as unstructured objects do).
+func exactType(typ reflect.Type) bool {
+	if ok, found := exactTypes.Load(typ); found {
+		return ok.(bool)
+	}
+	ok := exactFields(typ, map[reflect.Type]bool{}, true)
+	exactTypes.Store(typ, ok)
+	return ok
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+func exactFields(typ reflect.Type, seen map[reflect.Type]bool, top bool) bool {
+	if seen[typ] {
+		return true
+	}
+	seen[typ] = true
+	if top && (typ.Implements(unmarshalerType) || reflect.PointerTo(typ).Implements(unmarshalerType)) {
+		return true
+	}
+	switch typ.Kind() {
+	case reflect.Interface, reflect.Float32, reflect.Float64:
+		return false
+	case reflect.Int64:
+		return typ != reflect.TypeFor[time.Duration]()
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		return exactFields(typ.Elem(), seen, typ.Kind() == reflect.Pointer && top)
+	case reflect.Struct:
+		for f := range typ.Fields() {
+			if f.IsExported() && !exactFields(f.Type, seen, false) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func describeJSONError(res *api.Resource, err error) string {
@@ -213,9 +300,11 @@ func setTypeMeta(res *api.Resource, obj api.Object) {
 	obj.GetObjectKind().SetGroupVersionKind(res.GroupVersion().WithKind(res.Kind))
 }
 
-// encodeForStorage is the value written to etcd: the object's JSON without a
-// resourceVersion, which is etcd's mod revision and is set on the way out.
-func encodeForStorage(obj api.Object) ([]byte, error) {
+// encodeForStorage is the value written to etcd: the object's JSON, in
+// res's storage version (conversion.go), without a resourceVersion, which
+// is etcd's mod revision and is set on the way out.
+func encodeForStorage(res *api.Resource, obj api.Object) ([]byte, error) {
+	obj = toStorage(res, obj)
 	rv := obj.GetResourceVersion()
 	obj.SetResourceVersion("")
 	data, err := json.Marshal(obj)
@@ -223,8 +312,9 @@ func encodeForStorage(obj api.Object) ([]byte, error) {
 	return data, err
 }
 
-// decodeFromStorage reads a stored value and stamps the revision it was
-// stored at as its resourceVersion.
+// decodeFromStorage reads a stored value as res's served version
+// (conversion.go) and stamps the revision it was stored at as its
+// resourceVersion.
 func decodeFromStorage(res *api.Resource, data []byte, rev int64) (api.Object, error) {
 	obj := res.New()
 	if !decodeExactly(data, obj) {
@@ -233,7 +323,7 @@ func decodeFromStorage(res *api.Resource, data []byte, rev int64) (api.Object, e
 			return nil, fmt.Errorf("decode stored %s: %w", res.Kind, err)
 		}
 	}
-	setTypeMeta(res, obj)
+	fromStorage(res, obj)
 	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
 	return obj, nil
 }

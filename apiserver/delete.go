@@ -80,7 +80,7 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, ri *request
 	if err != nil {
 		return err
 	}
-	obj, removed, err := s.deleteObject(r.Context(), s.stores[ri.res], ri.namespace, ri.name, opts)
+	obj, removed, err := s.deleteObject(r.Context(), ri.store, ri.namespace, ri.name, opts)
 	if err != nil {
 		return err
 	}
@@ -306,11 +306,11 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, r
 	if err != nil {
 		return err
 	}
-	items, err := s.consistentList(r.Context(), ri.res, &lo.filter)
+	items, err := s.consistentList(r.Context(), ri, &lo.filter)
 	if err != nil {
 		return err
 	}
-	rs := s.stores[ri.res]
+	rs := ri.store
 	raws := make([][]byte, len(items))
 	errs := make([]error, len(items))
 	var next atomic.Int64
@@ -336,7 +336,7 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, r
 		}
 	}
 	deleted := slices.DeleteFunc(raws, func(raw []byte) bool { return raw == nil })
-	return writeList(w, ri.res, metav1.ListMeta{ResourceVersion: strconv.FormatInt(s.caches[ri.res].currentRV(), 10)}, deleted)
+	return writeList(w, ri.res, metav1.ListMeta{ResourceVersion: strconv.FormatInt(ri.cache.currentRV(), 10)}, deleted)
 }
 
 // deleteListed deletes one object a deletecollection listed, and returns

@@ -27,7 +27,7 @@ func (s *Server) version(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) apiVersions(w http.ResponseWriter, r *http.Request) {
 	if wantsAggregated(r) {
-		writeAggregated(w, r, aggregatedDiscovery(s.resources, true))
+		writeAggregated(w, r, aggregatedDiscovery(s.discovered(), true))
 		return
 	}
 	writeJSON(w, http.StatusOK, &metav1.APIVersions{
@@ -38,7 +38,8 @@ func (s *Server) apiVersions(w http.ResponseWriter, r *http.Request) {
 }
 
 // groups lists the named API groups and their versions, from the served
-// catalogue.
+// catalogue: the built-in groups by name, then the groups only custom
+// resources have, by name.
 func groups(served api.Catalogue) []metav1.APIGroup {
 	var out []metav1.APIGroup
 	seen := map[string]int{}
@@ -61,8 +62,24 @@ func groups(served api.Catalogue) []metav1.APIGroup {
 	for i := range out {
 		out[i].TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	sort.SliceStable(out, func(i, j int) bool {
+		ci, cj := customGroup(served, out[i].Name), customGroup(served, out[j].Name)
+		if ci != cj {
+			return cj
+		}
+		return out[i].Name < out[j].Name
+	})
 	return out
+}
+
+// customGroup reports whether every resource of group is a custom one.
+func customGroup(served api.Catalogue, group string) bool {
+	for _, res := range served {
+		if res.Group == group && !res.Unstructured() {
+			return false
+		}
+	}
+	return true
 }
 
 func containsVersion(vs []metav1.GroupVersionForDiscovery, v metav1.GroupVersionForDiscovery) bool {
@@ -74,12 +91,16 @@ func containsVersion(vs []metav1.GroupVersionForDiscovery, v metav1.GroupVersion
 	return false
 }
 
+// discovered is the catalogue discovery describes: what is served now.
+// Every discovery document reads it once.
+func (s *Server) discovered() api.Catalogue { return s.serving().resources }
+
 func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
 	if wantsAggregated(r) {
-		writeAggregated(w, r, aggregatedDiscovery(s.resources, false))
+		writeAggregated(w, r, aggregatedDiscovery(s.discovered(), false))
 		return
 	}
-	gs := groups(s.resources)
+	gs := groups(s.discovered())
 	for i := range gs {
 		gs[i].TypeMeta = metav1.TypeMeta{}
 	}
@@ -88,7 +109,7 @@ func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) apiGroup(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "group")
-	for _, g := range groups(s.resources) {
+	for _, g := range groups(s.discovered()) {
 		if g.Name == name {
 			writeJSON(w, http.StatusOK, &g)
 			return
@@ -116,7 +137,7 @@ func (s *Server) resourceList(group, ver string) http.HandlerFunc {
 			TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
 			GroupVersion: gv.APIVersion(),
 		}
-		for _, res := range s.resources {
+		for _, res := range s.discovered() {
 			if res.Group == group && res.Version == ver {
 				list.APIResources = append(list.APIResources, apiResources(res)...)
 			}

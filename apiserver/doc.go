@@ -6,6 +6,15 @@
 //     api.Resources() unless given another): one store, one watch cache and
 //     one set of routes per entry, kinds without a Go type included (their
 //     objects are unstructured JSON, as custom resources' are).
+//   - served.go: what is served is one snapshot (catalogue, stores, watch
+//     caches, OpenAPI documents) that every request, discovery document and
+//     OpenAPI answer reads once; the built-ins are its first entries.
+//   - crd.go runs kube-apiserver's apiextensions controllers (naming,
+//     establishing, finalizing) over the CustomResourceDefinitions: each
+//     established definition's versions join the snapshot, each with its
+//     watch cache, and leave it when the definition goes.
+//     conversion.go is where an object crosses between the version it is
+//     served at and the one it is stored in (the None strategy).
 //   - request.go reads a path into a requestInfo (resource, namespace,
 //     name, subresource, verb), as kube-apiserver's RequestInfoFactory does.
 //   - storage.go: Storage, all the server needs of etcd (a *store.Store

@@ -102,7 +102,8 @@ type flowSchema struct {
 
 // flowControl classifies requests and bounds them (inflight.go).
 type flowControl struct {
-	resources api.Catalogue
+	// resources is the catalogue served now (Server.serving).
+	resources func() api.Catalogue
 
 	systemLeaderElection, systemNodeHigh, systemNodes, kubeControllerManager, kubeScheduler, globalDefault *flowSchema
 
@@ -117,7 +118,7 @@ type flowControlConfig struct {
 	queueWait                time.Duration
 }
 
-func newFlowControl(resources api.Catalogue, cfg flowControlConfig, m *metrics) *flowControl {
+func newFlowControl(resources func() api.Catalogue, cfg flowControlConfig, m *metrics) *flowControl {
 	level := func(name string) *priorityLevel {
 		c := cfg.levels[name]
 		s := newSeats(c.seats, c.queue, cfg.queueWait)
@@ -216,7 +217,7 @@ func (fc *flowControl) requestInfo(r *http.Request) *requestInfo {
 	} else {
 		return nil
 	}
-	ri, ok := parseResourcePath(fc.resources, group, version, splitPath(rest))
+	ri, ok := parseResourcePath(fc.resources(), group, version, splitPath(rest))
 	if !ok {
 		return nil
 	}

@@ -14,11 +14,13 @@ import (
 // /apis/<group>/<version>/: it reads the path and method into a
 // requestInfo and hands it to the verb's handler.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, group, version, rest string) {
-	ri, ok := parseResourcePath(s.resources, group, version, splitPath(rest))
+	live := s.serving()
+	ri, ok := parseResourcePath(live.resources, group, version, splitPath(rest))
 	if !ok {
 		writeStatus(w, newNotFoundPath(r.URL.Path))
 		return
 	}
+	ri.store, ri.cache, ri.terminating = live.stores[ri.res], live.caches[ri.res], live.terminating[ri.res]
 	verb, ok := verbFor(r, ri)
 	if !ok {
 		writeStatus(w, newMethodNotAllowed(r.Method, r.URL.Path))

@@ -16,7 +16,7 @@ import (
 // TestClassify puts requests in kube's flow schemas by the user their
 // User-Agent names and what they ask for.
 func TestClassify(t *testing.T) {
-	fc := newFlowControl(api.Resources(), flowControlConfig{levels: systemLevels}, newMetrics(prometheus.NewRegistry()))
+	fc := newFlowControl(api.Resources, flowControlConfig{levels: systemLevels}, newMetrics(prometheus.NewRegistry()))
 	cm, sched, kubelet := SystemUserAgent(UserKubeControllerManager), SystemUserAgent(UserKubeScheduler), SystemUserAgent(NodeUser("node-1"))
 	for _, tc := range []struct {
 		agent, method, path string
@@ -86,7 +86,7 @@ func (h *heldHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestSystemLevelQueues(t *testing.T) {
 	m := newMetrics(prometheus.NewRegistry())
 	levels := map[string]levelConfig{"node-high": {seats: 1, queue: 1}}
-	fc := newFlowControl(api.Resources(), flowControlConfig{maxReadOnly: 1, maxMutating: 1, levels: levels, queueWait: 200 * time.Millisecond}, m)
+	fc := newFlowControl(api.Resources, flowControlConfig{maxReadOnly: 1, maxMutating: 1, levels: levels, queueWait: 200 * time.Millisecond}, m)
 	next := &heldHandler{started: make(chan struct{}, 10), finish: make(chan struct{})}
 	h := fc.limitInflight(next)
 	heartbeat := func(ctx context.Context) <-chan int {
@@ -170,7 +170,7 @@ func value(m prometheus.Metric) float64 {
 // BenchmarkLimitInflight is what the bound adds to every request: its
 // classification, a seat and the series that count it.
 func BenchmarkLimitInflight(b *testing.B) {
-	fc := newFlowControl(api.Resources(), flowControlConfig{maxReadOnly: 400, maxMutating: 200, levels: systemLevels, queueWait: queueWait},
+	fc := newFlowControl(api.Resources, flowControlConfig{maxReadOnly: 400, maxMutating: 200, levels: systemLevels, queueWait: queueWait},
 		newMetrics(prometheus.NewRegistry()))
 	h := fc.limitInflight(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	r := httptest.NewRequest("POST", "/api/v1/namespaces/default/pods?fieldManager=kubectl", nil)

@@ -155,8 +155,9 @@ func (s *Server) reconcileKubernetesService(ctx context.Context, addr netip.Addr
 	ports := []corev1.ServicePort{{
 		Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt32(int32(addr.Port())),
 	}}
-	rs := s.stores[api.Services]
-	cached, _ := s.caches[api.Services].get(rs.key(metav1.NamespaceDefault, kubernetesServiceName))
+	v := s.serving()
+	rs := v.stores[api.Services]
+	cached, _ := v.caches[api.Services].get(rs.key(metav1.NamespaceDefault, kubernetesServiceName))
 	switch {
 	case cached == nil:
 		ip := kubernetesServiceIP(s.serviceRange).String()
@@ -194,8 +195,9 @@ func (s *Server) reconcileKubernetesEndpoints(ctx context.Context, addr netip.Ad
 		Addresses: []corev1.EndpointAddress{{IP: ip}},
 		Ports:     []corev1.EndpointPort{{Name: "https", Port: int32(addr.Port()), Protocol: corev1.ProtocolTCP}},
 	}}
-	rs := s.stores[api.Endpoints]
-	cached, _ := s.caches[api.Endpoints].get(rs.key(metav1.NamespaceDefault, kubernetesServiceName))
+	v := s.serving()
+	rs := v.stores[api.Endpoints]
+	cached, _ := v.caches[api.Endpoints].get(rs.key(metav1.NamespaceDefault, kubernetesServiceName))
 	if cached == nil {
 		ep := &corev1.Endpoints{
 			ObjectMeta: metav1.ObjectMeta{

@@ -36,8 +36,10 @@ import (
 //     document at /openapi/v3/api/v1, /openapi/v3/apis/apps/v1, ...
 //
 // The schemas come from the catalogue and the k8s.io/api types by
-// reflection (openapi_schema.go). Each document is built once, the first
-// time it is asked for.
+// reflection (openapi_schema.go); a custom resource's from its
+// definition's schema. Each document is built once for each snapshot of
+// what is served (served.go), the first time it is asked for: a definition
+// that comes or goes makes new documents, with new hashes.
 
 // The protobuf media type, in the form Go's mime package parses, and the
 // older "@" form clients still send; the answer always names the first, as
@@ -61,8 +63,9 @@ type openAPIDocs struct {
 }
 
 func (s *Server) openAPIV2(w http.ResponseWriter, r *http.Request) {
-	d := &s.openapi
-	d.v2Once.Do(func() { d.v2JSON, d.v2Proto, d.v2Err = buildOpenAPIV2(s.resources) })
+	live := s.serving()
+	d := live.openapi
+	d.v2Once.Do(func() { d.v2JSON, d.v2Proto, d.v2Err = buildOpenAPIV2(live.resources) })
 	if d.v2Err != nil {
 		writeStatus(w, d.v2Err)
 		return
@@ -77,30 +80,34 @@ func (s *Server) openAPIV2(w http.ResponseWriter, r *http.Request) {
 	writeRaw(w, http.StatusOK, d.v2JSON)
 }
 
-func (s *Server) buildV3() {
-	d := &s.openapi
+// buildV3 returns the OpenAPI v3 documents of what is served now, built
+// the first time they are asked for.
+func (s *Server) buildV3() *openAPIDocs {
+	live := s.serving()
+	d := live.openapi
 	d.v3Once.Do(func() {
-		d.v3, d.v3Err = buildOpenAPIV3(s.resources)
+		d.v3, d.v3Err = buildOpenAPIV3(live.resources)
 		d.v3Hash = map[string]string{}
 		for gv, doc := range d.v3 {
 			sum := sha512.Sum512(doc)
 			d.v3Hash[gv] = fmt.Sprintf("%X", sum[:])
 		}
 	})
+	return d
 }
 
 // openAPIV3Discovery lists the group versions and where their documents are.
 func (s *Server) openAPIV3Discovery(w http.ResponseWriter, r *http.Request) {
-	s.buildV3()
-	if s.openapi.v3Err != nil {
-		writeStatus(w, s.openapi.v3Err)
+	d := s.buildV3()
+	if d.v3Err != nil {
+		writeStatus(w, d.v3Err)
 		return
 	}
 	type gvEntry struct {
 		ServerRelativeURL string `json:"serverRelativeURL"`
 	}
 	paths := map[string]gvEntry{}
-	for gv, hash := range s.openapi.v3Hash {
+	for gv, hash := range d.v3Hash {
 		paths[gv] = gvEntry{ServerRelativeURL: "/openapi/v3/" + gv + "?hash=" + hash}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"paths": paths})
@@ -108,12 +115,12 @@ func (s *Server) openAPIV3Discovery(w http.ResponseWriter, r *http.Request) {
 
 // openAPIV3 answers one group version's document.
 func (s *Server) openAPIV3(w http.ResponseWriter, r *http.Request) {
-	s.buildV3()
-	if s.openapi.v3Err != nil {
-		writeStatus(w, s.openapi.v3Err)
+	d := s.buildV3()
+	if d.v3Err != nil {
+		writeStatus(w, d.v3Err)
 		return
 	}
-	doc, ok := s.openapi.v3[strings.TrimPrefix(r.URL.Path, "/openapi/v3/")]
+	doc, ok := d.v3[strings.TrimPrefix(r.URL.Path, "/openapi/v3/")]
 	if !ok {
 		writeStatus(w, newNotFoundPath(r.URL.Path))
 		return
@@ -141,7 +148,7 @@ func kindDefinitions(b *schemaBuilder, sc *runtime.Scheme, served api.Catalogue,
 			continue
 		}
 		names[res] = tag(reflect.TypeOf(res.New()), res.GroupVersion().WithKind(res.Kind))
-		listGVK := res.GroupVersion().WithKind(res.Kind + "List")
+		listGVK := res.GroupVersion().WithKind(res.ListKindName())
 		list, err := sc.New(listGVK)
 		if err != nil {
 			return nil, fmt.Errorf("openapi: %s: %w", listGVK, err)

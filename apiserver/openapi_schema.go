@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/minictl/minictl/api"
 )
@@ -89,7 +90,12 @@ func (b *schemaBuilder) define(t reflect.Type) string {
 func selfDescribed(t reflect.Type) (map[string]any, bool) {
 	v := reflect.New(t).Interface()
 	if st, ok := v.(interface{ OpenAPISchemaType() []string }); ok {
-		s := map[string]any{"type": st.OpenAPISchemaType()[0]}
+		types := st.OpenAPISchemaType()
+		if len(types) == 0 {
+			// Any JSON value (apiextensions' JSON, JSONSchemaPropsOrBool).
+			return map[string]any{"x-kubernetes-preserve-unknown-fields": true}, true
+		}
+		s := map[string]any{"type": types[0]}
 		if f, ok := v.(interface{ OpenAPISchemaFormat() string }); ok && f.OpenAPISchemaFormat() != "" {
 			s["format"] = f.OpenAPISchemaFormat()
 		}
@@ -220,9 +226,16 @@ func (b *schemaBuilder) schemaFor(t reflect.Type) map[string]any {
 // defineUnstructured adds the definitions of res's kind and list kind, for
 // a resource without a Go type (api.NewUnstructured), and returns the
 // kind's name. They are named as kube-apiserver names a custom resource's,
-// the group reversed, then version and kind (com.example.v1.Widget); the
-// kind has apiVersion, kind and metadata, and keeps any other field
-// (x-kubernetes-preserve-unknown-fields), since nothing here knows them.
+// the group reversed, then version and kind (com.example.v1.Widget). The
+// kind is its OpenAPISchema (a custom resource's version schema) with
+// apiVersion, kind and metadata (ObjectMeta's definition) as properties;
+// without one it keeps any field (x-kubernetes-preserve-unknown-fields),
+// since nothing here knows them.
+var (
+	apiVersionDoc = metav1.TypeMeta{}.SwaggerDoc()["apiVersion"]
+	kindDoc       = metav1.TypeMeta{}.SwaggerDoc()["kind"]
+)
+
 func (b *schemaBuilder) defineUnstructured(res *api.Resource) string {
 	domain := strings.Split(res.Group, ".")
 	slices.Reverse(domain)
@@ -231,15 +244,20 @@ func (b *schemaBuilder) defineUnstructured(res *api.Resource) string {
 		return []any{map[string]any{"group": res.Group, "version": res.Version, "kind": kind}}
 	}
 	str := map[string]any{"type": "string"}
-	b.defs[name] = map[string]any{
-		"type": "object",
-		"properties": map[string]any{
-			"apiVersion": str, "kind": str,
-			"metadata": b.ref(reflect.TypeFor[metav1.ObjectMeta]()),
-		},
-		"x-kubernetes-preserve-unknown-fields": true,
-		"x-kubernetes-group-version-kind":      gvk(res.Kind),
+	def := map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+	if res.OpenAPISchema != nil {
+		def = runtime.DeepCopyJSON(res.OpenAPISchema)
 	}
+	props, _ := def["properties"].(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+	}
+	props["apiVersion"] = map[string]any{"type": "string", "description": apiVersionDoc}
+	props["kind"] = map[string]any{"type": "string", "description": kindDoc}
+	props["metadata"] = b.ref(reflect.TypeFor[metav1.ObjectMeta]())
+	def["properties"] = props
+	def["x-kubernetes-group-version-kind"] = gvk(res.Kind)
+	b.defs[name] = def
 	b.defs[name+"List"] = map[string]any{
 		"type":     "object",
 		"required": []string{"items"},
@@ -248,7 +266,7 @@ func (b *schemaBuilder) defineUnstructured(res *api.Resource) string {
 			"metadata": b.ref(reflect.TypeFor[metav1.ListMeta]()),
 			"items":    map[string]any{"type": "array", "items": map[string]any{"$ref": b.refPrefix() + name}},
 		},
-		"x-kubernetes-group-version-kind": gvk(res.Kind + "List"),
+		"x-kubernetes-group-version-kind": gvk(res.ListKindName()),
 	}
 	return name
 }

@@ -11,6 +11,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,7 +36,7 @@ var servedScheme = sync.OnceValues(func() (*runtime.Scheme, error) {
 	sc := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme, autoscalingv1.AddToScheme,
-		admissionregistrationv1.AddToScheme, metav1.AddMetaToScheme,
+		admissionregistrationv1.AddToScheme, apiextensionsv1.AddToScheme, metav1.AddMetaToScheme,
 	} {
 		if err := add(sc); err != nil {
 			return nil, err
@@ -109,7 +110,7 @@ func writeProtobufList(w http.ResponseWriter, res *api.Resource, lm metav1.ListM
 			return apierrors.NewInternalError(err)
 		}
 	}
-	data, err := api.ProtobufList(res.APIVersion(), res.Kind+"List", &lm, items)
+	data, err := api.ProtobufList(res.APIVersion(), res.ListKindName(), &lm, items)
 	return writeProtobufData(w, data, err)
 }
 

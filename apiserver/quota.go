@@ -54,7 +54,7 @@ func (s *Server) validateResourceQuota(ctx context.Context, a *attributes) (rele
 	}
 	res, obj, old := a.res, a.obj, a.old
 	ns := obj.GetNamespace()
-	quotas, _ := s.caches[api.ResourceQuotas].list(&filter{namespace: ns})
+	quotas, _ := s.serving().caches[api.ResourceQuotas].list(&filter{namespace: ns})
 	if len(quotas) == 0 {
 		return nil, nil
 	}
@@ -66,7 +66,7 @@ func (s *Server) validateResourceQuota(ctx context.Context, a *attributes) (rele
 		return nil, nil
 	}
 	defer s.quotaLocks.lock(ns)()
-	rs := s.stores[api.ResourceQuotas]
+	rs := s.serving().stores[api.ResourceQuotas]
 	var charges []charge
 	for _, o := range quotas {
 		name := o.obj.GetName()
@@ -78,7 +78,7 @@ func (s *Server) validateResourceQuota(ctx context.Context, a *attributes) (rele
 			if err != nil || !ok {
 				return cur, err
 			}
-			covered := quota.CoveredResources(s.resources, q.Status.Hard)
+			covered := quota.CoveredResources(s.serving().resources, q.Status.Hard)
 			if err := quota.Constraints(res, obj, covered); err != nil {
 				return nil, forbidden(res, obj, fmt.Sprintf("failed quota: %s: %v", q.Name, err))
 			}
@@ -120,7 +120,7 @@ func (s *Server) refundQuota(ctx context.Context, namespace string, charges []ch
 	if len(charges) == 0 {
 		return
 	}
-	rs := s.stores[api.ResourceQuotas]
+	rs := s.serving().stores[api.ResourceQuotas]
 	for _, c := range charges {
 		_, err := rs.update(context.WithoutCancel(ctx), namespace, c.quota, false, func(cur api.Object) (api.Object, error) {
 			q := cur.(*corev1.ResourceQuota)

@@ -174,7 +174,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, ri *requestInf
 	if err != nil {
 		return err
 	}
-	rs := s.stores[ri.res]
+	rs := ri.store
 	ctx := r.Context()
 	param := r.URL.Query().Get("resourceVersion")
 	if param == "" {
@@ -188,7 +188,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, ri *requestInf
 	if err != nil {
 		return err
 	}
-	cache := s.caches[ri.res]
+	cache := ri.cache
 	key := rs.key(ri.namespace, ri.name)
 	if _, ready := cache.get(key); !ready {
 		if rv > 0 {
@@ -284,7 +284,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, ri *requestIn
 	if err != nil {
 		return err
 	}
-	cache := s.caches[ri.res]
+	cache := ri.cache
 	fromCache := o.continueToken == "" && (o.resourceVersion == "0" ||
 		(o.resourceVersion != "" && o.rvMatch != metav1.ResourceVersionMatchExact && o.limit == 0))
 	if fromCache {
@@ -318,7 +318,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, ri *requestIn
 // until the page is full or the keys run out, as Kubernetes does, so a
 // page never comes back short while more matches exist.
 func (s *Server) listFromStore(w http.ResponseWriter, ctx context.Context, ri *requestInfo, o *listOptions, out *output) error {
-	rs := s.stores[ri.res]
+	rs := ri.store
 	prefix := rs.listPrefix(ri.namespace)
 	opts := store.ListOptions{Limit: o.limit}
 	if o.continueToken != "" {
@@ -429,7 +429,7 @@ func listJSON(res *api.Resource, meta metav1.ListMeta, items [][]byte) ([]byte, 
 	}
 	var b bytes.Buffer
 	b.Grow(size)
-	fmt.Fprintf(&b, `{"kind":%q,"apiVersion":%q,"metadata":`, res.Kind+"List", res.APIVersion())
+	fmt.Fprintf(&b, `{"kind":%q,"apiVersion":%q,"metadata":`, res.ListKindName(), res.APIVersion())
 	b.Write(metaJSON)
 	b.WriteString(`,"items":[`)
 	for i, it := range items {
@@ -458,7 +458,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 	if !ok {
 		return apierrors.NewInternalError(fmt.Errorf("streaming is not supported by this connection"))
 	}
-	cache := s.caches[ri.res]
+	cache := ri.cache
 	ctx := r.Context()
 	// Without a resourceVersion (or with "0") a watch starts with the
 	// current state as ADDED events; sendInitialEvents says so explicitly.
@@ -476,7 +476,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 		// that write. Either way the cache must first reach etcd's current
 		// revision.
 		if from, err = s.store.Revision(ctx); err != nil {
-			return s.stores[ri.res].storageError(err, "")
+			return ri.store.storageError(err, "")
 		}
 	}
 	timeout := o.timeout

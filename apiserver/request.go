@@ -16,6 +16,13 @@ type requestInfo struct {
 	name        string
 	subresource string
 	verb        string // get, list, watch, create, update, patch, delete, deletecollection
+	// store and cache are res's, from the same snapshot of what is
+	// served (served.go) as res.
+	store *resourceStore
+	cache *watchCache
+	// terminating: res is a custom resource whose definition is being
+	// deleted.
+	terminating bool
 }
 
 // isCollection reports whether the request targets the whole collection.

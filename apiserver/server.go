@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -116,11 +117,16 @@ type Server struct {
 	listening     chan struct{}
 	listenOnce    sync.Once
 
-	resources  api.Catalogue
-	stores     map[*api.Resource]*resourceStore
+	// live is what the server serves now (served.go): the built-ins and
+	// the custom resources of established definitions (crd.go).
+	live       atomic.Pointer[served]
+	builtins   api.Catalogue // Config.Resources: always served, first
+	caches     runningCaches
+	crds       *crdController
 	quotaLocks quotaLocks
-	caches     map[*api.Resource]*watchCache
-	openapi    openAPIDocs // built on first request
+	// cacheSize and watcherBuffer size every watch cache
+	// (Config.WatchCacheSize, Config.WatcherBuffer).
+	cacheSize, watcherBuffer int
 
 	// webhooks calls admission webhooks; mutatingHooks and validatingHooks
 	// are their configurations as the watch caches last had them.
@@ -161,9 +167,9 @@ func New(cfg Config) (*Server, error) {
 		serviceRange:   cfg.ServiceClusterIPRange,
 		advertiseAddr:  cfg.AdvertiseAddress,
 		listening:      make(chan struct{}),
-		resources:      cfg.Resources,
-		stores:         map[*api.Resource]*resourceStore{},
-		caches:         map[*api.Resource]*watchCache{},
+		builtins:       cfg.Resources,
+		cacheSize:      cfg.WatchCacheSize,
+		watcherBuffer:  cfg.WatcherBuffer,
 		ready:          make(chan struct{}),
 		done:           make(chan struct{}),
 		historyLost:    make(chan struct{}, 1),
@@ -175,8 +181,8 @@ func New(cfg Config) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if s.resources == nil {
-		s.resources = api.Resources()
+	if s.builtins == nil {
+		s.builtins = api.Resources()
 	}
 	if !s.serviceRange.IsValid() {
 		s.serviceRange = DefaultServiceClusterIPRange
@@ -194,22 +200,14 @@ func New(cfg Config) (*Server, error) {
 	s.webhooks = webhook.NewClient(webhook.Options{
 		Resolver: webhook.ResolverFunc(s.resolveService), MaxResponseBytes: 2 * s.maxBody,
 	})
-	s.flow = newFlowControl(s.resources, flowControlConfig{
+	s.flow = newFlowControl(func() api.Catalogue { return s.serving().resources }, flowControlConfig{
 		maxReadOnly: inflightLimit(cfg.MaxRequestsInflight, DefaultMaxRequestsInflight),
 		maxMutating: inflightLimit(cfg.MaxMutatingRequestsInflight, DefaultMaxMutatingRequestsInflight),
 		levels:      systemLevels,
 		queueWait:   queueWait,
 	}, s.metrics)
-	for _, res := range s.resources {
-		// The watch cache reads etcd; the resource store writes it, and
-		// tells the cache what it writes and starts updates from its state.
-		cache := newWatchCache(res, s.store, watchCacheOptions{
-			capacity: cfg.WatchCacheSize, buffer: cfg.WatcherBuffer, log: s.log, metrics: s.metrics,
-			historyLost: s.noteHistoryLost,
-		})
-		s.caches[res] = cache
-		s.stores[res] = newResourceStore(res, s.store, cache, s.metrics)
-	}
+	s.live.Store(s.newServed(s.builtins, nil))
+	s.crds = newCRDController(s)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -227,7 +225,8 @@ func inflightLimit(n, def int) int {
 }
 
 // Ready is closed once the server can answer: every watch cache is filled,
-// and the built-in namespaces and the kubernetes Service exist (the latter
+// the custom resources of the established definitions are served, and
+// the built-in namespaces and the kubernetes Service exist (the latter
 // once Serve has been given a listener).
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
@@ -241,24 +240,35 @@ func (s *Server) Run(ctx context.Context) error {
 		cancel() // on an early error too, so the caches stop
 		s.stop.Do(func() { close(s.done) })
 		wg.Wait()
+		s.caches.wait()
 	}()
-	for _, c := range s.caches {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.run(ctx)
-		}()
+	builtins := s.serving()
+	for _, c := range builtins.caches {
+		s.caches.start(ctx, c)
 	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		s.sendBookmarks(ctx)
 	}()
-	for _, c := range s.caches {
+	for _, c := range builtins.caches {
 		if err := c.waitFresh(ctx, 0); err != nil {
 			for ctx.Err() == nil && c.waitFresh(ctx, 0) != nil {
 			}
 		}
+	}
+	// The definitions' controllers serve what is established before the
+	// server is ready, and keep the custom resources served until it stops.
+	synced := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.crds.run(ctx, synced)
+	}()
+	select {
+	case <-synced:
+	case <-ctx.Done():
+		return nil
 	}
 	if !s.keepNamespaces(ctx) || !s.publishKubernetesService(ctx) {
 		return nil
@@ -298,7 +308,7 @@ func (s *Server) sendBookmarks(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			for _, c := range s.caches {
+			for _, c := range s.serving().caches {
 				c.bookmark()
 			}
 		}
@@ -333,7 +343,7 @@ func (s *Server) keepNamespaces(ctx context.Context) bool {
 
 // ensureNamespaces creates the namespaces every cluster has.
 func (s *Server) ensureNamespaces(ctx context.Context) error {
-	rs := s.stores[api.Namespaces]
+	rs := s.serving().stores[api.Namespaces]
 	for _, name := range protectedNamespaces {
 		ns := api.Namespaces.NewObject()
 		ns.SetName(name)

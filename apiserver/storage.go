@@ -166,7 +166,7 @@ func (rs *resourceStore) get(ctx context.Context, namespace, name string) (api.O
 // decided, gives obj back.
 func (rs *resourceStore) create(ctx context.Context, obj api.Object) ([]byte, error) {
 	defer rs.observe("create", time.Now())
-	data, err := encodeForStorage(obj)
+	data, err := encodeForStorage(rs.res, obj)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -176,7 +176,7 @@ func (rs *resourceStore) create(ctx context.Context, obj api.Object) ([]byte, er
 	if err != nil {
 		return nil, rs.storageError(err, obj.GetName())
 	}
-	if raw, ok := o.stamped(rev); ok {
+	if raw, ok := o.stamped(rev); ok && !converts(rs.res) {
 		return raw, nil // the same bytes the watch cache holds
 	}
 	// data has no shape to splice into. takeOffered splices the same data
@@ -193,7 +193,13 @@ func (rs *resourceStore) create(ctx context.Context, obj api.Object) ([]byte, er
 
 // write runs write, which stores o's data under key; first it offers the
 // watch cache o (see offer), whose object the caller hands over.
+//
+// An object served at another version than it is stored in is not
+// offered: its stored bytes are not what the cache serves.
 func (rs *resourceStore) write(key string, o *offered, write func() (int64, error)) (int64, error) {
+	if converts(rs.res) {
+		return write()
+	}
 	withdraw := rs.cache.offer(key, o)
 	rev, err := write()
 	if err != nil {
@@ -251,7 +257,7 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 			}
 			return nil, err
 		}
-		data, err := encodeForStorage(next)
+		data, err := encodeForStorage(rs.res, next)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,7 +18,7 @@ import (
 // object; writes change the status and the metadata, and nothing else
 // (api.Resource.PrepareStatusUpdate, in updateObject).
 func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
-	rs := s.stores[ri.res]
+	rs := ri.store
 	var next updateFunc
 	switch r.Method {
 	case http.MethodGet:
@@ -61,49 +60,36 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, ri *request
 	return nil
 }
 
-// scaleOf is the autoscaling/v1 Scale view of a ReplicaSet or Deployment.
-func scaleOf(obj api.Object) (*autoscalingv1.Scale, error) {
-	sc := &autoscalingv1.Scale{
+// scaleOf is the autoscaling/v1 Scale view of obj, a res (see
+// api.Resource.Scale). A Scale that cannot be read is an internal error.
+func scaleOf(res *api.Resource, obj api.Object) (*autoscalingv1.Scale, error) {
+	spec, status, selector, err := res.Scale.Get(obj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return &autoscalingv1.Scale{
 		TypeMeta: metav1.TypeMeta{Kind: "Scale", APIVersion: "autoscaling/v1"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: obj.GetName(), Namespace: obj.GetNamespace(), UID: obj.GetUID(),
 			ResourceVersion: obj.GetResourceVersion(), CreationTimestamp: obj.GetCreationTimestamp(),
 		},
-	}
-	var replicas *int32
-	var selector *metav1.LabelSelector
-	switch o := obj.(type) {
-	case *appsv1.ReplicaSet:
-		replicas, selector = o.Spec.Replicas, o.Spec.Selector
-		sc.Status.Replicas = o.Status.Replicas
-	case *appsv1.Deployment:
-		replicas, selector = o.Spec.Replicas, o.Spec.Selector
-		sc.Status.Replicas = o.Status.Replicas
-	default:
-		return nil, fmt.Errorf("%T has no scale subresource", obj)
-	}
-	if replicas != nil {
-		sc.Spec.Replicas = *replicas
-	}
-	if sel, err := metav1.LabelSelectorAsSelector(selector); err == nil {
-		sc.Status.Selector = sel.String()
-	}
-	return sc, nil
+		Spec:   autoscalingv1.ScaleSpec{Replicas: spec},
+		Status: autoscalingv1.ScaleStatus{Replicas: status, Selector: selector},
+	}, nil
 }
 
-func setReplicas(obj api.Object, n int32) {
-	switch o := obj.(type) {
-	case *appsv1.ReplicaSet:
-		o.Spec.Replicas = &n
-	case *appsv1.Deployment:
-		o.Spec.Replicas = &n
+// setReplicas sets obj's desired replicas through its Scale.
+func setReplicas(res *api.Resource, obj api.Object, n int32) error {
+	if err := res.Scale.Set(obj, n); err != nil {
+		return apierrors.NewInternalError(err)
 	}
+	return nil
 }
 
 // serveScale answers the scale subresource: the object's replica count
 // seen and changed through an autoscaling/v1 Scale.
 func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
-	rs := s.stores[ri.res]
+	rs := ri.store
 	var next updateFunc
 	switch r.Method {
 	case http.MethodGet:
@@ -115,9 +101,9 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, ri *requestI
 		if err != nil {
 			return err
 		}
-		sc, err := scaleOf(obj)
+		sc, err := scaleOf(ri.res, obj)
 		if err != nil {
-			return apierrors.NewInternalError(err)
+			return err
 		}
 		return out.writeValue(w, sc)
 	case http.MethodPut:
@@ -137,7 +123,9 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, ri *requestI
 			return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", want.Name, ri.name))
 		}
 		next = func(cur api.Object) (api.Object, error) {
-			setReplicas(cur, want.Spec.Replicas)
+			if err := setReplicas(ri.res, cur, want.Spec.Replicas); err != nil {
+				return nil, err
+			}
 			cur.SetResourceVersion(want.ResourceVersion) // a precondition, if set
 			return cur, nil
 		}
@@ -150,9 +138,9 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, ri *requestI
 			return err
 		}
 		next = func(cur api.Object) (api.Object, error) {
-			sc, err := scaleOf(cur)
+			sc, err := scaleOf(ri.res, cur)
 			if err != nil {
-				return nil, apierrors.NewInternalError(err)
+				return nil, err
 			}
 			orig, _ := json.Marshal(sc)
 			patched, err := apply(orig)
@@ -163,7 +151,9 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, ri *requestI
 			if err := json.Unmarshal(patched, &want); err != nil {
 				return nil, apierrors.NewBadRequest(fmt.Sprintf("the patched Scale is not valid: %v", err))
 			}
-			setReplicas(cur, want.Spec.Replicas)
+			if err := setReplicas(ri.res, cur, want.Spec.Replicas); err != nil {
+				return nil, err
+			}
 			return cur, nil
 		}
 	default:
@@ -174,9 +164,9 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, ri *requestI
 	if err != nil {
 		return err
 	}
-	sc, err := scaleOf(out)
+	sc, err := scaleOf(ri.res, out)
 	if err != nil {
-		return apierrors.NewInternalError(err)
+		return err
 	}
 	writeJSON(w, http.StatusOK, sc)
 	return nil
@@ -206,7 +196,7 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, ri *reques
 	if b.Target.Name == "" {
 		return apierrors.NewInvalid(schemaGroupKindOf("", "Binding"), ri.name, nil)
 	}
-	_, err = s.updateObject(r.Context(), s.stores[api.Pods], ri.namespace, ri.name, updateOptions{mode: modeInternal, dry: dryRun(r)}, func(cur api.Object) (api.Object, error) {
+	_, err = s.updateObject(r.Context(), s.serving().stores[api.Pods], ri.namespace, ri.name, updateOptions{mode: modeInternal, dry: dryRun(r)}, func(cur api.Object) (api.Object, error) {
 		pod := cur.(*corev1.Pod)
 		if pod.DeletionTimestamp != nil {
 			return nil, apierrors.NewConflict(api.Pods.GroupResource(), pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
@@ -259,7 +249,7 @@ func (s *Server) serveFinalize(w http.ResponseWriter, r *http.Request, ri *reque
 		return err
 	}
 	want := obj.(*corev1.Namespace).Spec.Finalizers
-	out, err := s.updateObject(r.Context(), s.stores[ri.res], "", ri.name, updateOptions{mode: modeInternal, dry: dryRun(r)}, func(cur api.Object) (api.Object, error) {
+	out, err := s.updateObject(r.Context(), ri.store, "", ri.name, updateOptions{mode: modeInternal, dry: dryRun(r)}, func(cur api.Object) (api.Object, error) {
 		cur.SetResourceVersion(obj.GetResourceVersion())
 		cur.(*corev1.Namespace).Spec.Finalizers = want
 		return cur, nil

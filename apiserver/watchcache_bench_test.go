@@ -47,7 +47,7 @@ func benchPod(name string) *corev1.Pod {
 
 func storedPod(b *testing.B, name string) []byte {
 	b.Helper()
-	data, err := encodeForStorage(benchPod(name))
+	data, err := encodeForStorage(api.Pods, benchPod(name))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func BenchmarkCodecEncodeForStorage(b *testing.B) {
 	pod := benchPod("pod-1")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := encodeForStorage(pod); err != nil {
+		if _, err := encodeForStorage(api.Pods, pod); err != nil {
 			b.Fatal(err)
 		}
 	}

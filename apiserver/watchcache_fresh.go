@@ -6,8 +6,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
-	"github.com/minictl/minictl/api"
 )
 
 // waitFresh blocks until the cache has seen revision rv, asking etcd for a
@@ -63,15 +61,23 @@ const (
 // consistentList lists from the watch cache once it has caught up with
 // etcd's current revision: a read as fresh as one from etcd, without
 // decoding every object again.
-func (s *Server) consistentList(ctx context.Context, res *api.Resource, f *filter) ([]*cachedObject, error) {
+func (s *Server) consistentList(ctx context.Context, ri *requestInfo, f *filter) ([]*cachedObject, error) {
 	rev, err := s.store.Revision(ctx)
 	if err != nil {
-		return nil, s.stores[res].storageError(err, "")
+		return nil, ri.store.storageError(err, "")
 	}
-	c := s.caches[res]
+	c := ri.cache
 	if err := c.waitFresh(ctx, rev); err != nil {
 		return nil, err
 	}
 	items, _ := c.list(f)
 	return items, nil
+}
+
+// changes returns a channel closed when the cache next moves: a reader
+// that takes it before reading the cache misses no change.
+func (c *watchCache) changes() <-chan struct{} {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.changed
 }

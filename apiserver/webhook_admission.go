@@ -310,7 +310,7 @@ func encodeFor(a *attributes, obj api.Object, res *api.Resource, hideName bool) 
 	if a.subresource != "scale" || obj == nil || reflect.ValueOf(obj).IsNil() {
 		return encodeAs(obj, res, hideName)
 	}
-	sc, err := scaleOf(obj)
+	sc, err := scaleOf(a.res, obj)
 	if err != nil {
 		return runtime.RawExtension{}, err
 	}
@@ -450,7 +450,9 @@ func decodeMutated(ctx context.Context, a *attributes, patched []byte) (api.Obje
 		return nil, err
 	}
 	obj := a.obj.DeepCopyObject().(api.Object)
-	setReplicas(obj, sc.Spec.Replicas)
+	if err := setReplicas(a.res, obj, sc.Spec.Replicas); err != nil {
+		return nil, err
+	}
 	return obj, nil
 }
 

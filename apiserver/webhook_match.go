@@ -58,7 +58,7 @@ func (s *Server) webhookHooks(mutating bool) []*hook {
 	if mutating {
 		res, set = api.MutatingWebhookConfigurations, &s.mutatingHooks
 	}
-	cache := s.caches[res]
+	cache := s.serving().caches[res]
 	if cache == nil {
 		return nil // not served: no webhooks
 	}
@@ -185,7 +185,7 @@ func (s *Server) matchRules(h *hook, a *attributes) *invocation {
 		return nil
 	}
 	for _, r := range *h.Rules {
-		for _, eq := range s.resources {
+		for _, eq := range s.serving().resources {
 			if eq != a.res && eq.Group == a.res.Group && eq.Plural == a.res.Plural && ruleMatches(r, a, eq) {
 				return &invocation{hook: h, res: eq}
 			}
@@ -253,7 +253,8 @@ func scopeMatches(scope *admissionregistrationv1.ScopeType, a *attributes) bool 
 // numbered port, then a ready address of the endpoint port of the same
 // name. It reads the watch caches.
 func (s *Server) resolveService(_ context.Context, namespace, name string, port int32) (string, error) {
-	svcObj, _ := s.caches[api.Services].get(s.stores[api.Services].key(namespace, name))
+	v := s.serving()
+	svcObj, _ := v.caches[api.Services].get(v.stores[api.Services].key(namespace, name))
 	if svcObj == nil {
 		return "", apierrors.NewNotFound(api.Services.GroupResource(), name)
 	}
@@ -267,7 +268,7 @@ func (s *Server) resolveService(_ context.Context, namespace, name string, port 
 	if svcPort == nil {
 		return "", fmt.Errorf("service %s/%s has no port %d", namespace, name, port)
 	}
-	epObj, _ := s.caches[api.Endpoints].get(s.stores[api.Endpoints].key(namespace, name))
+	epObj, _ := v.caches[api.Endpoints].get(v.stores[api.Endpoints].key(namespace, name))
 	if epObj == nil {
 		return "", apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", name))
 	}

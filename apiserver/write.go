@@ -60,6 +60,11 @@ func checkIdentity(res *api.Resource, obj api.Object, namespace, name string) er
 }
 
 func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
+	if ri.terminating {
+		err := apierrors.NewMethodNotSupported(ri.res.GroupResource(), ri.verb)
+		err.ErrStatus.Message = "create not allowed while custom resource definition is terminating"
+		return err
+	}
 	obj, err := s.decodeObject(r, ri.res)
 	if err != nil {
 		return err
@@ -68,7 +73,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, ri *request
 		return err
 	}
 	dry := dryRun(r)
-	raw, err := s.createObject(r.Context(), s.stores[ri.res], obj, createOptions{dry: dry, manager: managerOrUserAgent(r)})
+	raw, err := s.createObject(r.Context(), ri.store, obj, createOptions{dry: dry, manager: managerOrUserAgent(r)})
 	if err != nil {
 		return err
 	}
@@ -187,6 +192,9 @@ func generateName(prefix string) string {
 // an object being deleted).
 func validate(res *api.Resource, obj, old api.Object) error {
 	errs := api.ValidateObjectMeta(res, obj)
+	if res.ValidateObject != nil {
+		errs = append(errs, res.ValidateObject(obj, old)...)
+	}
 	if res.Validate != nil {
 		errs = append(errs, res.Validate(obj)...)
 	}
@@ -338,7 +346,7 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, ri *request
 		return err
 	}
 	o := updateOptions{mode: modeMain, dry: dryRun(r), manager: managerOrUserAgent(r)}
-	out, err := s.updateObject(r.Context(), s.stores[ri.res], ri.namespace, ri.name, o, func(api.Object) (api.Object, error) {
+	out, err := s.updateObject(r.Context(), ri.store, ri.namespace, ri.name, o, func(api.Object) (api.Object, error) {
 		return obj.DeepCopyObject().(api.Object), nil
 	})
 	if err != nil {
@@ -479,7 +487,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, ri *requestI
 		return err
 	}
 	o := updateOptions{mode: modeMain, dry: dryRun(r), manager: managerOrUserAgent(r)}
-	out, err := s.updateObject(r.Context(), s.stores[ri.res], ri.namespace, ri.name, o, func(cur api.Object) (api.Object, error) {
+	out, err := s.updateObject(r.Context(), ri.store, ri.namespace, ri.name, o, func(cur api.Object) (api.Object, error) {
 		return patchObject(r.Context(), ri.res, cur, apply, fv)
 	})
 	if err != nil {

@@ -176,7 +176,7 @@ func (c *Client[T]) decodeProtobufList(data []byte) (metav1.ListMeta, []T, error
 	if err != nil {
 		return metav1.ListMeta{}, nil, err
 	}
-	if kind != c.res.Kind+"List" || apiVersion != c.res.APIVersion() {
+	if kind != c.res.ListKindName() || apiVersion != c.res.APIVersion() {
 		return metav1.ListMeta{}, nil, fmt.Errorf("got %s %s, want %s %sList", apiVersion, kind, c.res.APIVersion(), c.res.Kind)
 	}
 	meta, raws, err := api.ProtobufListItems(msg)
