@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,13 +14,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/minictl/minictl/api/crd"
 )
 
 // CustomResources returns the catalogue entries of a definition: one per
-// served version, named with its accepted names (status.acceptedNames), as
-// kube-apiserver's customresource handler builds its storage. Every entry
+// served version, highest priority first (v2, v1, v1beta1: the first is
+// the group's preferred version), named with its accepted names
+// (status.acceptedNames), as kube-apiserver's customresource handler
+// builds its storage. Every entry
 // stores its objects in the storage version under the same key prefix;
 // they differ only in the version they are served at.
 //
@@ -93,6 +97,9 @@ func CustomResources(c *apiextensionsv1.CustomResourceDefinition) ([]*Resource, 
 		}
 		out = append(out, res)
 	}
+	slices.SortStableFunc(out, func(a, b *Resource) int {
+		return -version.CompareKubeAwareVersionStrings(a.Version, b.Version)
+	})
 	return out, nil
 }
 

@@ -162,8 +162,8 @@ func TestCustomResourceDefinitionIsEstablishedAndServed(t *testing.T) {
 	}
 	var groups metav1.APIGroupList
 	do(t, env, http.MethodGet, "/apis", "", nil).want(t, http.StatusOK).into(t, &groups)
-	if last := groups.Groups[len(groups.Groups)-1]; last.Name != "example.com" || len(last.Versions) != 2 {
-		t.Errorf("the last group of /apis = %+v, want example.com with two versions", last)
+	if last := groups.Groups[len(groups.Groups)-1]; last.Name != "example.com" || len(last.Versions) != 2 || last.PreferredVersion.Version != "v2" {
+		t.Errorf("the last group of /apis = %+v, want example.com with two versions, v2 preferred", last)
 	}
 }
 
