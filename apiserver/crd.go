@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -86,33 +87,56 @@ func (c *crdController) run(ctx context.Context, synced chan<- struct{}) {
 		<-ctx.Done()
 		return
 	}
-	first := true
+	// The cache moves on every etcd progress notification too; a pass
+	// runs when a definition changed, or when a retry is due.
+	var seen map[string]int64 // the resourceVersion of each definition at the last pass
+	var retryAt time.Time     // zero: no retry pending
 	for {
 		changed := cache.changes()
-		retry := c.sync(ctx, cache)
-		if first {
-			close(synced)
-			first = false
+		items, _ := cache.list(&filter{})
+		now := make(map[string]int64, len(items))
+		for _, it := range items {
+			now[it.key] = it.rv
 		}
-		var again <-chan time.Time
-		if retry {
-			t := time.NewTimer(cleanupRetry)
-			defer t.Stop()
-			again = t.C
+		due := !retryAt.IsZero() && !time.Now().Before(retryAt)
+		if synced != nil || due || !maps.Equal(now, seen) {
+			retryAt = time.Time{}
+			if c.sync(ctx, items) {
+				retryAt = time.Now().Add(cleanupRetry)
+			}
+			seen = now
+			if synced != nil {
+				close(synced)
+				synced = nil
+			}
 		}
-		select {
-		case <-ctx.Done():
+		if !c.wait(ctx, changed, retryAt) {
 			return
-		case <-changed:
-		case <-again:
 		}
 	}
 }
 
+// wait waits for the definitions' cache to move, or until retryAt (if
+// set); false if ctx ended first.
+func (c *crdController) wait(ctx context.Context, changed <-chan struct{}, retryAt time.Time) bool {
+	var again <-chan time.Time
+	if !retryAt.IsZero() {
+		t := time.NewTimer(time.Until(retryAt))
+		defer t.Stop()
+		again = t.C
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-changed:
+	case <-again:
+	}
+	return true
+}
+
 // sync is one pass over every definition; it reports whether a definition
 // waits for its objects to go.
-func (c *crdController) sync(ctx context.Context, cache *watchCache) (retry bool) {
-	items, _ := cache.list(&filter{})
+func (c *crdController) sync(ctx context.Context, items []*cachedObject) (retry bool) {
 	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(items))
 	for _, it := range items {
 		crds = append(crds, it.obj.(*apiextensionsv1.CustomResourceDefinition))
@@ -445,6 +469,11 @@ func (c *crdController) markTerminating(cs *customServing) {
 func (c *crdController) deleteInstances(ctx context.Context, cs *customServing) (int, error) {
 	live := c.s.serving()
 	res := cs.resources[0]
+	for _, r := range cs.resources {
+		if !converts(r) {
+			res = r // the storage version: no conversion on the way
+		}
+	}
 	rs, cache := live.stores[res], live.caches[res]
 	if rs == nil {
 		return 0, nil
