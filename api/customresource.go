@@ -41,6 +41,11 @@ func CustomResources(c *apiextensionsv1.CustomResourceDefinition) ([]*Resource, 
 			storage = v.Name
 		}
 	}
+	// Server-side apply types every version's objects by its schema.
+	tc, err := crd.TypeConverter(c)
+	if err != nil {
+		return nil, fmt.Errorf("customresourcedefinition %s: %w", c.Name, err)
+	}
 	var out []*Resource
 	for i := range c.Spec.Versions {
 		v := &c.Spec.Versions[i]
@@ -62,6 +67,7 @@ func CustomResources(c *apiextensionsv1.CustomResourceDefinition) ([]*Resource, 
 			ReadDefaults:   true,
 			Table:          customTable(c, v),
 			OpenAPISchema:  openAPISchema(v),
+			TypeConverter:  tc,
 		}
 		sub := v.Subresources
 		status := sub != nil && sub.Status != nil
