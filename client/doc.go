@@ -18,6 +18,9 @@
 //     protobuf frames, into events (client-go's watch.StreamWatcher).
 //   - errors.go: StatusError and the Is* helpers (apimachinery's api/errors).
 //   - subresources.go: pods/binding and the scale subresource.
+//   - discovery.go: ServerPreferredResources, what the server serves as a
+//     catalogue, kinds nobody compiled in included (client-go's discovery
+//     client).
 //
 // Properties:
 //

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minictl/minictl/client"
 )
 
 // The five conditions a terminating namespace carries, in the order
@@ -39,8 +41,8 @@ func contentConditions(r *contentReport) []corev1.NamespaceCondition {
 	}
 	if r.discoveryErr != nil {
 		msg := r.discoveryErr.Error()
-		if gerr, ok := r.discoveryErr.(*groupDiscoveryError); ok {
-			msg = fmt.Sprintf("Discovery failed for some groups, %d failing: %v", len(gerr.failed), gerr)
+		if gerr, ok := client.IsGroupDiscoveryFailed(r.discoveryErr); ok {
+			msg = fmt.Sprintf("Discovery failed for some groups, %d failing: %v", len(gerr.Groups), gerr)
 		}
 		set(corev1.NamespaceDeletionDiscoveryFailure, "DiscoveryFailed", msg)
 	}

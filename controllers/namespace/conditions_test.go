@@ -7,8 +7,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/client"
 )
 
 var (
@@ -68,7 +70,7 @@ func TestContentConditions(t *testing.T) {
 		{
 			name: "failures",
 			report: contentReport{
-				discoveryErr: &groupDiscoveryError{failed: map[string]error{"metrics.k8s.io/v1beta1": errors.New("stale GroupVersion discovery")}},
+				discoveryErr: &client.GroupDiscoveryFailedError{Groups: map[schema.GroupVersion]error{{Group: "metrics.k8s.io", Version: "v1beta1"}: errors.New("stale GroupVersion discovery")}},
 				parseErr:     errors.New(`parse group version "a/b/c": unexpected GroupVersion string: a/b/c`),
 				deleteErrs:   []error{errors.New("list secrets.: boom"), errors.New("deletecollection configmaps.: bang")},
 			},

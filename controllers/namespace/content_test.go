@@ -12,7 +12,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
@@ -180,8 +179,9 @@ func TestPurgeFallsBackToDeletingEachObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &Controller{rc: rc, discovery: &discoverer{rc: rc, now: time.Now}, now: time.Now}
-	rt, _ := deletable(schema.GroupVersion{Version: "v1"}, metav1.APIResource{
-		Name: "widgets", Kind: "Widget", Namespaced: true, Verbs: metav1.Verbs{"list", "delete", "deletecollection"},
+	rt, _ := deletable(client.ServedResource{
+		Resource: &api.Resource{Version: "v1", Kind: "Widget", Plural: "widgets", Namespaced: true, New: api.NewUnstructured},
+		Verbs:    metav1.Verbs{"list", "delete", "deletecollection"},
 	})
 
 	items, err := c.listContent(context.Background(), rt, "ns")

@@ -3,15 +3,10 @@ package namespace
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
-	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/minictl/minictl/api"
@@ -93,111 +88,52 @@ func (d *discoverer) invalidate() {
 	d.fetchedAt = time.Time{}
 }
 
-// groupDiscoveryError lists the group versions whose resources could not
-// be read, like client-go's ErrGroupDiscoveryFailed.
-type groupDiscoveryError struct {
-	failed map[string]error // group version → why
-}
-
-func (e *groupDiscoveryError) Error() string {
-	gvs := make([]string, 0, len(e.failed))
-	for gv := range e.failed {
-		gvs = append(gvs, gv)
-	}
-	sort.Strings(gvs)
-	parts := make([]string, len(gvs))
-	for i, gv := range gvs {
-		parts[i] = fmt.Sprintf("%s: %v", gv, e.failed[gv])
-	}
-	return "unable to retrieve the complete list of server APIs: " + strings.Join(parts, ", ")
-}
-
+// discover asks the server's discovery, and keeps the namespaced
+// resources that can be emptied. A group version that failed is a
+// discovery error; one that does not parse, a parse error.
 func (d *discoverer) discover(ctx context.Context) discoveryResult {
-	gvPaths, err := d.preferredGroupVersions(ctx)
-	if err != nil {
-		return discoveryResult{err: err}
-	}
-	var (
-		out       []resourceType
-		failed    = map[string]error{}
-		parseErrs []error
-	)
-	for _, p := range gvPaths {
-		var list metav1.APIResourceList
-		if err := d.rc.Do(ctx, http.MethodGet, p.path, nil, "", nil, &list); err != nil {
-			failed[p.groupVersion] = err
-			continue
-		}
-		gv, err := schema.ParseGroupVersion(list.GroupVersion)
-		if err != nil {
-			parseErrs = append(parseErrs, fmt.Errorf("parse group version %q: %w", list.GroupVersion, err))
-			continue
-		}
-		for _, r := range list.APIResources {
-			if rt, ok := deletable(gv, r); ok {
-				out = append(out, rt)
-			}
+	served, err := d.rc.ServerPreferredResources(ctx)
+	var res discoveryResult
+	for _, s := range served {
+		if rt, ok := deletable(s); ok {
+			res.resources = append(res.resources, rt)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
-	res := discoveryResult{resources: out, parseErr: errors.Join(parseErrs...)}
-	if len(failed) > 0 {
-		res.err = &groupDiscoveryError{failed: failed}
+	sort.Slice(res.resources, func(i, j int) bool { return res.resources[i].String() < res.resources[j].String() })
+	if err == nil {
+		return res
+	}
+	var parseErrs, others []error
+	for _, e := range unjoin(err) {
+		var perr *client.GroupVersionParseError
+		if errors.As(e, &perr) {
+			parseErrs = append(parseErrs, e)
+		} else {
+			others = append(others, e)
+		}
+	}
+	res.parseErr = errors.Join(parseErrs...)
+	if len(others) == 1 {
+		res.err = others[0]
+	} else {
+		res.err = errors.Join(others...)
 	}
 	return res
 }
 
-// deletable reports whether r is a namespaced resource (not a subresource)
-// that can be listed and deleted.
-func deletable(gv schema.GroupVersion, r metav1.APIResource) (resourceType, bool) {
-	if !r.Namespaced || strings.Contains(r.Name, "/") {
-		return resourceType{}, false
+// unjoin returns the errors errors.Join joined into err, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
 	}
-	has := func(verb string) bool { return slices.Contains(r.Verbs, verb) }
-	if !has("list") || !(has("delete") || has("deletecollection")) {
-		return resourceType{}, false
-	}
-	res, ok := api.Lookup(gv.Group, gv.Version, r.Name)
-	if !ok {
-		res = &api.Resource{
-			Group: gv.Group, Version: gv.Version, Kind: r.Kind, Plural: r.Name, Singular: r.SingularName,
-			Namespaced: true, New: api.NewUnstructured,
-		}
-	}
-	return resourceType{res: res, deleteCollection: has("deletecollection")}, true
+	return []error{err}
 }
 
-type gvPath struct {
-	groupVersion string // "v1", "apps/v1"
-	path         string // "/api/v1", "/apis/apps/v1"
-}
-
-// preferredGroupVersions returns the core version and the preferred
-// version of every named group: a resource served in two versions is the
-// same objects twice, and is emptied through one.
-func (d *discoverer) preferredGroupVersions(ctx context.Context) ([]gvPath, error) {
-	var core metav1.APIVersions
-	if err := d.rc.Do(ctx, http.MethodGet, "/api", nil, "", nil, &core); err != nil {
-		return nil, fmt.Errorf("discover /api: %w", err)
+// deletable reports whether s is a namespaced resource that can be listed
+// and deleted.
+func deletable(s client.ServedResource) (resourceType, bool) {
+	if !s.Resource.Namespaced || !s.Supports("list") || !(s.Supports("delete") || s.Supports("deletecollection")) {
+		return resourceType{}, false
 	}
-	var out []gvPath
-	if len(core.Versions) > 0 {
-		v := core.Versions[0]
-		out = append(out, gvPath{groupVersion: v, path: "/api/" + v})
-	}
-	var groups metav1.APIGroupList
-	if err := d.rc.Do(ctx, http.MethodGet, "/apis", nil, "", nil, &groups); err != nil {
-		return nil, fmt.Errorf("discover /apis: %w", err)
-	}
-	for _, g := range groups.Groups {
-		gv := g.PreferredVersion.GroupVersion
-		if gv == "" && len(g.Versions) > 0 {
-			gv = g.Versions[0].GroupVersion
-		}
-		if gv == "" {
-			continue
-		}
-		out = append(out, gvPath{groupVersion: gv, path: "/apis/" + gv})
-	}
-	return out, nil
+	return resourceType{res: s.Resource, deleteCollection: s.Supports("deletecollection")}, true
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/internal/testenv"
@@ -148,7 +149,7 @@ func TestDiscoveryPartialFailureAndCache(t *testing.T) {
 	ctx := context.Background()
 
 	res := d.namespacedResources(ctx)
-	if gerr, ok := res.err.(*groupDiscoveryError); !ok || len(gerr.failed) != 1 || gerr.failed["metrics.example.com/v1"] == nil {
+	if gerr, ok := client.IsGroupDiscoveryFailed(res.err); !ok || len(gerr.Groups) != 1 || gerr.Groups[schema.GroupVersion{Group: "metrics.example.com", Version: "v1"}] == nil {
 		t.Errorf("err = %v; want metrics.example.com/v1 failing", res.err)
 	}
 	if res.parseErr == nil {
