@@ -1,9 +1,12 @@
 // Package garbagecollector deletes objects whose owners are gone, following
-// metadata.ownerReferences across every kind of its catalogue (the kinds
-// minictl serves, unless given another), as kube-controller-manager's
-// garbage collector does across every kind discovery lists. It watches each
-// kind through an informer by descriptor, so a kind is collected as soon as
-// it is in the catalogue, Go type or not.
+// metadata.ownerReferences across every kind the API server's discovery
+// lists as deletable (list, watch and delete served), as
+// kube-controller-manager's garbage collector does. It watches each kind
+// through an informer by descriptor (a monitor, monitors.go), so a kind is
+// collected as soon as it is served, Go type or not. It reads discovery
+// again every 30 s and whenever an owner reference names a kind it does not
+// know, starting monitors for kinds that appear and stopping those of kinds
+// that go.
 //
 // A graph builder turns every informer event into an owner→dependents graph
 // keyed by uid (graph.go); workers take uids from a queue and act on what
@@ -36,9 +39,12 @@
 //     instead of doing harm.
 //   - Workers start only once the graph holds everything the informers
 //     listed at start-up, so no dependent is judged on a half-built graph.
-//   - A dependent of a kind not in the catalogue, or an owner reference
-//     to such a kind, is never collected on that reference's account: the
-//     collector cannot tell whether such an owner exists.
+//   - A dependent of a kind not served, or an owner reference to such a
+//     kind, is never collected on that reference's account: the collector
+//     cannot tell whether such an owner exists.
+//   - A monitor's informer of a kind that is no longer served is stopped,
+//     and its goroutines are gone, before the next discovery is read; all
+//     are gone when Run returns.
 //   - Pods are deleted with their default grace period: the kubelet
 //     finishes them.
 package garbagecollector
@@ -51,15 +57,18 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
@@ -70,26 +79,35 @@ import (
 const Name = "garbagecollector"
 
 // Options is what the garbage collector needs: the options every controller
-// takes (Client and Informers required); it has no knobs of its own. It
-// takes one informer per served resource from Informers, records an Event
-// per action, and registers two queues' metrics (garbagecollector,
-// garbagecollector_graph_changes).
+// takes (Client and Informers required), and its own. It takes one
+// informer per served resource with a Go type from Informers, runs its own
+// for the others, records an Event per action, and registers two queues'
+// metrics (garbagecollector, garbagecollector_graph_changes).
 type Options struct {
 	controller.Common
-	// Resources is the catalogue: the kinds it watches and resolves owner
-	// references to. It should be what the API server serves. Nil:
-	// api.Resources().
-	Resources api.Catalogue
+	// Discovery is where it learns the served resources. Nil: Client.
+	Discovery Discovery
+	// ResyncPeriod is how often it reads discovery again. 0:
+	// DefaultResyncPeriod.
+	ResyncPeriod time.Duration
 }
 
 // Controller is the garbage collector.
 type Controller struct {
-	objects   objects
-	resources api.Catalogue
-	// caches holds each resource's informer cache, read to find
-	// the current state of a node's object.
-	caches map[*api.Resource]informer.Indexer
-	synced []func() bool
+	objects      objects
+	discovery    Discovery
+	informers    *informer.SharedInformerFactory
+	resyncPeriod time.Duration
+	clock        clock.Clock
+	// missed has a value when a worker met a kind it does not know.
+	missed chan struct{}
+	// resyncs counts the discovery reads that gave something.
+	resyncs atomic.Int64
+
+	// mu guards monitors: one per watched resource, whose cache is read
+	// to find the current state of a node's object.
+	mu       sync.Mutex
+	monitors map[schema.GroupVersionResource]*monitor
 
 	graph *graph
 	// changes feeds the graph builder, the graph's only writer, in the
@@ -104,11 +122,12 @@ type Controller struct {
 
 // graphChange is one item for the graph builder.
 type graphChange struct {
-	kind changeKind
-	res  *api.Resource // changeObserved, changeDeleted
-	obj  api.Object    // changeObserved, changeDeleted
-	uid  types.UID     // changeVirtualGone
-	done chan struct{} // changeMarker: closed when reached
+	kind      changeKind
+	res       *api.Resource // changeObserved, changeDeleted
+	obj       api.Object    // changeObserved, changeDeleted
+	uid       types.UID     // changeVirtualGone
+	done      chan struct{} // changeMarker: closed when reached
+	resources api.Catalogue // changeResources
 }
 
 type changeKind int
@@ -118,53 +137,46 @@ const (
 	changeDeleted                       // an object was deleted
 	changeVirtualGone                   // a worker found a virtual owner absent
 	changeMarker                        // everything queued before it is in the graph
+	changeResources                     // discovery was read: the kinds owner references resolve to
 )
 
 // notObservedPoll is how soon an owner known only from references, which
 // exists but the informers have not shown yet, is looked at again.
 const notObservedPoll = time.Second
 
-// New returns a garbage collector with an informer on every resource of
-// its catalogue. Call Run to start it.
+// New returns a garbage collector. Call Run to start it: it reads
+// discovery then.
 func New(opts Options) (*Controller, error) {
 	var err error
 	if opts.Common, err = opts.Complete(Name); err != nil {
 		return nil, err
 	}
-	resources := opts.Resources
-	if resources == nil {
-		resources = api.Resources()
+	if opts.Discovery == nil {
+		opts.Discovery = opts.Client
 	}
-	gc := &Controller{
-		objects:   objects{rc: opts.Client},
-		resources: resources,
-		caches:    map[*api.Resource]informer.Indexer{},
-		graph:     newGraph(resources),
-		changes:   controller.NewQueue[*graphChange](Name+"_graph_changes", opts.Common),
-		queue:     controller.NewQueue[types.UID](Name, opts.Common),
-		recorder:  opts.Recorder,
-		log:       opts.Logger,
+	if opts.ResyncPeriod <= 0 {
+		opts.ResyncPeriod = DefaultResyncPeriod
 	}
-
-	for _, res := range resources {
-		inf := informer.ForResource(opts.Informers, res)
-		gc.caches[res] = inf.GetIndexer()
-		reg, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any, _ bool) { gc.enqueueChange(changeObserved, res, obj) },
-			UpdateFunc: func(_, obj any) { gc.enqueueChange(changeObserved, res, obj) },
-			DeleteFunc: func(obj any) { gc.enqueueChange(changeDeleted, res, obj) },
-		})
-		if err != nil {
-			gc.changes.ShutDown()
-			gc.queue.ShutDown()
-			return nil, fmt.Errorf("garbagecollector: watch %s: %w", res.Plural, err)
-		}
-		gc.synced = append(gc.synced, reg.HasSynced)
-	}
-	return gc, nil
+	return &Controller{
+		objects:      objects{rc: opts.Client},
+		discovery:    opts.Discovery,
+		informers:    opts.Informers,
+		resyncPeriod: opts.ResyncPeriod,
+		clock:        opts.Clock,
+		missed:       make(chan struct{}, 1),
+		monitors:     map[schema.GroupVersionResource]*monitor{},
+		graph:        newGraph(nil),
+		changes:      controller.NewQueue[*graphChange](Name+"_graph_changes", opts.Common),
+		queue:        controller.NewQueue[types.UID](Name, opts.Common),
+		recorder:     opts.Recorder,
+		log:          opts.Logger,
+	}, nil
 }
 
-func (gc *Controller) enqueueChange(kind changeKind, res *api.Resource, obj any) {
+func (gc *Controller) enqueueChange(m *monitor, kind changeKind, obj any) {
+	if m.stopped.Load() {
+		return // no longer watched
+	}
 	switch tomb := obj.(type) {
 	case informer.DeletedFinalStateUnknown:
 		obj = tomb.Obj
@@ -175,16 +187,19 @@ func (gc *Controller) enqueueChange(kind changeKind, res *api.Resource, obj any)
 	if !ok || o == nil {
 		return
 	}
-	gc.changes.Add(&graphChange{kind: kind, res: res, obj: o})
+	gc.changes.Add(&graphChange{kind: kind, res: m.res, obj: o})
 }
 
 // Run builds the graph, waits until it holds everything the informers
 // listed, runs workers until ctx is done, then shuts both queues down and
 // waits for the graph builder and the workers.
 func (gc *Controller) Run(ctx context.Context, workers int) {
-	gc.log.Info("starting", slog.Int("resources", len(gc.caches)), slog.Int("workers", workers))
 	var wg sync.WaitGroup
 	wg.Go(gc.runGraphBuilder)
+	for !gc.resync(ctx) && clock.Sleep(ctx, gc.clock, time.Second) {
+	}
+	gc.log.Info("starting", slog.Int("resources", len(gc.syncedFuncs())), slog.Int("workers", workers))
+	wg.Go(func() { gc.runResync(ctx) })
 	if gc.waitForGraph(ctx) {
 		gc.log.Info("graph built from the initial lists → start collecting",
 			slog.Int("nodes", gc.graph.len()))
@@ -202,10 +217,11 @@ func (gc *Controller) Run(ctx context.Context, workers int) {
 	gc.log.Info("stopped")
 }
 
-// waitForGraph waits until every handler has had the initial list, then
-// until the graph builder has applied all of it.
+// waitForGraph waits until every handler of the first discovery's monitors
+// has had the initial list, then until the graph builder has applied all
+// of it.
 func (gc *Controller) waitForGraph(ctx context.Context) bool {
-	if !informer.WaitForCacheSync(ctx, gc.synced...) {
+	if !informer.WaitForCacheSync(ctx, gc.syncedFuncs()...) {
 		return false
 	}
 	marker := &graphChange{kind: changeMarker, done: make(chan struct{})}
@@ -236,6 +252,8 @@ func (gc *Controller) runGraphBuilder() {
 			work = gc.graph.forgetVirtual(ch.uid)
 		case changeMarker:
 			close(ch.done)
+		case changeResources:
+			work = gc.graph.setResources(ch.resources)
 		}
 		for _, uid := range work {
 			gc.queue.Add(uid)
@@ -287,7 +305,8 @@ func (gc *Controller) sync(ctx context.Context, uid types.UID) error {
 // not exist, the graph builder drops it and its dependents are looked at.
 func (gc *Controller) checkVirtualOwner(ctx context.Context, n nodeInfo) error {
 	if n.ref.res == nil {
-		return nil // a kind not in the catalogue: we cannot tell
+		gc.nudge()
+		return nil // a kind not served, as far as we know: we cannot tell; discovery is read again
 	}
 	gone := !validName(n.ref.name)
 	if !gone {
@@ -389,11 +408,16 @@ func (gc *Controller) collectIfOwnersGone(ctx context.Context, n nodeInfo, obj a
 }
 
 // ownerState looks ref up live. A reference that cannot be resolved (a
-// kind not in the catalogue, a namespaced owner of a cluster-scoped object) is
-// solid: we cannot tell it is gone.
+// kind not served, a namespaced owner of a cluster-scoped object) is
+// solid: we cannot tell it is gone. A kind not known asks for discovery to
+// be read again.
 func (gc *Controller) ownerState(ctx context.Context, dependent objectRef, ref metav1.OwnerReference) (ownerState, error) {
-	res := resourceFor(gc.resources, ref.APIVersion, ref.Kind)
-	if res == nil || (res.Namespaced && dependent.namespace == "") {
+	res := resourceFor(gc.graph.catalogue(), ref.APIVersion, ref.Kind)
+	if res == nil {
+		gc.nudge()
+		return ownerSolid, nil
+	}
+	if res.Namespaced && dependent.namespace == "" {
 		return ownerSolid, nil
 	}
 	if !validName(ref.Name) {
@@ -539,11 +563,11 @@ func (gc *Controller) orphanDependents(ctx context.Context, n nodeInfo, obj api.
 // cached returns the object ref names from its informer's cache, if it is
 // there with ref's uid.
 func (gc *Controller) cached(ref objectRef) (api.Object, bool) {
-	cache, ok := gc.caches[ref.res]
+	m, ok := gc.monitorOf(ref.res)
 	if !ok {
 		return nil, false
 	}
-	item, exists, err := cache.GetByKey(ref.key())
+	item, exists, err := m.cache.GetByKey(ref.key())
 	if err != nil || !exists {
 		return nil, false
 	}

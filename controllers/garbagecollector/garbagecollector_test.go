@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -251,14 +252,15 @@ func TestReplicaSetPodsAreCollected(t *testing.T) {
 	})
 }
 
-// A kind added to the catalogue, and nowhere else, is collected as a
-// dependent and resolved as an owner.
-func TestCollectsAKindOnlyInTheCatalogue(t *testing.T) {
+// A kind the server serves, which the collector is not told about, is
+// found through discovery, collected as a dependent and resolved as an
+// owner.
+func TestCollectsAKindFoundThroughDiscovery(t *testing.T) {
 	widgets := testenv.Widgets()
 	resources := api.Resources().With(widgets)
 	rc := controllertest.StartWith(t, controllertest.Options{Resources: resources}).Client
 	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})
-	gc, err := New(Options{Common: controller.Common{Client: rc, Informers: factory, Logger: controllertest.Logger(t)}, Resources: resources})
+	gc, err := New(Options{Common: controller.Common{Client: rc, Informers: factory, Logger: controllertest.Logger(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,20 +301,100 @@ func TestCollectsAKindOnlyInTheCatalogue(t *testing.T) {
 	})
 }
 
-func TestEveryResourceOfTheCatalogueIsWatched(t *testing.T) {
-	resources := api.Resources().With(testenv.Widgets())
-	rc, err := client.New(&client.Config{Server: "http://127.0.0.1:1"}) // never asked: nothing runs
+// hidingDiscovery is the server's discovery, less the resources of group
+// hidden while hide is set: a kind that stops being served.
+type hidingDiscovery struct {
+	rc     *client.RESTClient
+	hidden string
+	hide   atomic.Bool
+}
+
+func (d *hidingDiscovery) ServerPreferredResources(ctx context.Context) (client.ServedResources, error) {
+	served, err := d.rc.ServerPreferredResources(ctx)
+	if !d.hide.Load() {
+		return served, err
+	}
+	return slices.DeleteFunc(served, func(s client.ServedResource) bool { return s.Resource.Group == d.hidden }), err
+}
+
+// Every deletable resource discovery lists is watched; a kind that stops
+// being served has its monitor stopped, its informer's goroutines gone;
+// one that comes back is watched again, and collected.
+func TestMonitorsFollowDiscovery(t *testing.T) {
+	widgets := testenv.Widgets()
+	rc := controllertest.StartWith(t, controllertest.Options{Resources: api.Resources().With(widgets)}).Client
+	disc := &hidingDiscovery{rc: rc, hidden: "example.com"}
+	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})
+	gc, err := New(Options{
+		Common:    controller.Common{Client: rc, Informers: factory, Logger: controllertest.Logger(t)},
+		Discovery: disc, ResyncPeriod: 50 * time.Millisecond,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gc, err := New(Options{Common: controller.Common{Client: rc, Informers: informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})}, Resources: resources})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, res := range resources {
-		if _, ok := gc.caches[res]; !ok {
-			t.Errorf("no informer on %s", res.GroupResource())
+	stop := controllertest.Run(t, factory, 2, gc)
+	watched := func(gr string) (*monitor, bool) {
+		gc.mu.Lock()
+		defer gc.mu.Unlock()
+		for _, m := range gc.monitors {
+			if m.res.GroupResource().String() == gr {
+				return m, true
+			}
 		}
+		return nil, false
+	}
+	waitFor(t, "every deletable resource to be watched", func() bool {
+		for _, gr := range []string{"pods", "configmaps", "replicasets.apps", "leases.coordination.k8s.io", "widgets.example.com"} {
+			if _, ok := watched(gr); !ok {
+				return false
+			}
+		}
+		_, binding := watched("bindings")
+		return !binding
+	})
+	m, _ := watched("widgets.example.com")
+	if m.cancel == nil {
+		t.Fatal("the monitor of a kind without a Go type does not own its informer")
+	}
+
+	disc.hide.Store(true)
+	waitFor(t, "the widgets monitor to stop", func() bool {
+		_, ok := watched("widgets.example.com")
+		return !ok
+	})
+	select {
+	case <-m.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the informer of a kind no longer served still runs")
+	}
+
+	disc.hide.Store(false)
+	waitFor(t, "widgets to be watched again", func() bool {
+		m2, ok := watched("widgets.example.com")
+		return ok && m2 != m && m2.synced()
+	})
+	f := &fixture{rc: rc, cms: client.For[*corev1.ConfigMap](rc)}
+	owner := f.createCM(t, "owner")
+	w := &unstructured.Unstructured{}
+	w.SetName("owned")
+	w.SetNamespace("default")
+	w.SetOwnerReferences([]metav1.OwnerReference{ownerRef(owner, false)})
+	wc := client.ForResource(rc, widgets)
+	if _, err := wc.Create(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	f.deleteCM(t, "owner", metav1.DeletePropagationBackground)
+	waitFor(t, "the widget owned by the configmap to be collected", func() bool {
+		_, err := wc.Get(t.Context(), "default", "owned")
+		return client.IsNotFound(err)
+	})
+
+	m3, _ := watched("widgets.example.com")
+	stop()
+	select {
+	case <-m3.done:
+	default:
+		t.Error("Run returned with the informer of a monitor still running")
 	}
 }
 

@@ -68,16 +68,63 @@ type node struct {
 // with uid o and o is in nodes; a virtual node has no owners and at least
 // one dependent.
 type graph struct {
-	// resources resolves owner references to resources. Never changed.
+	// mu guards resources, nodes and every node in it.
+	mu sync.RWMutex
+	// resources resolves owner references to resources: what discovery
+	// last said is served.
 	resources api.Catalogue
-
-	// mu guards nodes and every node in it.
-	mu    sync.RWMutex
-	nodes map[types.UID]*node
+	nodes     map[types.UID]*node
 }
 
 func newGraph(resources api.Catalogue) *graph {
 	return &graph{resources: resources, nodes: map[types.UID]*node{}}
+}
+
+// catalogue returns the resources owner references resolve to.
+func (g *graph) catalogue() api.Catalogue {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.resources
+}
+
+// setResources makes owner references resolve to c from now on, and
+// resolves again the owners known only from references: it returns those
+// whose kind became known (they can now be looked up).
+func (g *graph) setResources(c api.Catalogue) []types.UID {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.resources = c
+	var work uidSet
+	for uid, n := range g.nodes {
+		if !n.virtual {
+			continue
+		}
+		was := n.ref.res
+		namespace := ""
+		for _, d := range n.dependents {
+			namespace = d.ref.namespace
+			break
+		}
+		ref := metav1.OwnerReference{APIVersion: ownerAPIVersion(n, uid), Kind: n.ref.kind, Name: n.ref.name, UID: uid}
+		n.ref = g.virtualRef(ref, namespace)
+		if n.ref.res != nil && n.ref.res != was {
+			work.add(uid)
+		}
+	}
+	return work.list
+}
+
+// ownerAPIVersion is the apiVersion the dependents of virtual node n name
+// it by.
+func ownerAPIVersion(n *node, uid types.UID) string {
+	for _, d := range n.dependents {
+		for _, ref := range d.owners {
+			if ref.UID == uid {
+				return ref.APIVersion
+			}
+		}
+	}
+	return ""
 }
 
 // nodeInfo is a copy of what a worker needs to know about a node, taken

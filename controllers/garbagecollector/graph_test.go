@@ -240,7 +240,7 @@ func TestResourceFor(t *testing.T) {
 }
 
 func TestUnresolvableOwnersAreSolid(t *testing.T) {
-	gc := &Controller{resources: api.Resources()} // ownerState returns before it needs the API
+	gc := &Controller{graph: newGraph(api.Resources())} // ownerState returns before it needs the API
 	for _, tc := range []struct {
 		name      string
 		dependent objectRef

@@ -1,0 +1,225 @@
+package garbagecollector
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/informer"
+)
+
+// DefaultResyncPeriod is how often the collector reads discovery again,
+// as kube-controller-manager's does (every 30 s).
+const DefaultResyncPeriod = 30 * time.Second
+
+// deletableVerbs are what a resource must serve for the collector to
+// handle it: kube's "deletable" resources.
+var deletableVerbs = []string{"list", "watch", "delete"}
+
+// Discovery is where the collector learns what the server serves;
+// *client.RESTClient is one.
+type Discovery interface {
+	ServerPreferredResources(ctx context.Context) (client.ServedResources, error)
+}
+
+// monitor is the informer the collector watches one resource through.
+// Kinds compiled in (with a Go type) are served for the server's life, and
+// their informer is the process's shared one; a kind only discovery knows
+// may go away, and the monitor owns its informer and stops it then.
+type monitor struct {
+	res    *api.Resource
+	cache  informer.Indexer
+	synced func() bool
+	// stopped makes the handlers drop events once the monitor is gone (a
+	// shared informer keeps running for its other users).
+	stopped atomic.Bool
+	// cancel and done are set for an informer the monitor owns: cancel
+	// stops it, done is closed once its Run has returned.
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// stop stops the monitor and waits for the informer it owns, if any.
+func (m *monitor) stop() {
+	m.stopped.Store(true)
+	if m.cancel != nil {
+		m.cancel()
+		<-m.done
+	}
+}
+
+// sameShape reports whether two entries for one group, version and plural
+// are interchangeable for the collector.
+func sameShape(a, b *api.Resource) bool {
+	return a == b || (a.Kind == b.Kind && a.Namespaced == b.Namespaced && a.Unstructured() == b.Unstructured())
+}
+
+func gvrOf(res *api.Resource) schema.GroupVersionResource {
+	return res.GroupVersion().WithResource(res.Plural)
+}
+
+// resync reads discovery and makes the monitors match it: one for every
+// deletable resource, started for a new one, stopped for one no longer
+// served. A group version discovery could not read keeps its monitors.
+// It returns false when discovery gave nothing to go on.
+func (gc *Controller) resync(ctx context.Context) bool {
+	served, err := gc.discovery.ServerPreferredResources(ctx)
+	failed := map[schema.GroupVersion]bool{}
+	if err != nil {
+		gerr, partial := client.IsGroupDiscoveryFailed(err)
+		if !partial && served == nil {
+			gc.log.Warn("discovery failed → keep the resources watched so far", slog.Any("err", err))
+			return false
+		}
+		if partial {
+			for gv := range gerr.Groups {
+				failed[gv] = true
+			}
+		}
+		gc.log.Warn("discovery incomplete → keep watching the resources of the groups it could not read", slog.Any("err", err))
+	}
+	want := map[schema.GroupVersionResource]*api.Resource{}
+	for _, res := range served.Catalogue(deletableVerbs...) {
+		want[gvrOf(res)] = res
+	}
+
+	gc.mu.Lock()
+	var stopping []*monitor
+	for gvr, m := range gc.monitors {
+		if res, ok := want[gvr]; ok && sameShape(res, m.res) {
+			continue
+		}
+		if _, ok := want[gvr]; !ok && failed[gvr.GroupVersion()] {
+			continue
+		}
+		delete(gc.monitors, gvr)
+		stopping = append(stopping, m)
+		gc.log.Info("resource no longer served → stop watching it", slog.String("resource", m.res.GroupResource().String()))
+	}
+	var started []*monitor
+	for gvr, res := range want {
+		if _, ok := gc.monitors[gvr]; ok {
+			continue
+		}
+		m, err := gc.startMonitor(ctx, res)
+		if err != nil {
+			gc.log.Warn("cannot watch resource", slog.String("resource", res.GroupResource().String()), slog.Any("err", err))
+			continue
+		}
+		gc.monitors[gvr] = m
+		started = append(started, m)
+	}
+	catalogue := make(api.Catalogue, 0, len(gc.monitors))
+	for _, m := range gc.monitors {
+		catalogue = append(catalogue, m.res)
+	}
+	gc.mu.Unlock()
+
+	for _, m := range stopping {
+		m.stop()
+	}
+	if len(started) > 0 {
+		gc.informers.Start(ctx) // the shared informers just asked for
+		if gc.resyncs.Load() > 0 {
+			gc.log.Info("new resources served → watch them", slog.Int("resources", len(started)))
+		}
+	}
+	gc.resyncs.Add(1)
+	gc.changes.Add(&graphChange{kind: changeResources, resources: catalogue})
+	return true
+}
+
+// startMonitor registers the collector's handlers on an informer of res,
+// and runs it if the monitor owns it. Called with gc.mu held.
+func (gc *Controller) startMonitor(ctx context.Context, res *api.Resource) (*monitor, error) {
+	m := &monitor{res: res}
+	var inf *informer.SharedInformer
+	if res.Unstructured() {
+		inf = informer.NewSharedInformer(informer.NewListWatch(client.ForResource(gc.objects.rc, res), "", nil),
+			informer.SharedInformerOptions{Name: res.GroupResource().String(), Logger: gc.log})
+	} else {
+		inf = informer.ForResource(gc.informers, res).SharedInformer
+	}
+	reg, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any, _ bool) { gc.enqueueChange(m, changeObserved, obj) },
+		UpdateFunc: func(_, obj any) { gc.enqueueChange(m, changeObserved, obj) },
+		DeleteFunc: func(obj any) { gc.enqueueChange(m, changeDeleted, obj) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.cache, m.synced = inf.GetIndexer(), reg.HasSynced
+	if res.Unstructured() {
+		mctx, cancel := context.WithCancel(ctx)
+		m.cancel, m.done = cancel, make(chan struct{})
+		go func() {
+			defer close(m.done)
+			inf.Run(mctx)
+		}()
+	}
+	return m, nil
+}
+
+// runResync reads discovery every resync period, and at once when a
+// worker met an owner reference of a kind it does not know (nudge), until
+// ctx is done; then it stops every monitor it owns.
+func (gc *Controller) runResync(ctx context.Context) {
+	for {
+		t := gc.clock.NewTimer(gc.resyncPeriod)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			gc.stopMonitors()
+			return
+		case <-t.C():
+		case <-gc.missed:
+			t.Stop()
+		}
+		gc.resync(ctx)
+	}
+}
+
+// nudge asks for discovery to be read again soon: a kind was missed.
+func (gc *Controller) nudge() {
+	select {
+	case gc.missed <- struct{}{}:
+	default:
+	}
+}
+
+func (gc *Controller) stopMonitors() {
+	gc.mu.Lock()
+	monitors := gc.monitors
+	gc.monitors = map[schema.GroupVersionResource]*monitor{}
+	gc.mu.Unlock()
+	for _, m := range monitors {
+		m.stop()
+	}
+}
+
+// syncedFuncs returns the HasSynced of every monitor.
+func (gc *Controller) syncedFuncs() []func() bool {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	var out []func() bool
+	for _, m := range gc.monitors {
+		out = append(out, m.synced)
+	}
+	return out
+}
+
+// monitorOf returns the monitor of res, if it is watched.
+func (gc *Controller) monitorOf(res *api.Resource) (*monitor, bool) {
+	if res == nil {
+		return nil, false
+	}
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	m, ok := gc.monitors[gvrOf(res)]
+	return m, ok
+}
