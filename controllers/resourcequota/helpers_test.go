@@ -44,8 +44,8 @@ func run(t *testing.T, resync time.Duration) *fixture {
 	return runWith(t, resync, nil)
 }
 
-// runWith is run with the API server and the controller on the catalogue
-// resources (nil: api.Resources()).
+// runWith is run with the API server serving the catalogue resources
+// (nil: api.Resources()); the controller finds them through discovery.
 func runWith(t *testing.T, resync time.Duration, resources api.Catalogue) *fixture {
 	t.Helper()
 	env := controllertest.StartWith(t, controllertest.Options{ClientTimeout: 20 * time.Second, Resources: resources})
@@ -62,7 +62,6 @@ func runWith(t *testing.T, resync time.Duration, resources api.Catalogue) *fixtu
 			Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		},
 		ResyncPeriod: resync,
-		Resources:    resources,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -75,12 +74,17 @@ func runWith(t *testing.T, resync time.Duration, resources api.Catalogue) *fixtu
 	}
 }
 
-// watching reports whether the controller has opened res's informer.
+// watching reports whether the controller has opened an informer of r's
+// group, version and plural.
 func (f *fixture) watching(r *api.Resource) bool {
 	f.c.mu.Lock()
 	defer f.c.mu.Unlock()
-	_, ok := f.c.sources[r]
-	return ok
+	for res := range f.c.sources {
+		if res.GroupVersion() == r.GroupVersion() && res.Plural == r.Plural {
+			return true
+		}
+	}
+	return false
 }
 
 // createQuota creates quota name in team-a with spec.hard.

@@ -2,9 +2,10 @@
 // quota's status true, as kube-controller-manager's resourcequota
 // controller does. status.hard mirrors spec.hard; status.used is what the
 // namespace uses of each limited resource that can be measured: pods,
-// services, configmaps, secrets, count/<resource>.<group> of every quotable
-// kind of its catalogue (the kinds minictl serves, unless it is given
-// another; each watched through an informer by descriptor), requests.cpu,
+// services, configmaps, secrets, count/<resource>.<group> of every kind
+// the API server's discovery lists with create, list, watch and delete
+// (read again every 30 s, as kube's quota controller does; each kind
+// watched through an informer by descriptor), requests.cpu,
 // requests.memory, limits.cpu, limits.memory and the rest of api/quota's
 // names. The API server's quota admission checks requests against that
 // status, with the same api/quota arithmetic.
@@ -33,7 +34,7 @@
 //   - status is written (through the status subresource) only when hard or
 //     used changed, compared by value ("1000m" is "1"); each write logs one
 //     line: "resourcequota team-a/compute: used pods 2→3 (hard 5)".
-//   - A resource in spec.hard that no kind of the catalogue is charged
+//   - A resource in spec.hard that no served kind is charged
 //     under ("requests.storage", "count/gadgets.example.com") keeps whatever
 //     status.used held for it, as upstream does.
 //
@@ -54,6 +55,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/api/quota"
@@ -87,11 +89,24 @@ type Options struct {
 	// ResyncPeriod is the time between full recalculations of every
 	// quota; 0 means DefaultResyncPeriod.
 	ResyncPeriod time.Duration
-	// Resources is the catalogue of kinds a quota can count (the
-	// quotable ones: count/<resource>.<group> and the rest); it should be
-	// what the API server serves. Nil means api.Resources().
-	Resources api.Catalogue
+	// Discovery is where it learns the kinds a quota can count
+	// (count/<resource>.<group> and the rest). Nil: Client.
+	Discovery Discovery
 }
+
+// Discovery is where the controller learns what the server serves;
+// *client.RESTClient is one.
+type Discovery interface {
+	ServerPreferredResources(ctx context.Context) (client.ServedResources, error)
+}
+
+// discoveryPeriod is how long one discovery answer is used, as
+// kube-controller-manager's quota controller reads discovery every 30 s.
+const discoveryPeriod = 30 * time.Second
+
+// quotableVerbs are what a resource must serve for a quota to count it,
+// as kube's quota controller asks.
+var quotableVerbs = []string{"create", "list", "watch", "delete"}
 
 // Controller is the ResourceQuota controller. Create it with New, then Run
 // it.
@@ -100,7 +115,7 @@ type Controller struct {
 	quotaLister informer.Lister[*corev1.ResourceQuota]
 	quotaSynced func() bool
 	informers   *informer.SharedInformerFactory
-	resources   api.Catalogue
+	discovery   Discovery
 
 	queue    *workqueue.Queue[string]
 	recorder record.EventRecorder
@@ -112,10 +127,13 @@ type Controller struct {
 	// some quota has needed; a source, once there, stays: its informer and
 	// handler live as long as the factory. written holds, per quota key,
 	// the resourceVersion of the status this controller last wrote, until
-	// the quota informer shows it.
-	mu      sync.Mutex
-	sources map[*api.Resource]*source
-	written map[string]string
+	// the quota informer shows it. resources is what discovery said at
+	// discoveredAt (zero: not yet), with the entries of sources reused.
+	mu           sync.Mutex
+	sources      map[*api.Resource]*source
+	written      map[string]string
+	resources    api.Catalogue
+	discoveredAt time.Time
 }
 
 // New returns a controller reading from opts.Informers, with its quota
@@ -128,7 +146,7 @@ func New(opts Options) (*Controller, error) {
 	c := &Controller{
 		quotas:    client.For[*corev1.ResourceQuota](opts.Client),
 		informers: opts.Informers,
-		resources: opts.Resources,
+		discovery: opts.Discovery,
 		queue:     controller.NewQueue[string](Name, opts.Common),
 		recorder:  opts.Recorder,
 		log:       opts.Logger,
@@ -140,8 +158,8 @@ func New(opts Options) (*Controller, error) {
 	if c.resync <= 0 {
 		c.resync = DefaultResyncPeriod
 	}
-	if c.resources == nil {
-		c.resources = api.Resources()
+	if c.discovery == nil {
+		c.discovery = opts.Client
 	}
 
 	quotaInformer := informer.For[*corev1.ResourceQuota](opts.Informers)
@@ -298,15 +316,53 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	return nil
 }
 
+// resourcesLocked returns the kinds a quota can count, reading discovery
+// when its last answer is older than discoveryPeriod. A kind already
+// watched keeps its entry (and so its source). When discovery fails, the
+// last answer stands.
+func (c *Controller) resourcesLocked(ctx context.Context) (api.Catalogue, error) {
+	now := c.clock.Now()
+	if !c.discoveredAt.IsZero() && now.Sub(c.discoveredAt) < discoveryPeriod {
+		return c.resources, nil
+	}
+	served, err := c.discovery.ServerPreferredResources(ctx)
+	if err != nil && served == nil {
+		if c.discoveredAt.IsZero() {
+			return nil, fmt.Errorf("discover quotable resources: %w", err)
+		}
+		c.log.Warn("discovery failed → count the kinds found before", slog.Any("err", err))
+		return c.resources, nil
+	}
+	watched := map[schema.GroupVersionResource]*api.Resource{}
+	for res := range c.sources {
+		watched[res.GroupVersion().WithResource(res.Plural)] = res
+	}
+	resources := served.Catalogue(quotableVerbs...)
+	for i, res := range resources {
+		if old, ok := watched[res.GroupVersion().WithResource(res.Plural)]; ok && old.Kind == res.Kind && old.Namespaced == res.Namespaced {
+			resources[i] = old
+		}
+	}
+	if err != nil {
+		c.log.Warn("discovery incomplete → count what it found", slog.Any("err", err))
+	}
+	c.resources, c.discoveredAt = resources, now
+	return resources, nil
+}
+
 // sourcesFor returns the sources of the kinds charged under any of names,
 // opening (and starting, on ctx) the informers of kinds needed for the
 // first time.
 func (c *Controller) sourcesFor(ctx context.Context, names []corev1.ResourceName) ([]*source, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	resources, err := c.resourcesLocked(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var out []*source
 	opened := false
-	for _, res := range c.resources {
+	for _, res := range resources {
 		if len(quota.MatchingResources(res, names)) == 0 {
 			continue
 		}

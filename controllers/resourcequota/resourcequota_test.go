@@ -162,10 +162,11 @@ func TestUsedFollowsObjectCounts(t *testing.T) {
 		"services", "1", "services.loadbalancers", "0", "services.nodeports", "0"))
 }
 
-// A kind added to the catalogue, and nowhere else, is counted: the
-// controller keeps count/widgets.example.com true, and the API server's
-// quota admission refuses the widget that would exceed it.
-func TestCountsAKindOnlyInTheCatalogue(t *testing.T) {
+// A kind the server serves, which the controller is not told about, is
+// found through discovery and counted: the controller keeps
+// count/widgets.example.com true, and the API server's quota admission
+// refuses the widget that would exceed it.
+func TestCountsAKindFoundThroughDiscovery(t *testing.T) {
 	widgets := testenv.Widgets()
 	f := runWith(t, time.Hour, api.Resources().With(widgets))
 	ctx := t.Context()
