@@ -398,6 +398,71 @@ func TestMonitorsFollowDiscovery(t *testing.T) {
 	}
 }
 
+// An owner reference to a kind the collector has not seen in discovery
+// makes it read discovery again at once, not at the next resync: a
+// configmap owned by a widget that does not exist goes, although widgets
+// were not served when the collector started and it resyncs hourly.
+func TestAMissReadsDiscoveryAgain(t *testing.T) {
+	rc := controllertest.StartWith(t, controllertest.Options{Resources: api.Resources().With(testenv.Widgets())}).Client
+	disc := &hidingDiscovery{rc: rc, hidden: "example.com"}
+	disc.hide.Store(true)
+	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})
+	gc, err := New(Options{
+		Common:    controller.Common{Client: rc, Informers: factory, Logger: controllertest.Logger(t)},
+		Discovery: disc, ResyncPeriod: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Run(t, factory, 2, gc)
+	waitFor(t, "the first discovery", func() bool { return gc.resyncs.Load() > 0 })
+
+	disc.hide.Store(false)
+	f := &fixture{rc: rc, cms: client.For[*corev1.ConfigMap](rc)}
+	f.createCM(t, "dep", metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Widget", Name: "gone", UID: "no-such-widget"})
+	waitFor(t, "the configmap owned by a missing widget to be collected", func() bool { return f.gone(t.Context(), "dep") })
+}
+
+// A custom object owned by a pod goes with the pod.
+func TestCollectsACustomObjectOwnedByAPod(t *testing.T) {
+	widgets := testenv.Widgets()
+	rc := controllertest.StartWith(t, controllertest.Options{Resources: api.Resources().With(widgets)}).Client
+	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})
+	gc, err := New(Options{Common: controller.Common{Client: rc, Informers: factory, Logger: controllertest.Logger(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Run(t, factory, 2, gc)
+	ctx := t.Context()
+	pods := client.For[*corev1.Pod](rc)
+	pod, err := pods.Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: "default"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &unstructured.Unstructured{}
+	w.SetName("owned")
+	w.SetNamespace("default")
+	w.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}})
+	wc := client.ForResource(rc, widgets)
+	if _, err := wc.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if err := pods.Delete(ctx, "default", "owner", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the pod to be gone", func() bool {
+		_, err := pods.Get(ctx, "default", "owner")
+		return client.IsNotFound(err)
+	})
+	waitFor(t, "the widget owned by the pod to be collected", func() bool {
+		_, err := wc.Get(ctx, "default", "owned")
+		return client.IsNotFound(err)
+	})
+}
+
 // createCM creates configmap default/name with the given owners.
 func (f *fixture) createCM(t *testing.T, name string, owners ...metav1.OwnerReference) *corev1.ConfigMap {
 	t.Helper()

@@ -232,6 +232,8 @@ func TestResourceFor(t *testing.T) {
 		{"apps/v1", "ConfigMap", nil},
 		{"batch/v1", "Job", nil},
 		{"not/a/version", "Pod", nil},
+		{"apps/v1beta2", "ReplicaSet", api.ReplicaSets}, // another version of a served kind
+		{"v1beta1", "ReplicaSet", nil},
 	} {
 		if got := resourceFor(api.Resources(), tc.apiVersion, tc.kind); got != tc.want {
 			t.Errorf("resourceFor(%q, %q) = %v, want %v", tc.apiVersion, tc.kind, got, tc.want)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/informer"
 )
 
@@ -165,22 +166,31 @@ func (gc *Controller) startMonitor(ctx context.Context, res *api.Resource) (*mon
 	return m, nil
 }
 
-// runResync reads discovery every resync period, and at once when a
-// worker met an owner reference of a kind it does not know (nudge), until
-// ctx is done; then it stops every monitor it owns.
+// missPause is the least time between two discovery reads asked for by
+// misses: objects that name a kind nobody serves do not make the collector
+// read discovery in a loop.
+const missPause = time.Second
+
+// runResync reads discovery every resync period, and soon when a worker
+// met an owner reference of a kind it does not know (nudge), until ctx is
+// done; then it stops every monitor.
 func (gc *Controller) runResync(ctx context.Context) {
+	defer gc.stopMonitors()
 	for {
 		t := gc.clock.NewTimer(gc.resyncPeriod)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			gc.stopMonitors()
 			return
 		case <-t.C():
 		case <-gc.missed:
 			t.Stop()
+			gc.log.Debug("an owner reference names a kind not known → read discovery again")
 		}
 		gc.resync(ctx)
+		if !clock.Sleep(ctx, gc.clock, missPause) {
+			return
+		}
 	}
 }
 

@@ -15,14 +15,24 @@ import (
 )
 
 // resourceFor finds, in the catalogue c, the resource of an
-// ownerReference's apiVersion and kind; nil when c has no such kind.
+// ownerReference's apiVersion and kind; nil when c has no such kind. The
+// catalogue holds each group's preferred version only; a reference through
+// another version of the same group and kind names the same objects, and
+// resolves to it, as kube's REST mapper resolves every served version.
 func resourceFor(c api.Catalogue, apiVersion, kind string) *api.Resource {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
 		return nil
 	}
-	res, _ := c.ForKind(gv.WithKind(kind))
-	return res
+	if res, ok := c.ForKind(gv.WithKind(kind)); ok {
+		return res
+	}
+	for _, res := range c {
+		if res.Group == gv.Group && res.Kind == kind {
+			return res
+		}
+	}
+	return nil
 }
 
 // objects reads and writes objects of any resource of the catalogue, by
