@@ -18,8 +18,11 @@
 //     counts only the pods in its scopes.
 //   - A kind is watched once some quota names a resource it is charged
 //     under: its informer is taken from the shared factory (and started)
-//     on first need, and a quota that needs it waits for its cache before
-//     it is measured.
+//     on first need, or, for a kind without a Go type, run by the
+//     controller; a quota that needs it waits for its cache before it is
+//     measured. The informer the controller runs for a kind stops, its
+//     goroutines gone, when discovery no longer lists the kind, and all
+//     of them when Run returns.
 //   - A namespace's quotas are measured again when an object of a kind they
 //     count is deleted, or changes what it is charged for (a pod turning
 //     Succeeded, a service becoming a LoadBalancer); not when one is
@@ -55,7 +58,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/api/quota"
@@ -92,30 +94,19 @@ type Options struct {
 	// Discovery is where it learns the kinds a quota can count
 	// (count/<resource>.<group> and the rest). Nil: Client.
 	Discovery Discovery
+	// DiscoveryPeriod is how often it reads discovery again; 0 means
+	// DefaultDiscoveryPeriod.
+	DiscoveryPeriod time.Duration
 }
-
-// Discovery is where the controller learns what the server serves;
-// *client.RESTClient is one.
-type Discovery interface {
-	ServerPreferredResources(ctx context.Context) (client.ServedResources, error)
-}
-
-// discoveryPeriod is how long one discovery answer is used, as
-// kube-controller-manager's quota controller reads discovery every 30 s.
-const discoveryPeriod = 30 * time.Second
-
-// quotableVerbs are what a resource must serve for a quota to count it,
-// as kube's quota controller asks.
-var quotableVerbs = []string{"create", "list", "watch", "delete"}
 
 // Controller is the ResourceQuota controller. Create it with New, then Run
 // it.
 type Controller struct {
+	rc          *client.RESTClient
 	quotas      *client.Client[*corev1.ResourceQuota]
 	quotaLister informer.Lister[*corev1.ResourceQuota]
 	quotaSynced func() bool
 	informers   *informer.SharedInformerFactory
-	discovery   Discovery
 
 	queue    *workqueue.Queue[string]
 	recorder record.EventRecorder
@@ -123,12 +114,18 @@ type Controller struct {
 	resync   time.Duration
 	clock    clock.Clock
 
+	discovery       Discovery
+	discoveryPeriod time.Duration
+
 	// mu guards the fields below. sources holds the source of every kind
-	// some quota has needed; a source, once there, stays: its informer and
-	// handler live as long as the factory. written holds, per quota key,
-	// the resourceVersion of the status this controller last wrote, until
-	// the quota informer shows it. resources is what discovery said at
-	// discoveredAt (zero: not yet), with the entries of sources reused.
+	// some quota has needed; a source stays while its kind is served: the
+	// shared informer of a kind with a Go type lives as long as the
+	// factory, the informer of any other kind is the controller's own, and
+	// stops when discovery no longer lists the kind, or with Run. written
+	// holds, per quota key, the resourceVersion of the status this
+	// controller last wrote, until the quota informer shows it. resources
+	// is what discovery said at discoveredAt (zero: not yet), with the
+	// entries of sources reused.
 	mu           sync.Mutex
 	sources      map[*api.Resource]*source
 	written      map[string]string
@@ -144,22 +141,27 @@ func New(opts Options) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{
-		quotas:    client.For[*corev1.ResourceQuota](opts.Client),
-		informers: opts.Informers,
-		discovery: opts.Discovery,
-		queue:     controller.NewQueue[string](Name, opts.Common),
-		recorder:  opts.Recorder,
-		log:       opts.Logger,
-		resync:    opts.ResyncPeriod,
-		clock:     opts.Clock,
-		sources:   map[*api.Resource]*source{},
-		written:   map[string]string{},
+		rc:              opts.Client,
+		quotas:          client.For[*corev1.ResourceQuota](opts.Client),
+		informers:       opts.Informers,
+		discovery:       opts.Discovery,
+		discoveryPeriod: opts.DiscoveryPeriod,
+		queue:           controller.NewQueue[string](Name, opts.Common),
+		recorder:        opts.Recorder,
+		log:             opts.Logger,
+		resync:          opts.ResyncPeriod,
+		clock:           opts.Clock,
+		sources:         map[*api.Resource]*source{},
+		written:         map[string]string{},
 	}
 	if c.resync <= 0 {
 		c.resync = DefaultResyncPeriod
 	}
 	if c.discovery == nil {
 		c.discovery = opts.Client
+	}
+	if c.discoveryPeriod <= 0 {
+		c.discoveryPeriod = DefaultDiscoveryPeriod
 	}
 
 	quotaInformer := informer.For[*corev1.ResourceQuota](opts.Informers)
@@ -196,9 +198,11 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		})
 	}
 	wg.Go(func() { c.resyncLoop(ctx) })
+	wg.Go(func() { c.discoveryLoop(ctx) })
 	<-ctx.Done()
 	c.queue.ShutDown()
 	wg.Wait()
+	c.stopSources()
 	c.log.Info("stopped")
 }
 
@@ -316,64 +320,35 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	return nil
 }
 
-// resourcesLocked returns the kinds a quota can count, reading discovery
-// when its last answer is older than discoveryPeriod. A kind already
-// watched keeps its entry (and so its source). When discovery fails, the
-// last answer stands.
-func (c *Controller) resourcesLocked(ctx context.Context) (api.Catalogue, error) {
-	now := c.clock.Now()
-	if !c.discoveredAt.IsZero() && now.Sub(c.discoveredAt) < discoveryPeriod {
-		return c.resources, nil
-	}
-	served, err := c.discovery.ServerPreferredResources(ctx)
-	if err != nil && served == nil {
-		if c.discoveredAt.IsZero() {
-			return nil, fmt.Errorf("discover quotable resources: %w", err)
-		}
-		c.log.Warn("discovery failed → count the kinds found before", slog.Any("err", err))
-		return c.resources, nil
-	}
-	watched := map[schema.GroupVersionResource]*api.Resource{}
-	for res := range c.sources {
-		watched[res.GroupVersion().WithResource(res.Plural)] = res
-	}
-	resources := served.Catalogue(quotableVerbs...)
-	for i, res := range resources {
-		if old, ok := watched[res.GroupVersion().WithResource(res.Plural)]; ok && old.Kind == res.Kind && old.Namespaced == res.Namespaced {
-			resources[i] = old
-		}
-	}
-	if err != nil {
-		c.log.Warn("discovery incomplete → count what it found", slog.Any("err", err))
-	}
-	c.resources, c.discoveredAt = resources, now
-	return resources, nil
-}
-
 // sourcesFor returns the sources of the kinds charged under any of names,
 // opening (and starting, on ctx) the informers of kinds needed for the
 // first time.
 func (c *Controller) sourcesFor(ctx context.Context, names []corev1.ResourceName) ([]*source, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	resources, err := c.resourcesLocked(ctx)
-	if err != nil {
-		return nil, err
+	if c.discoveredAt.IsZero() {
+		if _, err := c.discoverLocked(ctx); err != nil {
+			return nil, err
+		}
 	}
 	var out []*source
 	opened := false
-	for _, res := range resources {
+	for _, res := range c.resources {
 		if len(quota.MatchingResources(res, names)) == 0 {
 			continue
 		}
 		s, ok := c.sources[res]
 		if !ok {
 			var err error
-			if s, err = openSource(c.informers, res, c.objectHandler(res)); err != nil {
+			if s, err = openSource(c.informers, c.rc, res, c.objectHandler(res)); err != nil {
 				return nil, err
 			}
 			c.sources[res] = s
-			opened = true
+			if s.own != nil {
+				s.start(ctx)
+			} else {
+				opened = true
+			}
 			c.log.Info(fmt.Sprintf("a quota counts %s → watch them", res.GroupResource()),
 				slog.String("resource", res.GroupResource().String()))
 		}

@@ -1,7 +1,10 @@
 package resourcequota
 
 import (
+	"context"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
 	"github.com/minictl/minictl/internal/testenv"
 )
@@ -251,4 +255,92 @@ func TestResyncFixesTamperedUsage(t *testing.T) {
 		return f.logs.has("pods 4→1 (hard 5)") && f.logs.has("requests.memory 1Gi→256Mi (hard 1Gi)") && f.logs.has("secrets 7→none"),
 			"no such log line"
 	})
+}
+
+// hidingDiscovery is the server's discovery, less the resources of group
+// hidden while hide is set: a kind that stops being served.
+type hidingDiscovery struct {
+	rc     *client.RESTClient
+	hidden string
+	hide   atomic.Bool
+}
+
+func (d *hidingDiscovery) ServerPreferredResources(ctx context.Context) (client.ServedResources, error) {
+	served, err := d.rc.ServerPreferredResources(ctx)
+	if !d.hide.Load() {
+		return served, err
+	}
+	return slices.DeleteFunc(served, func(s client.ServedResource) bool { return s.Resource.Group == d.hidden }), err
+}
+
+// A kind that stops being served stops its informer, whose goroutines are
+// gone; when it is served again, its quotas are measured again.
+func TestAKindThatGoesStopsItsInformer(t *testing.T) {
+	widgets := testenv.Widgets()
+	env := controllertest.StartWith(t, controllertest.Options{ClientTimeout: 20 * time.Second, Resources: api.Resources().With(widgets)})
+	rc := env.Client
+	if _, err := client.For[*corev1.Namespace](rc).Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	disc := &hidingDiscovery{rc: rc, hidden: "example.com"}
+	c, err := New(Options{
+		Common:       controller.Common{Client: rc, Informers: env.Informers, Logger: controllertest.Logger(t)},
+		ResyncPeriod: time.Hour, Discovery: disc, DiscoveryPeriod: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := controllertest.Run(t, env.Informers, 2, c)
+	f := &fixture{rc: rc, c: c, quotas: client.For[*corev1.ResourceQuota](rc)}
+	wc := client.ForResource(rc, widgets)
+	w := &unstructured.Unstructured{}
+	w.SetName("w1")
+	w.SetNamespace(ns)
+	if _, err := wc.Create(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	f.createQuota(t, "widgets", list("count/widgets.example.com", "5"))
+	f.waitForUsed(t, "widgets", list("count/widgets.example.com", "1"))
+	widgetSource := func() *source {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for res, s := range c.sources {
+			if res.GroupResource() == widgets.GroupResource() {
+				return s
+			}
+		}
+		return nil
+	}
+	s := widgetSource()
+	if s == nil || s.own == nil {
+		t.Fatal("widgets are counted without an informer of the controller's own")
+	}
+
+	disc.hide.Store(true)
+	select {
+	case <-s.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the informer of a kind no longer served still runs")
+	}
+	if widgetSource() != nil {
+		t.Error("a kind no longer served still has a source")
+	}
+
+	// Deleted while not served: nobody counts it, until widgets are
+	// served again and the quota is measured again.
+	if err := wc.Delete(t.Context(), ns, "w1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	disc.hide.Store(false)
+	f.waitForUsed(t, "widgets", list("count/widgets.example.com", "0"))
+	s = widgetSource()
+	stop()
+	if s == nil {
+		t.Fatal("widgets are counted again but not watched")
+	}
+	select {
+	case <-s.done:
+	default:
+		t.Error("Run returned with the informer of a source still running")
+	}
 }

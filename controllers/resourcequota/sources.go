@@ -1,15 +1,17 @@
 package resourcequota
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
 	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/informer"
 )
 
-// source is one quotable kind's shared informer, seen without its Go type:
-// what the controller needs to measure a namespace's use of that kind.
+// source is one quotable kind's informer, seen without its Go type: what
+// the controller needs to measure a namespace's use of that kind.
 type source struct {
 	res *api.Resource
 	// list returns the namespace's objects from the cache. They are the
@@ -21,14 +23,29 @@ type source struct {
 	// revision is the etcd revision the cache reflects (its informer's
 	// last resourceVersion).
 	revision func() int64
+
+	// own is the informer the source runs itself, for a kind without a
+	// Go type (which may stop being served); nil: the factory's shared
+	// informer. cancel and done are set once it runs: cancel stops it,
+	// done is closed when its Run has returned.
+	own    *informer.Informer[api.Object]
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
-// openSource takes res's informer from the shared factory, by descriptor,
-// and registers h on it. Any resource of the catalogue has one, Go type or
-// not; a kind that has a Go type shares the informer other controllers take
-// by type.
-func openSource(f *informer.SharedInformerFactory, res *api.Resource, h informer.ResourceEventHandler) (*source, error) {
-	inf := informer.ForResource(f, res)
+// openSource registers h on an informer of res: the shared factory's, by
+// descriptor, for a kind with a Go type (it shares the informer other
+// controllers take by type); a new one the source owns for any other kind,
+// which start runs. Any resource the server serves has one.
+func openSource(f *informer.SharedInformerFactory, rc *client.RESTClient, res *api.Resource, h informer.ResourceEventHandler) (*source, error) {
+	var inf, own *informer.Informer[api.Object]
+	if res.Unstructured() {
+		own = informer.NewInformer(client.ForResource(rc, res), "", nil,
+			informer.SharedInformerOptions{Name: res.GroupResource().String()})
+		inf = own
+	} else {
+		inf = informer.ForResource(f, res)
+	}
 	reg, err := inf.AddEventHandler(h)
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", res.GroupResource(), err)
@@ -36,6 +53,7 @@ func openSource(f *informer.SharedInformerFactory, res *api.Resource, h informer
 	lister := inf.Lister()
 	return &source{
 		res:    res,
+		own:    own,
 		synced: reg.HasSynced,
 		revision: func() int64 {
 			rv, _ := strconv.ParseInt(inf.LastSyncResourceVersion(), 10, 64)
@@ -43,4 +61,27 @@ func openSource(f *informer.SharedInformerFactory, res *api.Resource, h informer
 		},
 		list: func(namespace string) []api.Object { return lister.ByNamespace(namespace).List(nil) },
 	}, nil
+}
+
+// start runs the informer the source owns, if any, until ctx is done or
+// stop.
+func (s *source) start(ctx context.Context) {
+	if s.own == nil || s.done != nil {
+		return
+	}
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.done = make(chan struct{})
+	go func() {
+		defer close(s.done)
+		s.own.Run(ctx)
+	}()
+}
+
+// stop stops the informer the source owns, if it runs, and waits for it.
+func (s *source) stop() {
+	if s.cancel == nil {
+		return
+	}
+	s.cancel()
+	<-s.done
 }
