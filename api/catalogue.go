@@ -8,11 +8,12 @@ import (
 )
 
 // Catalogue is a set of resources, in the order discovery lists them: what
-// one API server serves, and what the controllers that work on every kind
-// (the garbage collector, the quota and namespace controllers) handle.
-// Resources() is the catalogue minictl serves; a server or a controller
-// given another one (the built-in catalogue With a kind nobody compiled
-// in) serves or handles exactly that, with no other change.
+// one API server serves. Resources() is the catalogue minictl serves; a
+// server given another one (the built-in catalogue With a kind nobody
+// compiled in) serves exactly that, with no other change. The controllers
+// that work on every kind (the garbage collector, the quota and namespace
+// controllers) read it back from the server's discovery
+// (client.ServerPreferredResources), so they handle whatever it serves.
 //
 // A catalogue is a value: build it before handing it out, and never modify
 // it or its entries afterwards.

@@ -6,11 +6,11 @@
 // k8s.io/api's; this package adds only what kube-apiserver's registry adds.
 //
 // Adding a resource to minictl is adding one entry to the table in
-// registry.go. What serves or handles every kind (the API server, the
-// garbage collector, the quota and namespace controllers) works from a
-// Catalogue (catalogue.go), Resources() unless it is given another, and
-// needs nothing else: a kind without a Go type (NewUnstructured) is served
-// and handled as well.
+// registry.go. The API server serves a Catalogue (catalogue.go),
+// Resources() unless it is given another, and needs nothing else; the
+// controllers that handle every kind (the garbage collector, the quota and
+// namespace controllers) learn it from the server's discovery. A kind
+// without a Go type (NewUnstructured) is served and handled as well.
 package api
 
 import (
