@@ -15,7 +15,7 @@ import (
 // objectRef is what the collector knows of an object's identity: its uid,
 // and where a live GET or DELETE finds it.
 type objectRef struct {
-	res       *api.Resource // nil: an owner of a kind not in the catalogue
+	res       *api.Resource // nil: an owner of a kind not served, as discovery last said
 	kind      string        // as the object or the owner reference says it
 	namespace string
 	name      string
