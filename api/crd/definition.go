@@ -60,6 +60,7 @@ func Validate(crd *apiextensionsv1.CustomResourceDefinition) field.ErrorList {
 	errs = append(errs, validateNames(&crd.Status.AcceptedNames, field.NewPath("status", "acceptedNames"))...)
 	errs = append(errs, validateStoredVersions(crd.Status.StoredVersions, crd.Spec.Versions, field.NewPath("status", "storedVersions"))...)
 	errs = append(errs, validatePreserveUnknownFields(crd, nil)...)
+	errs = append(errs, validateAPIApproval(crd, nil)...)
 	return errs
 }
 
@@ -79,6 +80,7 @@ func ValidateUpdate(crd, old *apiextensionsv1.CustomResourceDefinition) field.Er
 	errs = append(errs, validateNames(&crd.Status.AcceptedNames, field.NewPath("status", "acceptedNames"))...)
 	errs = append(errs, validateStoredVersions(crd.Status.StoredVersions, crd.Spec.Versions, field.NewPath("status", "storedVersions"))...)
 	errs = append(errs, validatePreserveUnknownFields(crd, old)...)
+	errs = append(errs, validateAPIApproval(crd, old)...)
 	return errs
 }
 
@@ -503,4 +505,34 @@ func validateWebhookService(pth *field.Path, svc *apiextensionsv1.ServiceReferen
 		}
 	}
 	return errs
+}
+
+// validateAPIApproval is kube's rule for the groups the Kubernetes project
+// owns (k8s.io, kubernetes.io and their subdomains): a definition in one
+// says in its api-approved.kubernetes.io annotation where its API was
+// approved, or why it was not ("unapproved, ..."). An update that leaves
+// the annotation as it was is not checked again.
+func validateAPIApproval(crd, old *apiextensionsv1.CustomResourceDefinition) field.ErrorList {
+	g := crd.Spec.Group
+	if g != "k8s.io" && !strings.HasSuffix(g, ".k8s.io") && g != "kubernetes.io" && !strings.HasSuffix(g, ".kubernetes.io") {
+		return nil
+	}
+	const see = "see https://github.com/kubernetes/enhancements/pull/1111"
+	v, ok := crd.Annotations[apiextensionsv1.KubeAPIApprovedAnnotation]
+	if old != nil {
+		if was, had := old.Annotations[apiextensionsv1.KubeAPIApprovedAnnotation]; had == ok && was == v {
+			return nil
+		}
+	}
+	pth := field.NewPath("metadata", "annotations").Key(apiextensionsv1.KubeAPIApprovedAnnotation)
+	if !ok {
+		return field.ErrorList{field.Required(pth, fmt.Sprintf("protected groups must have approval annotation %q, %s", apiextensionsv1.KubeAPIApprovedAnnotation, see))}
+	}
+	if strings.HasPrefix(v, "unapproved") {
+		return nil
+	}
+	if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return field.ErrorList{field.Invalid(pth, v, fmt.Sprintf("protected groups must have approval annotation %q with either a URL or a reason starting with \"unapproved\", %s", apiextensionsv1.KubeAPIApprovedAnnotation, see))}
+	}
+	return nil
 }

@@ -71,6 +71,17 @@ func TestValidateDefinition(t *testing.T) {
 		{"group needs a dot", func(_ *testing.T, c *apiextensionsv1.CustomResourceDefinition) {
 			c.Spec.Group, c.Name = "example", "widgets.example"
 		}, []string{`spec.group: Invalid value: "example": should be a domain with at least one dot`}},
+		{"a protected group needs its approval", func(_ *testing.T, c *apiextensionsv1.CustomResourceDefinition) {
+			c.Spec.Group, c.Name = "example.k8s.io", "widgets.example.k8s.io"
+		}, []string{`metadata.annotations[api-approved.kubernetes.io]: Required value: protected groups must have approval annotation "api-approved.kubernetes.io", see https://github.com/kubernetes/enhancements/pull/1111`}},
+		{"an approval is a URL or says why not", func(_ *testing.T, c *apiextensionsv1.CustomResourceDefinition) {
+			c.Spec.Group, c.Name = "example.kubernetes.io", "widgets.example.kubernetes.io"
+			c.Annotations = map[string]string{"api-approved.kubernetes.io": "yes"}
+		}, []string{`metadata.annotations[api-approved.kubernetes.io]: Invalid value: "yes": protected groups must have approval annotation "api-approved.kubernetes.io" with either a URL or a reason starting with "unapproved", see https://github.com/kubernetes/enhancements/pull/1111`}},
+		{"an unapproved reason will do", func(_ *testing.T, c *apiextensionsv1.CustomResourceDefinition) {
+			c.Spec.Group, c.Name = "example.k8s.io", "widgets.example.k8s.io"
+			c.Annotations = map[string]string{"api-approved.kubernetes.io": "unapproved, an experiment"}
+		}, nil},
 		{"kind form", func(_ *testing.T, c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Names.Kind = "Wid get" },
 			[]string{`spec.names.kind: Invalid value: "Wid get": may have mixed case, but should otherwise match`}},
 		{"kind and listKind differ", func(_ *testing.T, c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Names.ListKind = "Widget" },
