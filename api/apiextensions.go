@@ -23,6 +23,7 @@ var CustomResourceDefinitions = &Resource{
 	Plural: "customresourcedefinitions", Singular: "customresourcedefinition",
 	ShortNames: []string{"crd", "crds"}, Categories: []string{"api-extensions"}, Subresources: []string{"status"},
 	New:              func() Object { return &apiextensionsv1.CustomResourceDefinition{} },
+	DeleteFinalizers: []string{CustomResourceCleanupFinalizer},
 	Default:          defaulter(crd.Default),
 	Validate:         validator(crd.Validate),
 	ValidateUpdate:   updateValidator(crd.ValidateUpdate),
@@ -30,15 +31,11 @@ var CustomResourceDefinitions = &Resource{
 }
 
 // prepareCRDForCreate is kube's strategy: no status from the client,
-// generation 1, the storage version recorded as stored, and the cleanup
-// finalizer, so that deleting the definition deletes its objects first.
+// generation 1, the storage version recorded as stored.
 func prepareCRDForCreate(c *apiextensionsv1.CustomResourceDefinition) {
 	c.Status = apiextensionsv1.CustomResourceDefinitionStatus{}
 	c.Generation = 1
 	addStoredVersion(c)
-	if !slices.Contains(c.Finalizers, CustomResourceCleanupFinalizer) {
-		c.Finalizers = append(c.Finalizers, CustomResourceCleanupFinalizer)
-	}
 }
 
 // prepareCRDForUpdate keeps the status, moves the generation when the spec

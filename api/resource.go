@@ -107,6 +107,13 @@ type Resource struct {
 	// which is what most kinds require.
 	ValidateName apivalidation.ValidateNameFunc
 
+	// DeleteFinalizers are added to an object when it is first deleted, so
+	// that the server's own controllers finish with it before it goes: a
+	// CustomResourceDefinition's cleanup finalizer, as kube-apiserver's
+	// definition storage adds it, holds the definition until its objects
+	// are deleted.
+	DeleteFinalizers []string
+
 	// Table is how the kind prints in `kubectl get` (see table.go); nil
 	// means NAME and CREATED AT, kube-apiserver's default.
 	Table *Table

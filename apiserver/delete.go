@@ -125,6 +125,13 @@ func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, namespace,
 				return nil, err
 			}
 			fins, policyChanged := policyFinalizers(cur, opts)
+			if cur.GetDeletionTimestamp() == nil {
+				for _, f := range rs.res.DeleteFinalizers {
+					if !slices.Contains(fins, f) {
+						fins = append(slices.Clip(fins), f)
+					}
+				}
+			}
 			cur.SetFinalizers(fins)
 			grace := gracePeriod(cur, opts)
 			if removedAtOnce(cur, fins, grace) {
