@@ -15,7 +15,8 @@ import (
 // observed replicas and label selector, which it only reports.
 type Scale struct {
 	// Get returns spec replicas, status replicas and the selector in its
-	// string form; an error when the object has no spec replicas to show.
+	// string form. An object whose spec replicas field does not exist yet
+	// is a *NoSpecReplicasError, with the rest returned as found.
 	Get func(obj Object) (spec, status int32, selector string, err error)
 	// Set sets the spec replicas.
 	Set func(obj Object, replicas int32) error
@@ -37,6 +38,15 @@ var deploymentScale = &Scale{
 	Set: func(obj Object, n int32) error { obj.(*appsv1.Deployment).Spec.Replicas = &n; return nil },
 }
 
+// NoSpecReplicasError is Scale.Get's answer for a custom object that has
+// no spec replicas yet: its Scale cannot be read, but a write of its
+// Scale may set them, as in kube-apiserver.
+type NoSpecReplicasError struct{ Path string }
+
+func (e *NoSpecReplicasError) Error() string {
+	return fmt.Sprintf("the spec replicas field %q does not exist", e.Path)
+}
+
 func selectorString(sel *metav1.LabelSelector) string {
 	s, err := metav1.LabelSelectorAsSelector(sel)
 	if err != nil {
@@ -46,9 +56,9 @@ func selectorString(sel *metav1.LabelSelector) string {
 }
 
 // customScale is a custom resource's scale subresource at the paths its
-// definition names, as kube's: spec replicas must exist to read a Scale;
-// status replicas and the selector (a string at labelSelectorPath) are
-// read when present.
+// definition names, as kube's: spec replicas must exist to read a Scale
+// (NoSpecReplicasError); status replicas and the selector (a string at
+// labelSelectorPath) are read when present.
 func customScale(sc apiextensionsv1.CustomResourceSubresourceScale) *Scale {
 	spec := replicasPath(sc.SpecReplicasPath)
 	status := replicasPath(sc.StatusReplicasPath)
@@ -63,9 +73,6 @@ func customScale(sc apiextensionsv1.CustomResourceSubresourceScale) *Scale {
 			if err != nil {
 				return 0, 0, "", fmt.Errorf("the spec replicas field %q cannot be read: %w", sc.SpecReplicasPath, err)
 			}
-			if !found {
-				return 0, 0, "", fmt.Errorf("the spec replicas field %q does not exist", sc.SpecReplicasPath)
-			}
 			var observed int64
 			if len(status) > 0 {
 				observed, _, _ = unstructured.NestedInt64(content, status...)
@@ -73,6 +80,9 @@ func customScale(sc apiextensionsv1.CustomResourceSubresourceScale) *Scale {
 			var sel string
 			if len(selector) > 0 {
 				sel, _, _ = unstructured.NestedString(content, selector...)
+			}
+			if !found {
+				return 0, int32(observed), sel, &NoSpecReplicasError{Path: sc.SpecReplicasPath}
 			}
 			return int32(n), int32(observed), sel, nil
 		},

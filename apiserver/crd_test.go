@@ -308,6 +308,23 @@ func TestCustomObjectStatusAndScale(t *testing.T) {
 	if n, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas"); n != 5 || sc.Spec.Replicas != 5 || got.GetGeneration() != 3 {
 		t.Errorf("after scaling to 5: spec.replicas %d, scale %d, generation %d", n, sc.Spec.Replicas, got.GetGeneration())
 	}
+
+	// An object without spec replicas has no Scale to read, as in
+	// kube-apiserver, but a patch of its Scale may set them (kubectl scale).
+	bare := widget("bare", 1, "red", nil)
+	delete(bare["spec"].(map[string]any), "replicas")
+	create[unstructured.Unstructured](t, env, widgetsV1, bare)
+	if st := do(t, env, http.MethodGet, widgetsV1+"/bare/scale", "", nil).wantStatus(t, http.StatusInternalServerError, metav1.StatusReasonInternalError); !strings.Contains(st.Message, `the spec replicas field ".spec.replicas" does not exist`) {
+		t.Errorf("GET scale without spec replicas: %q", st.Message)
+	}
+	if st := do(t, env, http.MethodPatch, widgetsV1+"/bare/scale", mergePatch, `{"metadata":{}}`).wantStatus(t, http.StatusBadRequest, metav1.StatusReasonBadRequest); st.Message != `the spec replicas field ".spec.replicas" cannot be empty` {
+		t.Errorf("a scale patch that sets no replicas: %q", st.Message)
+	}
+	do(t, env, http.MethodPatch, widgetsV1+"/bare/scale", mergePatch, `{"spec":{"replicas":3}}`).want(t, http.StatusOK).into(t, &sc)
+	got = get[unstructured.Unstructured](t, env, widgetsV1+"/bare")
+	if n, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas"); n != 3 || sc.Spec.Replicas != 3 {
+		t.Errorf("after scaling bare to 3: spec.replicas %d, scale %d", n, sc.Spec.Replicas)
+	}
 }
 
 // A Table of custom objects has the definition's printer columns.

@@ -2,7 +2,9 @@ package apiserver
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"time"
 
@@ -61,11 +63,26 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, ri *request
 }
 
 // scaleOf is the autoscaling/v1 Scale view of obj, a res (see
-// api.Resource.Scale). A Scale that cannot be read is an internal error.
+// api.Resource.Scale). A Scale that cannot be read is an internal error,
+// as in kube-apiserver.
 func scaleOf(res *api.Resource, obj api.Object) (*autoscalingv1.Scale, error) {
-	spec, status, selector, err := res.Scale.Get(obj)
+	sc, err := readScale(res, obj)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
+	}
+	return sc, nil
+}
+
+// unsetReplicas stands for spec replicas that do not exist yet in a Scale
+// about to be patched: a patch must set them (kube-apiserver's sentinel).
+const unsetReplicas = math.MinInt32
+
+// readScale is obj's Scale and Get's error, which may be a
+// *api.NoSpecReplicasError with the rest of the Scale filled in.
+func readScale(res *api.Resource, obj api.Object) (*autoscalingv1.Scale, error) {
+	spec, status, selector, err := res.Scale.Get(obj)
+	if _, missing := err.(*api.NoSpecReplicasError); err != nil && !missing {
+		return nil, err
 	}
 	return &autoscalingv1.Scale{
 		TypeMeta: metav1.TypeMeta{Kind: "Scale", APIVersion: "autoscaling/v1"},
@@ -75,7 +92,7 @@ func scaleOf(res *api.Resource, obj api.Object) (*autoscalingv1.Scale, error) {
 		},
 		Spec:   autoscalingv1.ScaleSpec{Replicas: spec},
 		Status: autoscalingv1.ScaleStatus{Replicas: status, Selector: selector},
-	}, nil
+	}, err
 }
 
 // setReplicas sets obj's desired replicas through its Scale.
@@ -138,9 +155,13 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, ri *requestI
 			return err
 		}
 		next = func(cur api.Object) (api.Object, error) {
-			sc, err := scaleOf(ri.res, cur)
-			if err != nil {
-				return nil, err
+			sc, err := readScale(ri.res, cur)
+			var missing *api.NoSpecReplicasError
+			switch {
+			case errors.As(err, &missing):
+				sc.Spec.Replicas = unsetReplicas // the patch must set them
+			case err != nil:
+				return nil, apierrors.NewInternalError(err)
 			}
 			orig, _ := json.Marshal(sc)
 			patched, err := apply(orig)
@@ -150,6 +171,9 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, ri *requestI
 			var want autoscalingv1.Scale
 			if err := json.Unmarshal(patched, &want); err != nil {
 				return nil, apierrors.NewBadRequest(fmt.Sprintf("the patched Scale is not valid: %v", err))
+			}
+			if missing != nil && want.Spec.Replicas == unsetReplicas {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("the spec replicas field %q cannot be empty", missing.Path))
 			}
 			if err := setReplicas(ri.res, cur, want.Spec.Replicas); err != nil {
 				return nil, err

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -30,6 +31,7 @@ func TestControllerRuntimeReconcilesCustomResource(t *testing.T) {
 		return u
 	}
 
+	ctrl.SetLogger(logr.Discard())
 	mgr, err := ctrl.NewManager(&rest.Config{Host: env.url}, ctrl.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

@@ -195,7 +195,8 @@ func TestClientGoDynamicCustomResource(t *testing.T) {
 		t.Fatal(err)
 	}
 	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	// Shutdown waits for the informers, which stop with ctx.
+	defer func() { cancel(); factory.Shutdown() }()
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
 		t.Fatal("the informer did not sync")
 	}
