@@ -4,9 +4,12 @@
 // queue and sync them, reading from the cache and writing the difference
 // through the API.
 //
-// What it keeps: in every namespace with pods on nodes, a ConfigMap
-// "pods-by-node" whose data maps each node to the comma-separated names of
-// the namespace's pods bound to it (and not finished or being deleted).
+// What it reconciles: PodsByNode, a custom resource (crd.json, next to this
+// file, defines it; create the CRD first). Its spec names which pods of its
+// namespace to report (a label selector); the controller writes, through
+// the status subresource, which node each of those pods is bound to (pods
+// not finished and not being deleted), how many there are, and the spec
+// generation it has acted on.
 //
 //	go run . --server http://127.0.0.1:8080
 package main
@@ -22,7 +25,6 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -30,17 +32,46 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
 )
 
+// The custom resource, as crd.json defines it.
 const (
-	configMapName = "pods-by-node"
-	managedBy     = "app.kubernetes.io/managed-by" // the label that marks our ConfigMaps
+	group  = "lessons.minictl.dev"
+	plural = "podsbynodes"
 )
+
+// PodsByNode is the Go type of the custom resource, written by hand as
+// kubebuilder projects write theirs. The API server stores and serves it
+// as JSON; the client and the cache hold it as unstructured.Unstructured,
+// and the controller converts to this type to read and write it.
+type PodsByNode struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              PodsByNodeSpec   `json:"spec,omitempty"`
+	Status            PodsByNodeStatus `json:"status,omitempty"`
+}
+
+// PodsByNodeSpec is what the user wants reported.
+type PodsByNodeSpec struct {
+	// Selector picks the namespace's pods to report, as a label selector
+	// string (app=web); empty picks them all.
+	Selector string `json:"selector,omitempty"`
+}
+
+// PodsByNodeStatus is what the controller saw.
+type PodsByNodeStatus struct {
+	ObservedGeneration int64               `json:"observedGeneration,omitempty"`
+	Pods               int                 `json:"pods"`
+	Nodes              map[string][]string `json:"nodes,omitempty"` // node → sorted pod names
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -52,11 +83,11 @@ func main() {
 }
 
 // controller is what the workers share: two caches to read, a client to
-// write, and the queue of namespaces to look at.
+// write, and the queue of PodsByNode keys (namespace/name) to look at.
 type controller struct {
 	pods       informer.Lister[*corev1.Pod]
-	configMaps informer.Lister[*corev1.ConfigMap]
-	client     *client.Client[*corev1.ConfigMap]
+	podsByNode informer.Lister[api.Object]
+	client     *client.Client[api.Object]
 	queue      *workqueue.Queue[string]
 	log        *slog.Logger
 }
@@ -82,46 +113,64 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 
+	// 0. Find the custom resource in discovery, as kubectl does: the CRD
+	// must be there first. Its objects have no Go type compiled into the
+	// client, so they travel as unstructured.Unstructured.
+	res, err := discover(ctx, rc)
+	if err != nil {
+		return err
+	}
+
 	// 1. Informers: one list+watch per resource, kept in a local cache.
-	// The ConfigMap informer is filtered by the server: it sees ours only.
 	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})
 	defer factory.Shutdown()
 	pods := informer.For[*corev1.Pod](factory)
-	configMaps := informer.ForWith[*corev1.ConfigMap](factory, configMapName, func(o *metav1.ListOptions) {
-		o.FieldSelector = "metadata.name=" + configMapName
-	})
+	podsByNode := informer.ForResource(factory, res)
 	c := &controller{
 		pods:       pods.Lister(),
-		configMaps: configMaps.Lister(),
-		client:     client.For[*corev1.ConfigMap](rc),
+		podsByNode: podsByNode.Lister(),
+		client:     client.ForResource(rc, res),
 		queue:      workqueue.New[string]("pods-by-node", workqueue.Options{}),
 		log:        log,
 	}
 	defer c.queue.ShutDown()
 
-	// 2. Handlers only enqueue. The key is the namespace: a change to any
-	// pod, or to our ConfigMap, means "look at this namespace again".
+	// 2. Handlers only enqueue. A PodsByNode's change enqueues its own key;
+	// a pod's change enqueues every PodsByNode of the pod's namespace: each
+	// may report it (the sync decides, with the selector).
 	enqueue := func(obj any) {
 		if key, err := informer.MetaNamespaceKeyFunc(obj); err == nil {
-			namespace, _, _ := informer.SplitMetaNamespaceKey(key)
-			c.queue.Add(namespace)
+			c.queue.Add(key)
 		}
 	}
-	handler := informer.ResourceEventHandlerFuncs{
+	if _, err := podsByNode.AddEventHandler(informer.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any, _ bool) { enqueue(obj) },
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 		DeleteFunc: enqueue,
-	}
-	if _, err := pods.AddEventHandler(handler); err != nil {
+	}); err != nil {
 		return err
 	}
-	if _, err := configMaps.AddEventHandler(handler); err != nil {
+	enqueueNamespace := func(obj any) {
+		key, err := informer.MetaNamespaceKeyFunc(obj)
+		if err != nil {
+			return
+		}
+		namespace, _, _ := informer.SplitMetaNamespaceKey(key)
+		for _, p := range c.podsByNode.ByNamespace(namespace).List(labels.Everything()) {
+			enqueue(p)
+		}
+	}
+	if _, err := pods.AddEventHandler(informer.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any, _ bool) { enqueueNamespace(obj) },
+		UpdateFunc: func(_, obj any) { enqueueNamespace(obj) },
+		DeleteFunc: enqueueNamespace,
+	}); err != nil {
 		return err
 	}
 
 	// 3. Start the informers; act only once the caches hold everything.
 	factory.Start(ctx)
-	if !informer.WaitForCacheSync(ctx, pods.HasSynced, configMaps.HasSynced) {
+	if !informer.WaitForCacheSync(ctx, pods.HasSynced, podsByNode.HasSynced) {
 		return fmt.Errorf("caches did not sync: %w", context.Cause(ctx))
 	}
 	log.Info("caches synced; starting workers", "workers", *workers)
@@ -141,80 +190,103 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
+// discover returns the catalogue entry of PodsByNode, as the API server's
+// discovery lists it, or an error saying to create the CRD first.
+func discover(ctx context.Context, rc *client.RESTClient) (*api.Resource, error) {
+	served, err := rc.ServerPreferredResources(ctx)
+	if err != nil {
+		if _, partial := client.IsGroupDiscoveryFailed(err); !partial {
+			return nil, fmt.Errorf("discovery: %w", err)
+		}
+	}
+	for _, r := range served {
+		if r.Resource.Group == group && r.Resource.Plural == plural {
+			return r.Resource, nil
+		}
+	}
+	return nil, fmt.Errorf("the server does not serve %s.%s: create the CustomResourceDefinition (crd.json) first", plural, group)
+}
+
 // processNextWorkItem syncs one key: forgotten on success, retried with
 // backoff on failure. It returns false once the queue is shut down.
 func (c *controller) processNextWorkItem(ctx context.Context) bool {
-	namespace, shutdown := c.queue.Get()
+	key, shutdown := c.queue.Get()
 	if shutdown {
 		return false
 	}
-	defer c.queue.Done(namespace)
-	if err := c.sync(ctx, namespace); err != nil {
-		c.log.Info("sync failed; will retry", "namespace", namespace, "err", err, "retries", c.queue.NumRequeues(namespace))
-		c.queue.AddRateLimited(namespace)
+	defer c.queue.Done(key)
+	if err := c.sync(ctx, key); err != nil {
+		c.log.Info("sync failed; will retry", "key", key, "err", err, "retries", c.queue.NumRequeues(key))
+		c.queue.AddRateLimited(key)
 		return true
 	}
-	c.queue.Forget(namespace)
+	c.queue.Forget(key)
 	return true
 }
 
-// sync makes namespace's ConfigMap say what the pod cache says: desired
-// state from one cache, observed state from the other, and a write only
-// when they differ.
-func (c *controller) sync(ctx context.Context, namespace string) error {
-	byNode := map[string][]string{}
-	for _, pod := range c.pods.ByNamespace(namespace).List(labels.Everything()) {
-		finished := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-		if pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil && !finished {
-			byNode[pod.Spec.NodeName] = append(byNode[pod.Spec.NodeName], pod.Name)
-		}
+// sync makes the status of the PodsByNode named by key say what the pod
+// cache says: desired state from one cache, observed state from the other,
+// and a write (to the status subresource) only when they differ.
+func (c *controller) sync(ctx context.Context, key string) error {
+	namespace, name, err := informer.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil // not a key we made: nothing to do, ever
 	}
-	want := map[string]string{}
-	for node, names := range byNode {
-		slices.Sort(names)
-		want[node] = strings.Join(names, ",")
-	}
-
-	cur, err := c.configMaps.Get(namespace, configMapName)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	exists := err == nil
-	if exists && cur.Labels[managedBy] != "pods-by-node" {
-		return nil // someone else's ConfigMap of that name: not ours to touch
-	}
-	var action string
-	switch {
-	case !exists && len(want) == 0:
-		return nil // no pods, no ConfigMap: as it should be
-	case !exists:
-		action = "created"
-		_, err = c.client.Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: configMapName, Labels: map[string]string{managedBy: "pods-by-node"}},
-			Data:       want,
-		})
-		if client.IsForbidden(err) {
-			return nil // the namespace is being deleted: nothing may be created in it
-		}
-	case len(want) == 0:
-		action = "deleted (no pods on nodes)"
-		err = c.client.Delete(ctx, namespace, configMapName, metav1.DeleteOptions{
-			Preconditions: &metav1.Preconditions{UID: &cur.UID, ResourceVersion: &cur.ResourceVersion},
-		})
-		if client.IsNotFound(err) {
-			return nil // gone already: our cache had not seen it yet
-		}
-	case maps.Equal(cur.Data, want):
-		return nil // the usual case: nothing to do
-	default:
-		action = "updated"
-		next := cur.DeepCopy() // never modify what the cache holds
-		next.Data = want
-		_, err = c.client.Update(ctx, next) // 409 Conflict if our cache was behind: retried
+	obj, err := c.podsByNode.Get(namespace, name)
+	if apierrors.IsNotFound(err) {
+		return nil // deleted: its status went with it
 	}
 	if err != nil {
-		return fmt.Errorf("ConfigMap not %s: %w", action, err)
+		return err
 	}
-	c.log.Info(fmt.Sprintf("%s: ConfigMap %s %v", namespace, action, want))
+	var cur PodsByNode
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.(*unstructured.Unstructured).Object, &cur); err != nil {
+		return nil // the schema makes this impossible; retrying would not help
+	}
+	selector, err := labels.Parse(cur.Spec.Selector)
+	if err != nil {
+		c.log.Info(fmt.Sprintf("%s: bad selector %q, not reported", key, cur.Spec.Selector), "err", err)
+		return nil // the user must fix the spec; its change enqueues us again
+	}
+
+	want := PodsByNodeStatus{ObservedGeneration: cur.Generation, Nodes: map[string][]string{}}
+	for _, pod := range c.pods.ByNamespace(namespace).List(selector) {
+		finished := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+		if pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil && !finished {
+			want.Nodes[pod.Spec.NodeName] = append(want.Nodes[pod.Spec.NodeName], pod.Name)
+			want.Pods++
+		}
+	}
+	for _, names := range want.Nodes {
+		slices.Sort(names)
+	}
+	if len(want.Nodes) == 0 {
+		want.Nodes = nil
+	}
+	if sameStatus(cur.Status, want) {
+		return nil // the usual case: nothing to do
+	}
+
+	// Write the status through /status, carrying the resourceVersion we
+	// read: 409 Conflict if our cache was behind (then retried). Never
+	// modify what the cache holds: cur is a converted copy.
+	cur.Status = want
+	next, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&cur)
+	if err != nil {
+		return err
+	}
+	if _, err := c.client.UpdateStatus(ctx, &unstructured.Unstructured{Object: next}); err != nil {
+		if client.IsNotFound(err) {
+			return nil // deleted meanwhile: our cache had not seen it yet
+		}
+		return fmt.Errorf("status not updated: %w", err)
+	}
+	c.log.Info(fmt.Sprintf("%s: status updated: %d pods %v (generation %d)", key, want.Pods, want.Nodes, want.ObservedGeneration))
 	return nil
+}
+
+// sameStatus reports whether two statuses say the same.
+func sameStatus(a, b PodsByNodeStatus) bool {
+	return a.ObservedGeneration == b.ObservedGeneration && a.Pods == b.Pods &&
+		maps.EqualFunc(a.Nodes, b.Nodes, slices.Equal)
 }
