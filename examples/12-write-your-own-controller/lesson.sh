@@ -72,7 +72,7 @@ else
   say POST /apis/apiextensions.k8s.io/v1/customresourcedefinitions "$(cat "$here/crd.json")" | jq -c '{name: .metadata.name, kind: .spec.names.kind}'
 fi
 wait_for "the CRD to be Established" jqtest $CRD '.status.conditions // [] | any(.type == "Established" and .status == "True")'
-expect "discovery lists podsbynodes" "$(get /apis/lessons.minictl.dev/v1 | jq -c '[.resources[].name]')" '["podsbynodes","podsbynodes/status"]'
+expect "discovery lists podsbynodes" "$(get /apis/lessons.minictl.dev/v1 | jq -c '[.resources[] | select(.kind == "PodsByNode") | .name]')" '["podsbynodes","podsbynodes/status"]'
 
 step "2. Build the controller and start it (it stops by itself after 5 minutes, or at the end of this script)"
 printf '$ %s\n' "go run . --server $API    # here: go build, then run the binary"
