@@ -187,12 +187,7 @@ func validateWebhook(h Webhook, p *field.Path) field.ErrorList {
 	}
 	errs = append(errs, validateReviewVersions(h.AdmissionReviewVersions, p.Child("admissionReviewVersions"))...)
 	errs = append(errs, validateWebhookClientConfig(h.ClientConfig, p.Child("clientConfig"))...)
-	if len(h.MatchConditions) > 0 {
-		// Match conditions are CEL expressions; minictl has no CEL
-		// evaluation for admission yet, and calling a webhook its
-		// conditions would have excluded is worse than refusing them.
-		errs = append(errs, field.Forbidden(p.Child("matchConditions"), "match conditions are not supported by minictl yet"))
-	}
+	errs = append(errs, validateMatchConditions(h.MatchConditions, MatchConditionCEL, p.Child("matchConditions"))...)
 	return errs
 }
 

@@ -155,12 +155,30 @@ var (
 		Default:    defaulter(defaultValidatingWebhookConfiguration), Validate: validator(validateValidatingWebhookConfiguration),
 		Table: validatingWebhookConfigurationTable,
 	}
+	ValidatingAdmissionPolicies = &Resource{
+		Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy",
+		Plural: "validatingadmissionpolicies", Singular: "validatingadmissionpolicy",
+		Categories: []string{"api-extensions"}, Subresources: []string{"status"},
+		New:     func() Object { return &admissionregistrationv1.ValidatingAdmissionPolicy{} },
+		Default: defaulter(defaultValidatingAdmissionPolicy), Validate: validator(validateValidatingAdmissionPolicy),
+		PrepareForCreate: defaulter(prepareValidatingAdmissionPolicyForCreate), PrepareForUpdate: updatePreparer(prepareValidatingAdmissionPolicyForUpdate),
+		Table: validatingAdmissionPolicyTable,
+	}
+	ValidatingAdmissionPolicyBindings = &Resource{
+		Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicyBinding",
+		Plural: "validatingadmissionpolicybindings", Singular: "validatingadmissionpolicybinding",
+		Categories: []string{"api-extensions"},
+		New:        func() Object { return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{} },
+		Default:    defaulter(defaultValidatingAdmissionPolicyBinding), Validate: validator(validateValidatingAdmissionPolicyBinding),
+		Table: validatingAdmissionPolicyBindingTable,
+	}
 )
 
 var all = Catalogue{
 	Namespaces, Pods, PodTemplates, Nodes, Services, Endpoints, ConfigMaps, Secrets, ServiceAccounts,
 	Events, ResourceQuotas, LimitRanges, Leases, ReplicaSets, Deployments,
-	MutatingWebhookConfigurations, ValidatingWebhookConfigurations, CustomResourceDefinitions,
+	MutatingWebhookConfigurations, ValidatingWebhookConfigurations,
+	ValidatingAdmissionPolicies, ValidatingAdmissionPolicyBindings, CustomResourceDefinitions,
 }
 
 // Resources returns the catalogue minictl serves, in discovery order.

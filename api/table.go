@@ -648,3 +648,23 @@ var validatingWebhookConfigurationTable = printer([]metav1.TableColumnDefinition
 }, func(c *admissionregistrationv1.ValidatingWebhookConfiguration, now time.Time) []any {
 	return []any{c.Name, int64(len(c.Webhooks)), age(c.CreationTimestamp, now)}
 })
+
+// Validating admission policies.
+
+var validatingAdmissionPolicyTable = printer([]metav1.TableColumnDefinition{
+	nameColumn,
+	{Name: "Validations", Type: "integer", Description: "Validations indicates the number of validation rules defined in this configuration"},
+	{Name: "ParamKind", Type: "string", Description: "ParamKind specifies the kind of resources used to parameterize this policy"},
+	ageColumn,
+}, func(p *admissionregistrationv1.ValidatingAdmissionPolicy, now time.Time) []any {
+	return []any{p.Name, int64(len(p.Spec.Validations)), paramKindColumn(p.Spec.ParamKind), age(p.CreationTimestamp, now)}
+})
+
+var validatingAdmissionPolicyBindingTable = printer([]metav1.TableColumnDefinition{
+	nameColumn,
+	{Name: "PolicyName", Type: "string", Description: "PolicyName indicates the name of the policy definition which configuration this binding is specifying"},
+	{Name: "ParamRef", Type: "string", Description: "ParamRef specifies the parameter resource used to configure the admission control policy"},
+	ageColumn,
+}, func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, now time.Time) []any {
+	return []any{b.Name, b.Spec.PolicyName, paramRefColumn(b.Spec.ParamRef), age(b.CreationTimestamp, now)}
+})
