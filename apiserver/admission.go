@@ -22,9 +22,10 @@ import (
 //     server-set fields prepared, and before it is validated: the built-in
 //     plugins, then the mutating webhooks;
 //  2. every validate, in this order, once the object is valid, just
-//     before it is written: the built-in plugins, then the validating
-//     webhooks, and ResourceQuota last, which charges only what every
-//     other step let through.
+//     before it is written: the built-in plugins, then the
+//     ValidatingAdmissionPolicies, the validating webhooks, and
+//     ResourceQuota last, which charges only what every other step let
+//     through.
 //
 // The first plugin to refuse ends the write with its error. Each plugin
 // decides for itself which writes it acts on (operation, kind,
@@ -34,15 +35,15 @@ import (
 // subresources, which set one field only the server's callers own, skip
 // the chain. kube-apiserver's ServiceAccount plugin has no step here: a
 // pod's default service account is a default of the Pod kind, and minictl
-// mounts no tokens. ValidatingAdmissionPolicy, when it comes, sits just
-// before ValidatingAdmissionWebhook, as in kube.
+// mounts no tokens.
 var admissionChain = []admissionPlugin{
 	{name: "NamespaceLifecycle", admit: (*Server).admitNamespaceLifecycle},
 	{name: "LimitRanger", admit: (*Server).admitLimitRanges, validate: (*Server).validateLimitRanges},
 	{name: "DefaultTolerationSeconds", admit: (*Server).admitDefaultTolerationSeconds},
-	{name: "MutatingAdmissionWebhook", admit: (*Server).admitWebhooks},         // after the built-in mutating plugins
-	{name: "ValidatingAdmissionWebhook", validate: (*Server).validateWebhooks}, // after the built-in validating plugins
-	{name: "ResourceQuota", validate: (*Server).validateResourceQuota},         // last: it charges what the others let through
+	{name: "MutatingAdmissionWebhook", admit: (*Server).admitWebhooks},        // after the built-in mutating plugins
+	{name: "ValidatingAdmissionPolicy", validate: (*Server).validatePolicies}, // after the built-in validating plugins
+	{name: "ValidatingAdmissionWebhook", validate: (*Server).validateWebhooks},
+	{name: "ResourceQuota", validate: (*Server).validateResourceQuota}, // last: it charges what the others let through
 }
 
 // admissionPlugin is one step of the admission chain.

@@ -13,7 +13,7 @@ func TestAdmissionChainOrder(t *testing.T) {
 	// plugins minictl has or could have among them.
 	kubeOrder := []string{
 		"NamespaceLifecycle", "LimitRanger", "ServiceAccount", "Priority", "DefaultTolerationSeconds",
-		"PodTolerationRestriction", "DefaultStorageClass", "MutatingAdmissionWebhook",
+		"PodTolerationRestriction", "DefaultStorageClass", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy",
 		"ValidatingAdmissionWebhook", "ResourceQuota",
 	}
 	var names []string

@@ -132,6 +132,9 @@ type Server struct {
 	// are their configurations as the watch caches last had them.
 	webhooks                       *webhook.Client
 	mutatingHooks, validatingHooks hookSet
+	// policies are the ValidatingAdmissionPolicies and their bindings,
+	// compiled, as the watch caches last had them.
+	policies policySet
 
 	handler http.Handler
 	ready   chan struct{} // closed when caches are filled and the namespaces exist

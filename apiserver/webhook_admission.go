@@ -241,18 +241,32 @@ var adminUser = authenticationv1.UserInfo{Username: "system:admin", Groups: []st
 // webhook's invocation sees it: its kind and resource are those it
 // matched, the request's own are in requestKind and requestResource.
 func (s *Server) admissionReview(inv *invocation, a *attributes) (*admissionv1.AdmissionReview, error) {
-	name := a.name
 	// A mutating webhook sees a create with generateName before the name is
 	// chosen, as kube's storage chooses it after mutating admission.
 	hideName := inv.hook.mutating && a.op == opCreate && a.generated
-	if hideName {
-		name = ""
-	}
-	obj, err := encodeFor(a, a.obj, inv.res, hideName)
+	req, err := admissionRequest(inv.res, a, hideName)
 	if err != nil {
 		return nil, err
 	}
-	old, err := encodeFor(a, a.old, inv.res, false)
+	return &admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request:  req,
+	}, nil
+}
+
+// admissionRequest is what admission tells of a, seen as a request for
+// res: to a webhook, in its AdmissionReview, and to CEL expressions, as
+// their request variable.
+func admissionRequest(res *api.Resource, a *attributes, hideName bool) (*admissionv1.AdmissionRequest, error) {
+	name := a.name
+	if hideName {
+		name = ""
+	}
+	obj, err := encodeFor(a, a.obj, res, hideName)
+	if err != nil {
+		return nil, err
+	}
+	old, err := encodeFor(a, a.old, res, false)
 	if err != nil {
 		return nil, err
 	}
@@ -279,19 +293,16 @@ func (s *Server) admissionReview(inv *invocation, a *attributes) (*admissionv1.A
 	if a.res == api.Namespaces {
 		namespace = a.name // kube's attributes name a namespace's namespace as itself
 	}
-	return &admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{
-			UID:  types.UID(uuid.NewString()),
-			Kind: gvk(inv.res), Resource: gvr(inv.res), SubResource: a.subresource,
-			RequestKind: ptrTo(gvk(a.res)), RequestResource: ptrTo(gvr(a.res)), RequestSubResource: a.subresource,
-			Name: name, Namespace: namespace,
-			Operation: admissionv1.Operation(a.op),
-			UserInfo:  adminUser,
-			Object:    obj, OldObject: old,
-			DryRun:  &dryRun,
-			Options: runtime.RawExtension{Object: opts},
-		},
+	return &admissionv1.AdmissionRequest{
+		UID:  types.UID(uuid.NewString()),
+		Kind: gvk(res), Resource: gvr(res), SubResource: a.subresource,
+		RequestKind: ptrTo(gvk(a.res)), RequestResource: ptrTo(gvr(a.res)), RequestSubResource: a.subresource,
+		Name: name, Namespace: namespace,
+		Operation: admissionv1.Operation(a.op),
+		UserInfo:  adminUser,
+		Object:    obj, OldObject: old,
+		DryRun:  &dryRun,
+		Options: runtime.RawExtension{Object: opts},
 	}, nil
 }
 

@@ -4,34 +4,28 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/internal/webhook"
 )
 
-// hook is one webhook of a configuration, with its selectors parsed.
-// Hooks are built from the watch cache's configurations and shared by
-// every request until a configuration changes; they are never modified.
+// hook is one webhook of a configuration, with its matcher and match
+// conditions compiled. Hooks are built from the watch cache's
+// configurations and shared by every request until a configuration
+// changes; they are never modified.
 type hook struct {
 	api.Webhook
-	config   string // the configuration's name
-	uid      string // config/index: tells the webhooks apart for reinvocation
-	mutating bool
-	nsSel    labels.Selector
-	objSel   labels.Selector
-	// err is why the hook's selectors do not parse (they were valid when
-	// written, so this is not expected); a request the hook matches fails
-	// with it, as kube's does.
-	err error
+	config     string // the configuration's name
+	uid        string // config/index: tells the webhooks apart for reinvocation
+	mutating   bool
+	matcher    matcher
+	conditions celConditions
 }
 
 func (h *hook) failurePolicy() admissionregistrationv1.FailurePolicyType {
@@ -78,23 +72,19 @@ func (s *Server) webhookHooks(mutating bool) []*hook {
 			views = api.ValidatingWebhooks(c)
 		}
 		for i, v := range views {
-			h := &hook{Webhook: v, config: it.obj.GetName(), uid: fmt.Sprintf("%s/%d", it.obj.GetName(), i), mutating: mutating}
-			h.nsSel, h.err = selectorOf(*v.NamespaceSelector)
-			if h.err == nil {
-				h.objSel, h.err = selectorOf(*v.ObjectSelector)
+			rules := make([]rule, len(*v.Rules))
+			for i, r := range *v.Rules {
+				rules[i] = rule{RuleWithOperations: r}
 			}
-			hooks = append(hooks, h)
+			hooks = append(hooks, &hook{
+				Webhook: v, config: it.obj.GetName(), uid: fmt.Sprintf("%s/%d", it.obj.GetName(), i), mutating: mutating,
+				matcher:    newMatcher(rules, nil, *v.MatchPolicy, *v.NamespaceSelector, *v.ObjectSelector),
+				conditions: compileConditions(api.MatchConditionCEL, v.MatchConditions),
+			})
 		}
 	}
 	set.rv, set.hooks = rv, hooks
 	return hooks
-}
-
-func selectorOf(ls *metav1.LabelSelector) (labels.Selector, error) {
-	if ls == nil {
-		return labels.Everything(), nil
-	}
-	return metav1.LabelSelectorAsSelector(ls)
 }
 
 // exemptFromWebhooks: the configurations of admission are not sent to
@@ -112,140 +102,31 @@ type invocation struct {
 }
 
 // shouldCall decides whether h is called for a, as kube's
-// generic.Webhook.ShouldCallHook: namespaceSelector, objectSelector, then
-// the rules, for the request's resource and, with matchPolicy Equivalent,
-// for the same resource in another served version. A selector that
-// cannot be evaluated is an error only for a webhook whose rules match.
+// generic.Webhook.ShouldCallHook: the matcher, then the match conditions.
+// A condition that cannot be evaluated refuses the request unless the
+// webhook's failurePolicy is Ignore.
 func (s *Server) shouldCall(ctx context.Context, h *hook, a *attributes) (*invocation, error) {
-	nsMatch, nsErr := s.matchNamespaceSelector(ctx, h, a)
-	if !nsMatch && nsErr == nil {
+	res, err := s.matches(ctx, &h.matcher, a)
+	if res == nil || err != nil {
+		return nil, err
+	}
+	inv := &invocation{hook: h, res: res}
+	if h.conditions.empty() {
+		return inv, nil
+	}
+	in, err := s.celInput(inv.res, a, h.mutating && a.op == opCreate && a.generated)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	ok, err := h.conditions.match(ctx, in, h.failurePolicy(), nil)
+	if err != nil {
+		s.log.Warn("admission webhook: failed evaluating match conditions, failing closed", "webhook", h.Name, "error", err)
+		return nil, apierrors.NewForbidden(a.res.GroupResource(), a.name, err)
+	}
+	if !ok {
 		return nil, nil
-	}
-	if h.err == nil && !h.objSel.Empty() && !matchLabels(h.objSel, a.obj) && !matchLabels(h.objSel, a.old) {
-		return nil, nil
-	}
-	inv := s.matchRules(h, a)
-	if inv == nil {
-		return nil, nil
-	}
-	if h.err != nil {
-		return nil, apierrors.NewInternalError(h.err)
-	}
-	if nsErr != nil {
-		return nil, nsErr
 	}
 	return inv, nil
-}
-
-func matchLabels(sel labels.Selector, obj api.Object) bool {
-	return obj != nil && sel.Matches(labels.Set(obj.GetLabels()))
-}
-
-// matchNamespaceSelector is kube's namespace predicate: cluster-scoped
-// objects other than namespaces always match; a namespace is matched by
-// its own labels (the new ones when it is written); anything else by its
-// namespace's labels. A namespace that does not exist is its 404.
-func (s *Server) matchNamespaceSelector(ctx context.Context, h *hook, a *attributes) (bool, error) {
-	if a.res != api.Namespaces && a.namespace == "" {
-		return true, nil
-	}
-	if h.err != nil {
-		return false, apierrors.NewInternalError(h.err)
-	}
-	if h.nsSel.Empty() {
-		return true, nil
-	}
-	if a.res == api.Namespaces && a.subresource == "" && (a.op == opCreate || a.op == opUpdate) {
-		return h.nsSel.Matches(labels.Set(a.obj.GetLabels())), nil
-	}
-	name := a.namespace
-	if a.res == api.Namespaces {
-		name = a.name
-	}
-	ns, err := s.namespace(ctx, name)
-	if apierrors.IsNotFound(err) {
-		return false, err
-	}
-	if err != nil {
-		return false, apierrors.NewInternalError(err)
-	}
-	return h.nsSel.Matches(labels.Set(ns.Labels)), nil
-}
-
-// matchRules finds the first rule of h that matches a's resource; with
-// matchPolicy Equivalent, then the first that matches the same group and
-// resource in another served version.
-func (s *Server) matchRules(h *hook, a *attributes) *invocation {
-	for _, r := range *h.Rules {
-		if ruleMatches(r, a, a.res) {
-			return &invocation{hook: h, res: a.res}
-		}
-	}
-	if mp := *h.MatchPolicy; mp == nil || *mp != admissionregistrationv1.Equivalent {
-		return nil
-	}
-	for _, r := range *h.Rules {
-		for _, eq := range s.serving().resources {
-			if eq != a.res && eq.Group == a.res.Group && eq.Plural == a.res.Plural && ruleMatches(r, a, eq) {
-				return &invocation{hook: h, res: eq}
-			}
-		}
-	}
-	return nil
-}
-
-// ruleMatches is kube's rules.Matcher: operation, group, version,
-// resource and subresource ("pods", "pods/status", "*", "*/*", "*/status"),
-// and scope, for the request a seen as a request for res.
-func ruleMatches(r admissionregistrationv1.RuleWithOperations, a *attributes, res *api.Resource) bool {
-	return scopeMatches(r.Scope, a) &&
-		(exactOrWildcard(opStrings(r.Operations), string(a.op))) &&
-		exactOrWildcard(r.APIGroups, res.Group) &&
-		exactOrWildcard(r.APIVersions, res.Version) &&
-		resourceMatches(r.Resources, res.Plural, a.subresource)
-}
-
-func opStrings(ops []admissionregistrationv1.OperationType) []string {
-	out := make([]string, len(ops))
-	for i, op := range ops {
-		out[i] = string(op)
-	}
-	return out
-}
-
-func exactOrWildcard(items []string, v string) bool {
-	for _, it := range items {
-		if it == "*" || it == v {
-			return true
-		}
-	}
-	return false
-}
-
-func resourceMatches(rules []string, plural, sub string) bool {
-	for _, rs := range rules {
-		res, rsub, _ := strings.Cut(rs, "/")
-		if (res == "*" || res == plural) && (rsub == "*" || rsub == sub) {
-			return true
-		}
-	}
-	return false
-}
-
-// scopeMatches: Namespaced matches objects in a namespace, Cluster the
-// others and namespaces themselves, as kube's scope predicate.
-func scopeMatches(scope *admissionregistrationv1.ScopeType, a *attributes) bool {
-	if scope == nil || *scope == admissionregistrationv1.AllScopes {
-		return true
-	}
-	inNamespace := a.res != api.Namespaces && a.namespace != ""
-	switch *scope {
-	case admissionregistrationv1.NamespacedScope:
-		return inNamespace
-	case admissionregistrationv1.ClusterScope:
-		return !inNamespace
-	}
-	return false
 }
 
 // resolveService finds where a Service's port is served from its
