@@ -557,3 +557,53 @@ func TestWebhookReinvocation(t *testing.T) {
 		t.Errorf("labels %v, want a's, as its second call left them", p.Labels)
 	}
 }
+
+// TestWebhookMatchConditions: a webhook's matchConditions decide whether
+// it is called: the deny webhook sees only the pod its condition names;
+// a condition that fails to evaluate refuses the write under
+// failurePolicy Fail.
+func TestWebhookMatchConditions(t *testing.T) {
+	env := testenv.Start(t)
+	ws := newWebhookServer(t)
+	h := hookFor("deny.minictl.test", ws.url("/deny"), ws.caBundle, admissionregistrationv1.Fail)
+	h.MatchConditions = []admissionregistrationv1.MatchCondition{
+		{Name: "only-bad", Expression: "object.metadata.name == 'bad'"},
+		{Name: "creates", Expression: "request.operation == 'CREATE'"},
+	}
+	create[admissionregistrationv1.ValidatingWebhookConfiguration](t, env, validatingPath, validatingConfig("deny", h))
+	eventually(t, "the webhook configuration takes effect", func() (bool, string) {
+		r := do(t, env, http.MethodPost, podPath("default", "")+"?dryRun=All", jsonType, pod("bad", "", nil))
+		return r.code == http.StatusForbidden, string(r.body)
+	})
+	calls := len(ws.received("/deny"))
+	create[corev1.Pod](t, env, podPath("default", ""), pod("good", "", nil))
+	if n := len(ws.received("/deny")); n != calls {
+		t.Errorf("the webhook was called for a pod its condition excludes")
+	}
+	st := do(t, env, http.MethodPost, podPath("default", ""), jsonType, pod("bad", "", nil)).wantStatus(t, http.StatusForbidden, "")
+	if !strings.Contains(st.Message, "pods named bad are not welcome") {
+		t.Errorf("message %q, want the webhook's", st.Message)
+	}
+
+	// A condition that errors (no such key) refuses with failurePolicy Fail.
+	h2 := hookFor("broken.minictl.test", ws.url("/allow"), ws.caBundle, admissionregistrationv1.Fail)
+	h2.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "broken", Expression: "object.metadata.noSuchField == 'x'"}}
+	h2.Rules[0].Resources = []string{"configmaps"}
+	create[admissionregistrationv1.ValidatingWebhookConfiguration](t, env, validatingPath, validatingConfig("broken", h2))
+	var r *reply
+	eventually(t, "the broken condition takes effect", func() (bool, string) {
+		r = do(t, env, http.MethodPost, cmPath("default", "")+"?dryRun=All", jsonType, configMap("c", nil, nil))
+		return r.code == http.StatusForbidden, string(r.body)
+	})
+	if st := r.status(t); !strings.Contains(st.Message, "no such key: noSuchField") {
+		t.Errorf("message %q, want the evaluation error", st.Message)
+	}
+
+	// A condition that does not compile is refused when written.
+	h3 := hookFor("uncompiled.minictl.test", ws.url("/allow"), ws.caBundle, admissionregistrationv1.Fail)
+	h3.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "bad", Expression: "object.metadata.name =="}}
+	st = do(t, env, http.MethodPost, validatingPath, jsonType, validatingConfig("uncompiled", h3)).wantStatus(t, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid)
+	if st.Details == nil || len(st.Details.Causes) != 1 || st.Details.Causes[0].Field != "webhooks[0].matchConditions[0].expression" {
+		t.Errorf("status %+v, want one cause at webhooks[0].matchConditions[0].expression", st)
+	}
+}
