@@ -286,3 +286,24 @@ spec:
 		}
 	})
 }
+
+// TestApplyPolicyBindingActionsAreASet: a binding's validationActions
+// are a set, as kube marks them: two managers each apply an action, and
+// the binding has both, each owned by its manager.
+func TestApplyPolicyBindingActionsAreASet(t *testing.T) {
+	env := testenv.Start(t)
+	binding := func(action string) string {
+		return "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n" +
+			"metadata: {name: b}\nspec:\n  policyName: p\n  validationActions: [" + action + "]\n"
+	}
+	do(t, env, http.MethodPatch, bindingsPath+"/b?fieldManager=ops", applyType, binding("Deny")).want(t, http.StatusCreated)
+	var b struct {
+		Spec struct {
+			ValidationActions []string `json:"validationActions"`
+		} `json:"spec"`
+	}
+	do(t, env, http.MethodPatch, bindingsPath+"/b?fieldManager=audit", applyType, binding("Audit")).want(t, http.StatusOK).into(t, &b)
+	if strings.Join(b.Spec.ValidationActions, ",") != "Deny,Audit" {
+		t.Errorf("validationActions %v, want [Deny Audit]", b.Spec.ValidationActions)
+	}
+}

@@ -41,10 +41,11 @@ var smdListOverrides = map[string]map[string]listShape{
 	"io.k8s.api.core.v1.PodSpec": {
 		"topologySpreadConstraints": {"map", []string{"topologyKey", "whenUnsatisfiable"}},
 	},
-	"io.k8s.api.core.v1.PodStatus":                       {"hostIPs": {"atomic", nil}},
-	"io.k8s.api.core.v1.ResourceRequirements":            {"claims": {"map", []string{"name"}}},
-	"io.k8s.api.core.v1.ResourceStatus":                  {"resources": {"map", []string{"resourceID"}}},
-	"io.k8s.api.core.v1.ContainerRestartRuleOnExitCodes": {"values": {"set", nil}},
+	"io.k8s.api.core.v1.PodStatus":                                             {"hostIPs": {"atomic", nil}},
+	"io.k8s.api.core.v1.ResourceRequirements":                                  {"claims": {"map", []string{"name"}}},
+	"io.k8s.api.core.v1.ResourceStatus":                                        {"resources": {"map", []string{"resourceID"}}},
+	"io.k8s.api.core.v1.ContainerRestartRuleOnExitCodes":                       {"values": {"set", nil}},
+	"io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec": {"validationActions": {"set", nil}},
 }
 
 // smdAtomicStructs are the structs Kubernetes marks +structType=atomic:
