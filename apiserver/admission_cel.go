@@ -12,6 +12,7 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/internal/kubecel"
@@ -140,14 +141,17 @@ func (s *Server) celInput(res *api.Resource, a *attributes, hideName bool) (map[
 	return map[string]any{"object": obj, "oldObject": old, "request": request}, nil
 }
 
+// unmarshalRaw decodes JSON as CEL should see it: whole numbers are
+// ints, as in kube, not doubles.
 func unmarshalRaw(raw []byte, into *any) error {
 	if len(raw) == 0 {
 		return nil
 	}
-	return json.Unmarshal(raw, into)
+	return utiljson.Unmarshal(raw, into)
 }
 
-// toUnstructured is v as JSON values; a nil pointer is null.
+// toUnstructured is v as JSON values (whole numbers as ints); a nil
+// pointer is null.
 func toUnstructured(v any, into *any) error {
 	if v == nil || (reflect.ValueOf(v).Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil()) {
 		*into = nil
@@ -157,7 +161,7 @@ func toUnstructured(v any, into *any) error {
 	if err != nil {
 		return err
 	}
-	return json.Unmarshal(raw, into)
+	return utiljson.Unmarshal(raw, into)
 }
 
 // lazyVariables is the variables of a policy as CEL sees them: a map from

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -74,8 +75,13 @@ func (s *Server) validatePolicies(ctx context.Context, a *attributes) (func(), e
 				}
 			}
 			for _, param := range params {
-				for _, d := range p.evaluate(ctx, in, param, budget) {
+				failed, annotationErrs := p.evaluate(ctx, s.log, in, param, budget)
+				for _, d := range failed {
 					denied = s.actOn(ctx, p, b, d, denied)
+				}
+				for _, d := range annotationErrs {
+					d.policy, d.binding = p.policy.Name, b.binding.Name
+					denied = append(denied, &d)
 				}
 			}
 		}
@@ -152,9 +158,12 @@ func (p *policyHook) configError(denied []*policyDecision, err error, b *admissi
 }
 
 // evaluate runs p for one parameter object (nil: none) and returns its
-// failed validations: kube's validator. Evaluation errors are failures
-// with failurePolicy Fail and are dropped with Ignore.
-func (p *policyHook) evaluate(ctx context.Context, in map[string]any, param any, budget *celBudget) []policyDecision {
+// failed validations, and its audit annotations that failed to evaluate
+// (which refuse the write whatever the binding's actions): kube's
+// validator. Evaluation errors are failures with failurePolicy Fail and
+// are dropped with Ignore. Audit annotations are logged: minictl has no
+// audit log.
+func (p *policyHook) evaluate(ctx context.Context, log *slog.Logger, in map[string]any, param any, budget *celBudget) (failed, annotationErrs []policyDecision) {
 	vars := make(map[string]any, len(in)+2)
 	for k, v := range in {
 		vars[k] = v
@@ -164,10 +173,10 @@ func (p *policyHook) evaluate(ctx context.Context, in map[string]any, param any,
 	ignore := p.failurePolicy() == admissionregistrationv1.Ignore
 	ok, err := p.conditions.match(ctx, vars, p.failurePolicy(), budget)
 	if err != nil {
-		return []policyDecision{{message: err.Error()}}
+		return []policyDecision{{message: err.Error()}}, nil
 	}
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	var out []policyDecision
 	for _, v := range p.validations {
@@ -195,7 +204,25 @@ func (p *policyHook) evaluate(ctx context.Context, in map[string]any, param any,
 		}
 		out = append(out, d)
 	}
-	return out
+	for _, an := range p.annotations {
+		res, err := budget.eval(ctx, an.prg, an.expr, vars)
+		switch v := res.(type) {
+		case types.String:
+			if val := strings.TrimSpace(string(v)); val != "" {
+				log.Info("validating admission policy: audit annotation", "policy", p.policy.Name, "key", p.policy.Name+"/"+an.name, "value", val)
+			}
+			continue
+		case types.Null:
+			continue
+		}
+		if err == nil {
+			err = fmt.Errorf("valueExpression '%s' resulted in unsupported return type: %s. Return type must be either string or null.", an.expr, res.Type().TypeName())
+		}
+		if !ignore {
+			annotationErrs = append(annotationErrs, policyDecision{message: err.Error()})
+		}
+	}
+	return out, annotationErrs
 }
 
 // message is kube's message of a failed validation: its
@@ -322,6 +349,7 @@ type policyHook struct {
 	conditions  celConditions
 	variables   []policyVariable
 	validations []policyValidation
+	annotations []policyVariable // auditAnnotations: key and valueExpression
 	bindings    []*policyBinding
 	// err is why an expression does not compile (they did when written,
 	// so this is not expected): every request the policy matches gets it.
@@ -393,6 +421,14 @@ func compilePolicy(pol *admissionregistrationv1.ValidatingAdmissionPolicy) *poli
 			}
 		}
 		p.validations = append(p.validations, pv)
+	}
+	for _, an := range pol.Spec.AuditAnnotations {
+		prg, err := env.Compile(an.ValueExpression, nil)
+		if err != nil {
+			p.err = fmt.Errorf("auditAnnotations %q: compilation failed: %w", an.Key, err)
+			return p
+		}
+		p.annotations = append(p.annotations, policyVariable{name: an.Key, expr: an.ValueExpression, prg: prg})
 	}
 	return p
 }

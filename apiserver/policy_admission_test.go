@@ -249,6 +249,22 @@ spec:
 		untilDeploymentCreate(t, env, "ignore", 1, http.StatusCreated)
 	})
 
+	t.Run("audit annotations", func(t *testing.T) {
+		labelledNamespace(t, env, "audit", map[string]string{"policy": "audit"})
+		policy("audit-policy", "Fail", `
+  auditAnnotations:
+  - key: replicas
+    valueExpression: "'replicas: ' + string(object.spec.replicas)"
+  - key: broken
+    valueExpression: "object.spec.replicas"
+`)
+		binding("audit-binding", "audit-policy", "audit", "Audit", "")
+		st := untilDeploymentCreate(t, env, "audit", 1, http.StatusUnprocessableEntity).status(t)
+		if want := "denied request: valueExpression 'object.spec.replicas' resulted in unsupported return type: int. Return type must be either string or null."; !strings.HasSuffix(st.Message, want) {
+			t.Errorf("message %q, want it to end in %q", st.Message, want)
+		}
+	})
+
 	t.Run("a bad expression is a 422", func(t *testing.T) {
 		r := do(t, env, http.MethodPost, policiesPath, yamlType, `
 apiVersion: admissionregistration.k8s.io/v1
