@@ -208,6 +208,38 @@ spec:
 		create[map[string]any](t, env, deployPath("params", ""), deployment("two", 2))
 	})
 
+	t.Run("params by selector, none found allowed", func(t *testing.T) {
+		labelledNamespace(t, env, "selector", map[string]string{"policy": "selector"})
+		policy("selector-limit", "Fail", `
+  paramKind:
+    apiVersion: v1
+    kind: ConfigMap
+  validations:
+  - expression: "object.spec.replicas <= int(params.data.maxReplicas)"
+    messageExpression: "'replicas must be no more than ' + params.data.maxReplicas"
+`)
+		binding("selector-limit-params", "selector-limit", "selector", "Deny", `
+  paramRef:
+    selector: {matchLabels: {limit: "true"}}
+    parameterNotFoundAction: Allow
+`)
+		// With two labelled ConfigMaps, the policy runs once with each; the
+		// lower limit refuses.
+		create[corev1.ConfigMap](t, env, cmPath("selector", ""), configMap("four", map[string]string{"limit": "true"}, map[string]string{"maxReplicas": "4"}))
+		create[corev1.ConfigMap](t, env, cmPath("selector", ""), configMap("two", map[string]string{"limit": "true"}, map[string]string{"maxReplicas": "2"}))
+		create[corev1.ConfigMap](t, env, cmPath("selector", ""), configMap("one", nil, map[string]string{"maxReplicas": "1"}))
+		st := untilDeploymentCreate(t, env, "selector", 3, http.StatusUnprocessableEntity).status(t)
+		if !strings.HasSuffix(st.Message, "denied request: replicas must be no more than 2") {
+			t.Errorf("message %q", st.Message)
+		}
+		// With none labelled, there is nothing to check against: allowed.
+		for _, name := range []string{"four", "two"} {
+			do(t, env, http.MethodDelete, cmPath("selector", name), "", nil).want(t, http.StatusOK)
+		}
+		untilDeploymentCreate(t, env, "selector", 9, http.StatusCreated)
+		create[map[string]any](t, env, deployPath("selector", ""), deployment("two", 2))
+	})
+
 	t.Run("variables", func(t *testing.T) {
 		policy("vars-policy", "Fail", `
   variables:
