@@ -23,6 +23,8 @@
 //   - namespace.go: a namespace of 1,000 running pods deleted.
 //   - startup.go: `minictl up` to /readyz, empty and with 30,000 pods.
 //   - apply.go: server-side apply of an unchanged Deployment.
+//   - customresource.go: pod-sized custom objects created alternately
+//     with pods; the time from a definition's create to its first object.
 //
 // Properties:
 //

@@ -28,19 +28,20 @@ type config struct {
 	nsNodes          int
 	storedPods       int
 	applies          int
+	crds             int
 	settle           time.Duration
 	reconcileTimeout time.Duration
 }
 
 var full = config{
 	reps: 3, createPods: 5000, lists: 10, watchers: 1000, watchPods: 200,
-	replicas: 2000, nodes: 20, nsPods: 1000, nsNodes: 10, storedPods: 30000, applies: 2000,
+	replicas: 2000, nodes: 20, nsPods: 1000, nsNodes: 10, storedPods: 30000, applies: 2000, crds: 20,
 	settle: 2 * time.Second, reconcileTimeout: 180 * time.Second,
 }
 
 var quick = config{
 	reps: 1, createPods: 1000, lists: 5, watchers: 100, watchPods: 50,
-	replicas: 200, nodes: 2, nsPods: 100, nsNodes: 1, storedPods: 3000, applies: 500,
+	replicas: 200, nodes: 2, nsPods: 100, nsNodes: 1, storedPods: 3000, applies: 500, crds: 5,
 	settle: time.Second, reconcileTimeout: 60 * time.Second,
 }
 
@@ -60,6 +61,8 @@ var targets = map[string]*target{
 	"start-up/ready, 30000 stored pods":                        {op: "<", value: 3000},
 	"memory/minictl up idle RSS":                               {op: "<", value: 100},
 	"apply/unchanged Deployment p99":                           {op: "<", value: 10},
+	"crcreate/custom objects / pods":                           {op: ">=", value: 90},
+	"crdestablish/definition to first object p99":              {op: "<", value: 100},
 }
 
 // notes say how a figure was set up, where the name does not.
@@ -71,6 +74,10 @@ var notes = map[string]string{
 	"memory/minictl up idle RSS":                               "defaults, 3 nodes",
 	"apply/unchanged Deployment p50":                           "server-side apply, one client",
 	"apply/unchanged Deployment p99":                           "server-side apply, one client",
+	"crcreate/pods created":                                    "32 clients, alternating with the custom objects",
+	"crcreate/custom objects created":                          "32 clients, pod-sized, every field in the schema",
+	"crdestablish/definition to first object p50":              "one definition at a time",
+	"crdestablish/definition to first object p99":              "one definition at a time",
 }
 
 type harness struct {
@@ -101,7 +108,7 @@ func run() error {
 	isQuick := flag.Bool("quick", false, "smaller counts and one repetition, for a fast look")
 	reps := flag.Int("reps", 0, "repetitions of each scenario (default 3, 1 with -quick)")
 	jsonPath := flag.String("json", "", "also write the results as JSON to this file")
-	only := flag.String("only", "", "comma-separated scenarios to run (create, watch, reconcile, namespace, startup, apply); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (create, watch, reconcile, namespace, startup, apply, crcreate, crdestablish); default all")
 	pprofDir := flag.String("pprof", "", "start minictl with --profiling and save CPU and allocation profiles of each scenario's first repetition here")
 	logDir := flag.String("logs", "", "keep each minictl's stderr log (and its /metrics at the end) in this directory")
 	createPods := flag.Int("create-pods", 0, "pods the create scenario creates (default 5000, 1000 with -quick)")
@@ -148,6 +155,8 @@ func run() error {
 		{"namespace", h.runNamespace},
 		{"startup", h.runStartup},
 		{"apply", h.runApply},
+		{"crcreate", h.runCRCreate},
+		{"crdestablish", h.runCRDEstablish},
 	}
 	selected := map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {

@@ -103,12 +103,17 @@ func podBodies(ns, nameFmt, schedulerName string, n int) [][]byte {
 // clients, and returns each create's latency (send to last byte of the
 // 201), in no particular order.
 func createPods(ctx context.Context, c *cluster, ns string, bodies [][]byte, clients int) ([]time.Duration, error) {
+	return createAt(ctx, podsURL(c, ns), bodies, clients)
+}
+
+// createAt POSTs bodies to url with clients concurrent clients, and
+// returns each create's latency, in no particular order.
+func createAt(ctx context.Context, url string, bodies [][]byte, clients int) ([]time.Duration, error) {
 	n := len(bodies)
 	lat := make([]time.Duration, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
-	url := podsURL(c, ns)
 	for range clients {
 		wg.Go(func() {
 			for {
