@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -37,6 +38,8 @@ import (
 // fieldManagers are one resource's field managers, by subresource.
 type fieldManagers struct {
 	main, status, scale *managedfields.FieldManager
+	// create records creates as main would, directly (createfields.go).
+	create *createFields
 }
 
 // forSubresource returns the field manager of writes to sub ("",
@@ -79,6 +82,11 @@ func newFieldManagers(res *api.Resource) (*fieldManagers, error) {
 		statusReset = fieldpath.NewSet(fieldpath.MakePathOrDie("spec"))
 	}
 	f := &fieldManagers{}
+	if mainReset != nil {
+		f.create = newCreateFields(res, tc, fieldpath.NewExcludeSetFilter(mainReset))
+	} else {
+		f.create = newCreateFields(res, tc, nil)
+	}
 	if f.main, err = build("", mainReset); err != nil {
 		return nil, err
 	}
@@ -151,6 +159,15 @@ func managerOrUserAgent(r *http.Request) string {
 		buf.WriteRune(c)
 	}
 	return buf.String()
+}
+
+// recordCreate sets the managedFields of obj, about to be created, for
+// manager: directly when it can, else through the field manager.
+func recordCreate(fm *fieldManagers, res *api.Resource, obj api.Object, manager string) api.Object {
+	if fm.create.record(obj, manager, time.Now()) {
+		return obj
+	}
+	return recordUpdate(fm.main, res, nil, obj, manager)
 }
 
 // recordUpdate sets obj's managedFields for a write other than an apply,

@@ -119,7 +119,7 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Ob
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		obj = recordUpdate(fm.main, res, nil, obj, o.manager)
+		obj = recordCreate(fm, res, obj, o.manager)
 	}
 	a := &attributes{op: opCreate, res: res, namespace: obj.GetNamespace(), name: obj.GetName(), obj: obj, dryRun: dry, generated: generated}
 	if err := s.admit(ctx, a); err != nil {
