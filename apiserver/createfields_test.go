@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/randfill"
 
 	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/api/crd"
 )
 
 // createSamples are objects of res as a create could bring them: filled
@@ -133,6 +135,47 @@ func TestCreateFieldsEqualFieldManager(t *testing.T) {
 		api.Pods.PrepareForCreate(pod)
 		if !sameCreateRecord(t, api.Pods, fm, pod) {
 			t.Error("a pod as clients send it did not take the direct path")
+		}
+	})
+	t.Run("custom kind with a schema", func(t *testing.T) {
+		listMap := "map"
+		def := &apiextensionsv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+				Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+						Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+							"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+								"replicas": {Type: "integer"},
+								"ports": {Type: "array", XListType: &listMap, XListMapKeys: []string{"port"},
+									Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
+										Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+											"port": {Type: "integer"}, "name": {Type: "string"},
+										}}}},
+							}},
+							"status": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"phase": {Type: "string"}}},
+						}}}}},
+			},
+		}
+		tc, err := crd.TypeConverter(def)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := &api.Resource{Group: "example.com", Version: "v1", Kind: "Widget", Plural: "widgets", Namespaced: true,
+			Subresources: []string{"status"}, New: api.NewUnstructured, TypeConverter: tc}
+		fm, err := newFieldManagers(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON([]byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","namespace":"default","labels":{"a":"1"}},` +
+			`"spec":{"replicas":2,"ports":[{"port":80,"name":"http"},{"port":443}]},"status":{"phase":"New"}}`)); err != nil {
+			t.Fatal(err)
+		}
+		if !sameCreateRecord(t, res, fm, u) {
+			t.Error("custom object did not take the direct path")
 		}
 	})
 	t.Run("custom kind", func(t *testing.T) {
