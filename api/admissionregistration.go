@@ -4,7 +4,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -13,6 +12,8 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/minictl/minictl/internal/webhook"
 )
 
 // Webhook is what MutatingWebhook and ValidatingWebhook have in common:
@@ -289,53 +290,12 @@ func validateWebhookClientConfig(cc *admissionregistrationv1.WebhookClientConfig
 	case (cc.URL == nil) == (cc.Service == nil):
 		errs = append(errs, field.Required(p, "exactly one of url or service is required"))
 	case cc.URL != nil:
-		errs = append(errs, validateWebhookURL(*cc.URL, p.Child("url"))...)
+		errs = append(errs, webhook.ValidateURL(p.Child("url"), *cc.URL)...)
 	default:
-		errs = append(errs, validateWebhookService(cc.Service, p.Child("service"))...)
+		errs = append(errs, webhook.ValidateService(p.Child("service"), cc.Service.Name, cc.Service.Namespace, cc.Service.Path, cc.Service.Port)...)
 	}
 	if len(cc.CABundle) > 0 && !pemCertificates(cc.CABundle) {
 		errs = append(errs, field.Invalid(p.Child("caBundle"), "<bundle>", "must be PEM-encoded certificates"))
-	}
-	return errs
-}
-
-func validateWebhookURL(raw string, p *field.Path) field.ErrorList {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return field.ErrorList{field.Invalid(p, raw, "url must be a valid URL: "+err.Error())}
-	}
-	var errs field.ErrorList
-	if u.Scheme != "https" {
-		errs = append(errs, field.Invalid(p, u.Scheme, "'https' is the only allowed URL scheme"))
-	}
-	if u.Host == "" {
-		errs = append(errs, field.Invalid(p, u.Host, "host must be specified"))
-	}
-	if u.User != nil {
-		errs = append(errs, field.Invalid(p, u.User.String(), "user information is not permitted in the URL"))
-	}
-	if u.Fragment != "" || u.RawFragment != "" {
-		errs = append(errs, field.Invalid(p, u.Fragment, "fragments are not permitted in the URL"))
-	}
-	if u.RawQuery != "" {
-		errs = append(errs, field.Invalid(p, u.RawQuery, "query parameters are not permitted in the URL"))
-	}
-	return errs
-}
-
-func validateWebhookService(svc *admissionregistrationv1.ServiceReference, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if svc.Name == "" {
-		errs = append(errs, field.Required(p.Child("name"), "service name is required"))
-	}
-	if svc.Namespace == "" {
-		errs = append(errs, field.Required(p.Child("namespace"), "service namespace is required"))
-	}
-	if svc.Path != nil && !strings.HasPrefix(*svc.Path, "/") {
-		errs = append(errs, field.Invalid(p.Child("path"), *svc.Path, "must start with a '/'"))
-	}
-	if port := svc.Port; port != nil && (*port < 1 || *port > 65535) {
-		errs = append(errs, field.Invalid(p.Child("port"), *port, "port is not valid: must be between 1 and 65535, inclusive"))
 	}
 	return errs
 }

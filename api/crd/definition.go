@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/minictl/minictl/internal/webhook"
 )
 
 // Default fills in what kube-apiserver defaults in a definition (the v1
@@ -428,9 +430,9 @@ func validateConversion(c *apiextensionsv1.CustomResourceConversion, pth *field.
 		case (cc.URL == nil) == (cc.Service == nil):
 			errs = append(errs, field.Required(cp, "exactly one of url or service is required"))
 		case cc.URL != nil:
-			errs = append(errs, validateWebhookURL(cp.Child("url"), *cc.URL)...)
+			errs = append(errs, webhook.ValidateURL(cp.Child("url"), *cc.URL)...)
 		default:
-			errs = append(errs, validateWebhookService(cp.Child("service"), cc.Service)...)
+			errs = append(errs, webhook.ValidateService(cp.Child("service"), cc.Service.Name, cc.Service.Namespace, cc.Service.Path, cc.Service.Port)...)
 		}
 	}
 	errs = append(errs, validateReviewVersions(c.Webhook.ConversionReviewVersions, wp.Child("conversionReviewVersions"))...)
@@ -457,52 +459,6 @@ func validateReviewVersions(versions []string, pth *field.Path) field.ErrorList 
 	}
 	if !accepted {
 		errs = append(errs, field.Invalid(pth, versions, "must include at least one of "+strings.Join(acceptedReviewVersions, ", ")))
-	}
-	return errs
-}
-
-// validateWebhookURL checks a webhook URL as kube-apiserver does: https,
-// a host, no user info, fragment or query.
-func validateWebhookURL(pth *field.Path, raw string) field.ErrorList {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return field.ErrorList{field.Invalid(pth, raw, "url must be a valid URL: "+err.Error())}
-	}
-	var errs field.ErrorList
-	if u.Scheme != "https" {
-		errs = append(errs, field.Invalid(pth, u.Scheme, "'https' is the only allowed URL scheme"))
-	}
-	if u.Host == "" {
-		errs = append(errs, field.Invalid(pth, u.Host, "host must be specified"))
-	}
-	if u.User != nil {
-		errs = append(errs, field.Invalid(pth, u.User.String(), "user information is not permitted in the URL"))
-	}
-	if u.Fragment != "" || u.RawFragment != "" {
-		errs = append(errs, field.Invalid(pth, u.Fragment, "fragments are not permitted in the URL"))
-	}
-	if u.RawQuery != "" {
-		errs = append(errs, field.Invalid(pth, u.RawQuery, "query parameters are not permitted in the URL"))
-	}
-	return errs
-}
-
-func validateWebhookService(pth *field.Path, svc *apiextensionsv1.ServiceReference) field.ErrorList {
-	var errs field.ErrorList
-	if svc.Name == "" {
-		errs = append(errs, field.Required(pth.Child("name"), "service name is required"))
-	}
-	if svc.Namespace == "" {
-		errs = append(errs, field.Required(pth.Child("namespace"), "service namespace is required"))
-	}
-	if svc.Port != nil && (*svc.Port < 1 || *svc.Port > 65535) {
-		errs = append(errs, field.Invalid(pth.Child("port"), *svc.Port, "port is not valid: must be between 1 and 65535, inclusive"))
-	}
-	if svc.Path != nil {
-		p := *svc.Path
-		if !strings.HasPrefix(p, "/") {
-			errs = append(errs, field.Invalid(pth.Child("path"), p, "must start with a '/'"))
-		}
 	}
 	return errs
 }
