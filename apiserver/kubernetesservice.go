@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/minictl/minictl/api"
-	"github.com/minictl/minictl/clock"
 )
 
 // The kubernetes Service. kube-apiserver publishes itself inside the
@@ -109,23 +108,11 @@ func (s *Server) publishKubernetesService(ctx context.Context) bool {
 		return false
 	case <-s.listening:
 	}
-	backoff := firstRelistBackoff
-	for {
-		cctx, cancel := context.WithTimeout(ctx, s.requestTimeout)
-		err := s.reconcileKubernetesService(cctx, s.advertised)
-		cancel()
-		if err == nil {
-			return true
-		}
-		if ctx.Err() != nil {
-			return false
-		}
-		s.log.Warn("creating the kubernetes service failed; retrying", "err", err, "backoff", backoff)
-		if !clock.Sleep(ctx, clock.Real{}, backoff) {
-			return false
-		}
-		backoff = min(2*backoff, maxRelistBackoff)
-	}
+	return s.retry(ctx, "creating the kubernetes service", func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, s.requestTimeout)
+		defer cancel()
+		return s.reconcileKubernetesService(ctx, s.advertised)
+	})
 }
 
 // keepKubernetesService puts the kubernetes Service and Endpoints back

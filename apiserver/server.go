@@ -327,16 +327,23 @@ var protectedNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSyst
 // kube-apiserver's system namespaces controller does, retrying while etcd
 // fails; false if ctx ended first.
 func (s *Server) keepNamespaces(ctx context.Context) bool {
+	return s.retry(ctx, "creating the built-in namespaces", s.ensureNamespaces)
+}
+
+// retry runs fn until it succeeds, backing off as a watch cache's relist
+// does while etcd fails; false if ctx ended first. what names the work in
+// the log.
+func (s *Server) retry(ctx context.Context, what string, fn func(context.Context) error) bool {
 	backoff := firstRelistBackoff
 	for {
-		err := s.ensureNamespaces(ctx)
+		err := fn(ctx)
 		if err == nil {
 			return true
 		}
 		if ctx.Err() != nil {
 			return false
 		}
-		s.log.Warn("creating the built-in namespaces failed; retrying", "err", err, "backoff", backoff)
+		s.log.Warn(what+" failed; retrying", "err", err, "backoff", backoff)
 		if !clock.Sleep(ctx, clock.Real{}, backoff) {
 			return false
 		}
