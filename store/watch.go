@@ -107,6 +107,12 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) <-
 			var ok bool
 			select {
 			case resp, ok = <-wch:
+			case <-ctx.Done():
+				// Ended by its owner: return at once rather than wait for
+				// etcd's client to close wch. Its in-process client can
+				// stall a stream that is sending events while a watch on it
+				// is cancelled, and then never closes wch.
+				return
 			case <-hist.replaced:
 				send(WatchEvent{Err: fmt.Errorf("store: watch %s: %w", prefix, ErrHistoryReset)})
 				return
