@@ -108,11 +108,7 @@ func (s *Server) publishKubernetesService(ctx context.Context) bool {
 		return false
 	case <-s.listening:
 	}
-	return s.retry(ctx, "creating the kubernetes service", func(ctx context.Context) error {
-		ctx, cancel := context.WithTimeout(ctx, s.requestTimeout)
-		defer cancel()
-		return s.reconcileKubernetesService(ctx, s.advertised)
-	})
+	return s.retry(ctx, "creating the kubernetes service", s.reconcileKubernetesService)
 }
 
 // keepKubernetesService puts the kubernetes Service and Endpoints back
@@ -126,19 +122,20 @@ func (s *Server) keepKubernetesService(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		cctx, cancel := context.WithTimeout(ctx, s.requestTimeout)
-		err := s.reconcileKubernetesService(cctx, s.advertised)
-		cancel()
-		if err != nil && ctx.Err() == nil {
+		if err := s.reconcileKubernetesService(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("reconciling the kubernetes service failed; retrying", "err", err, "every", kubernetesServiceInterval)
 		}
 	}
 }
 
 // reconcileKubernetesService makes the kubernetes Service and Endpoints
-// say that the API server is at addr. It reads the watch caches, and
-// writes only what is missing or wrong.
-func (s *Server) reconcileKubernetesService(ctx context.Context, addr netip.AddrPort) error {
+// say that the API server is where it advertises itself, within one
+// request timeout. It reads the watch caches, and writes only what is
+// missing or wrong.
+func (s *Server) reconcileKubernetesService(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout)
+	defer cancel()
+	addr := s.advertised
 	ports := []corev1.ServicePort{{
 		Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt32(int32(addr.Port())),
 	}}
