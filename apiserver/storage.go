@@ -41,9 +41,10 @@ type Storage interface {
 	// CompactedRevision is the oldest revision still kept: a watch from
 	// before it cannot be served.
 	CompactedRevision() int64
-	// RequestProgress asks for a progress event on every open watch, so
-	// that each learns the current revision without a change of its own.
-	RequestProgress(ctx context.Context) error
+	// RequestProgress asks for a progress event on every open watch on
+	// prefix, so that each learns the current revision without a change of
+	// its own.
+	RequestProgress(ctx context.Context, prefix string) error
 	// Health is nil while etcd answers, and an error wrapping
 	// store.ErrUnavailable within seconds of it not answering; meanwhile
 	// every call fails at once with it.

@@ -32,7 +32,7 @@ func (c *watchCache) waitFresh(ctx context.Context, rv int64) error {
 		}
 		if ready && ask {
 			ask = false
-			_ = c.store.RequestProgress(ctx) // a failure is answered by the retry or the deadline
+			_ = c.store.RequestProgress(ctx, c.prefix) // a failure is answered by the retry or the deadline
 		}
 		select {
 		case <-changed:

@@ -88,9 +88,9 @@ type progressCounter struct {
 	requests atomic.Int64
 }
 
-func (p *progressCounter) RequestProgress(ctx context.Context) error {
+func (p *progressCounter) RequestProgress(ctx context.Context, prefix string) error {
 	p.requests.Add(1)
-	return p.Store.RequestProgress(ctx)
+	return p.Store.RequestProgress(ctx, prefix)
 }
 
 // waitUntil polls cond until it holds, failing the test after 10s.

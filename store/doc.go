@@ -8,8 +8,9 @@
 //     etcd's v3client (no gRPC encoding, no socket), or dial an external one.
 //   - kv.go: Create, Get, List, Update, Delete, Revision: reads and
 //     compare-and-swap writes of single keys.
-//   - watch.go: Watch: an ordered stream of changes under a prefix;
-//     RequestProgress: every open watch learns the current revision now.
+//   - watch.go: Watch: an ordered stream of changes under a prefix, each
+//     on an etcd watch stream of its own; RequestProgress: every open
+//     watch on a prefix learns the current revision now.
 //   - compact.go: Compact and the periodic compaction loop.
 //   - member.go: StartMember: one member of an etcd cluster of several,
 //     each in a process of its own (`minictl etcd`), for a Store whose

@@ -121,6 +121,8 @@ type Store struct {
 	loops        sync.WaitGroup
 	etcdErrsDone chan struct{}
 
+	watches watches // see Watch and RequestProgress
+
 	closeOnce sync.Once
 	closeErr  error
 }

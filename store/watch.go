@@ -3,9 +3,14 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/metadata"
 )
 
 // EventType says what a WatchEvent changed. The zero value is neither: it is
@@ -82,18 +87,16 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) <-
 		}()
 		return out
 	}
-	// Requiring a leader makes a watch on a partitioned member fail instead
-	// of going silent; the cancel ends the etcd watch when we stop reading.
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	w := s.watches.open(ctx, prefix)
 	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithProgressNotify()}
 	if fromRevision > 0 {
 		opts = append(opts, clientv3.WithRev(fromRevision))
 	}
-	wch := s.client.Watch(wctx, prefix, opts...)
+	wch := s.client.Watch(w.ctx, prefix, opts...)
 
 	go func() {
 		defer close(out)
-		defer cancel()
+		defer s.watches.close(w)
 		send := func(ev WatchEvent) bool {
 			select {
 			case out <- ev:
@@ -154,20 +157,112 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) <-
 	return out
 }
 
-// RequestProgress asks etcd to send every watch of this Store, at once, a
-// progress notification: a watch then learns the store's current revision
-// even when nothing under its prefix changed, without waiting for the
-// periodic one. A watch still being set up when the request arrives may
+// RequestProgress asks etcd to send every open watch on prefix, at once, a
+// progress notification: such a watch then learns the store's current
+// revision even when nothing under its prefix changed, without waiting for
+// the periodic one. A watch still being set up when the request arrives may
 // miss it; ask again.
-func (s *Store) RequestProgress(ctx context.Context) error {
-	// etcd answers a progress request on the gRPC stream the request
-	// names, and clientv3 picks the stream by the context's metadata:
-	// Watch opens its watches WithRequireLeader, so the request must carry
-	// it too, or it goes to a stream with no watches on it.
-	if err := s.client.RequestProgress(clientv3.WithRequireLeader(ctx)); err != nil {
-		return fmt.Errorf("store: request progress: %w", err)
+func (s *Store) RequestProgress(ctx context.Context, prefix string) error {
+	for _, w := range s.watches.on(prefix) {
+		if err := s.watches.requestProgress(ctx, s.client, w); err != nil {
+			return fmt.Errorf("store: request progress on %s: %w", prefix, err)
+		}
 	}
 	return nil
+}
+
+// watches are the Store's open etcd watches, each on a gRPC stream of its
+// own.
+//
+// clientv3 multiplexes every watch whose context carries the same outgoing
+// metadata onto one stream. Sharing one stream would tie every watch of the
+// Store to the slowest: etcd's in-process client can stall a stream for
+// good when a watch on it is cancelled while events are in flight, and
+// custom resources come and go, cancelling their watches. So each watch's
+// context carries metadata naming that watch alone, and a progress request,
+// which etcd answers on the stream it arrives on, is sent on the stream of
+// each watch it is meant for.
+type watches struct {
+	next     atomic.Int64
+	mu       sync.Mutex
+	byPrefix map[string]map[*openWatch]struct{}
+}
+
+// openWatch is one etcd watch and the context that names its stream.
+type openWatch struct {
+	prefix string
+	ctx    context.Context
+	cancel context.CancelFunc
+	md     metadata.MD
+
+	// mu orders a progress request before the watch's cancellation:
+	// clientv3 opens a new stream, never closed, for a progress request
+	// whose stream has gone, so none may be sent once closed is set.
+	mu     sync.Mutex
+	closed bool
+}
+
+// progressTimeout bounds one progress request, so that a stalled stream
+// delays its own watch's end by at most this much.
+const progressTimeout = time.Second
+
+func (ws *watches) open(ctx context.Context, prefix string) *openWatch {
+	// Requiring a leader makes a watch on a partitioned member fail instead
+	// of going silent. WithRequireLeader replaces the outgoing metadata, so
+	// the watch's own name is added after it.
+	ctx = metadata.AppendToOutgoingContext(clientv3.WithRequireLeader(ctx),
+		"minictl-watch", strconv.FormatInt(ws.next.Add(1), 10))
+	md, _ := metadata.FromOutgoingContext(ctx)
+	w := &openWatch{prefix: prefix, md: md}
+	w.ctx, w.cancel = context.WithCancel(ctx)
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.byPrefix == nil {
+		ws.byPrefix = make(map[string]map[*openWatch]struct{})
+	}
+	if ws.byPrefix[prefix] == nil {
+		ws.byPrefix[prefix] = make(map[*openWatch]struct{})
+	}
+	ws.byPrefix[prefix][w] = struct{}{}
+	return w
+}
+
+// close cancels w's etcd watch, which ends its stream.
+func (ws *watches) close(w *openWatch) {
+	w.mu.Lock()
+	w.closed = true
+	w.cancel()
+	w.mu.Unlock()
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	delete(ws.byPrefix[w.prefix], w)
+	if len(ws.byPrefix[w.prefix]) == 0 {
+		delete(ws.byPrefix, w.prefix)
+	}
+}
+
+// on returns the open watches on prefix.
+func (ws *watches) on(prefix string) []*openWatch {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	out := make([]*openWatch, 0, len(ws.byPrefix[prefix]))
+	for w := range ws.byPrefix[prefix] {
+		out = append(out, w)
+	}
+	return out
+}
+
+// requestProgress asks etcd for a progress notification on w's stream,
+// unless w has closed.
+func (ws *watches) requestProgress(ctx context.Context, c *clientv3.Client, w *openWatch) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(metadata.NewOutgoingContext(ctx, w.md), progressTimeout)
+	defer cancel()
+	return c.RequestProgress(ctx)
 }
 
 // watchError returns why resp ends the watch, or nil if it does not.
