@@ -107,10 +107,18 @@ type listener struct {
 	mu      sync.Mutex
 	pending []notification
 	wake    chan struct{}
+
+	// removed is closed when the handler is removed; done, when run has
+	// returned.
+	removed chan struct{}
+	done    chan struct{}
 }
 
 func newListener(id int, handler ResourceEventHandler, trace tracer) *listener {
-	return &listener{id: id, handler: handler, trace: trace, wake: make(chan struct{}, 1)}
+	return &listener{
+		id: id, handler: handler, trace: trace, wake: make(chan struct{}, 1),
+		removed: make(chan struct{}), done: make(chan struct{}),
+	}
 }
 
 // add queues n; it never blocks.
@@ -127,9 +135,11 @@ func (l *listener) add(n notification) {
 	}
 }
 
-// run calls the handler for each notification in order, until ctx is done.
-// A handler call in progress is waited for, not interrupted.
+// run calls the handler for each notification in order, until ctx is done
+// or the handler is removed. A handler call in progress is waited for, not
+// interrupted.
 func (l *listener) run(ctx context.Context) {
+	defer close(l.done)
 	for {
 		l.mu.Lock()
 		batch := l.pending
@@ -141,15 +151,28 @@ func (l *listener) run(ctx context.Context) {
 				continue
 			case <-ctx.Done():
 				return
+			case <-l.removed:
+				return
 			}
 		}
 		for i := range batch {
-			if ctx.Err() != nil {
+			if l.stopping(ctx) {
 				return
 			}
 			l.dispatch(batch[i])
 			batch[i] = notification{} // let the object go
 		}
+	}
+}
+
+// stopping reports whether run must return: ctx is done or the handler
+// was removed.
+func (l *listener) stopping(ctx context.Context) bool {
+	select {
+	case <-l.removed:
+		return true
+	default:
+		return ctx.Err() != nil
 	}
 }
 

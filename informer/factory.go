@@ -44,6 +44,11 @@ type FactoryOptions struct {
 //   - ForResource shares that informer: a resource asked for by type and
 //     by descriptor is listed and watched once, and its cache holds the
 //     same objects either way (of the kind's Go type where it has one).
+//   - Subscribe is how a controller follows a resource that may stop being
+//     served (a custom resource): it adds a handler to the resource's one
+//     informer, and Close takes the handler away again. An informer that
+//     only subscriptions asked for stops, and is forgotten, when its last
+//     subscription closes; one asked for by For or ForResource runs on.
 //   - Start starts every informer requested so far that is not running;
 //     informers requested later start with the next Start.
 //   - Shutdown stops every informer the factory started and waits for all
@@ -71,7 +76,15 @@ type factoryEntry struct {
 	shared  *SharedInformer
 	typed   any                   // the *Informer[T] For returned; nil until asked
 	dynamic *Informer[api.Object] // the one ForResource returned; nil until asked
-	started bool
+	// kept is set once For or ForResource handed the informer out: it then
+	// runs for the factory's life. Otherwise subscriptions counts who
+	// holds it, and the last one to close stops it.
+	kept          bool
+	subscriptions int
+	// stop ends the informer's Run; done is closed once Run has returned.
+	// Both are set by Start.
+	stop context.CancelFunc
+	done chan struct{}
 }
 
 // NewSharedInformerFactory returns a factory whose informers talk through
@@ -105,6 +118,7 @@ func ForWith[T api.Object](f *SharedInformerFactory, key string, tweak func(*met
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e := f.entryLocked(res, key, tweak)
+	e.kept = true
 	if inf, ok := e.typed.(*Informer[T]); ok {
 		return inf
 	}
@@ -123,10 +137,70 @@ func ForResource(f *SharedInformerFactory, res *api.Resource) *Informer[api.Obje
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e := f.entryLocked(res, "", nil)
+	e.kept = true
+	return e.dynamicInformer(res)
+}
+
+func (e *factoryEntry) dynamicInformer(res *api.Resource) *Informer[api.Object] {
 	if e.dynamic == nil {
 		e.dynamic = &Informer[api.Object]{SharedInformer: e.shared, resource: res.GroupResource()}
 	}
 	return e.dynamic
+}
+
+// Subscription is one handler's hold on the factory's informer of a
+// resource; see Subscribe.
+type Subscription struct {
+	// Informer is the resource's informer, seen as ForResource sees it.
+	Informer *Informer[api.Object]
+	reg      *HandlerRegistration
+	close    func()
+	once     sync.Once
+}
+
+// HasSynced reports whether the informer has synced and the handler has
+// handled the initial list (HandlerRegistration.HasSynced).
+func (s *Subscription) HasSynced() bool { return s.reg.HasSynced() }
+
+// Close removes the handler, and stops the informer if nothing else holds
+// it. It returns once the handler is called no more and, if it stopped the
+// informer, once the informer's Run has returned. Closing twice does
+// nothing.
+func (s *Subscription) Close() { s.once.Do(s.close) }
+
+// Subscribe adds h to the factory's informer of res, creating the informer
+// on first use; the next Start runs it if it is not running. Subscribe is
+// for resources that may stop being served: Close the subscription then,
+// and the informer stops with its last subscription unless For or
+// ForResource handed it out too.
+func (f *SharedInformerFactory) Subscribe(res *api.Resource, h ResourceEventHandler) (*Subscription, error) {
+	f.mu.Lock()
+	k := informerKey{res: res}
+	e := f.entryLocked(res, "", nil)
+	reg, err := e.shared.AddEventHandler(h)
+	if err != nil {
+		f.mu.Unlock()
+		return nil, fmt.Errorf("subscribe to %s: %w", res.GroupResource(), err)
+	}
+	e.subscriptions++
+	inf := e.dynamicInformer(res)
+	f.mu.Unlock()
+
+	return &Subscription{Informer: inf, reg: reg, close: func() {
+		e.shared.RemoveEventHandler(reg)
+		f.mu.Lock()
+		e.subscriptions--
+		last := e.subscriptions == 0 && !e.kept && f.informers[k] == e
+		if last {
+			delete(f.informers, k)
+		}
+		stop, done := e.stop, e.done
+		f.mu.Unlock()
+		if last && stop != nil {
+			stop()
+			<-done
+		}
+	}}, nil
 }
 
 // entryLocked returns the entry of res's informer named by key, creating
@@ -167,11 +241,15 @@ func (f *SharedInformerFactory) Start(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	f.cancels = append(f.cancels, cancel)
 	for _, e := range f.informers {
-		if e.started {
+		if e.stop != nil {
 			continue
 		}
-		e.started = true
-		f.running.Go(func() { e.shared.Run(ctx) })
+		ectx, stop := context.WithCancel(ctx)
+		e.stop, e.done = stop, make(chan struct{})
+		f.running.Go(func() {
+			defer close(e.done)
+			e.shared.Run(ectx)
+		})
 	}
 }
 
@@ -182,7 +260,7 @@ func (f *SharedInformerFactory) WaitForCacheSync(ctx context.Context) map[string
 	f.mu.Lock()
 	var started []*SharedInformer
 	for _, e := range f.informers {
-		if e.started {
+		if e.stop != nil {
 			started = append(started, e.shared)
 		}
 	}

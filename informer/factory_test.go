@@ -3,6 +3,7 @@ package informer
 import (
 	"fmt"
 	"maps"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,4 +146,92 @@ func TestForResourceWithoutGoType(t *testing.T) {
 	if !apierrors.IsNotFound(err) || err.Error() != `widgets.example.com "nope" not found` {
 		t.Errorf("lister Get of a missing widget: %v", err)
 	}
+}
+
+// countingHandler counts the adds it is told about.
+type countingHandler struct{ adds atomic.Int64 }
+
+func (h *countingHandler) OnAdd(any, bool)   { h.adds.Add(1) }
+func (h *countingHandler) OnUpdate(_, _ any) {}
+func (h *countingHandler) OnDelete(any)      {}
+func (h *countingHandler) count() int64      { return h.adds.Load() }
+
+// Subscriptions to a resource that may stop being served share its one
+// informer; each Close takes its handler away, and the last one stops the
+// informer, unless ForResource handed it out too.
+func TestSubscriptionsShareOneInformerAndTheLastStopsIt(t *testing.T) {
+	widgets := testenv.Widgets()
+	e := startIT(t, testenv.Options{Server: apiserver.Config{Resources: api.Resources().With(widgets)}})
+	ctx := testCtx(t)
+	f := NewSharedInformerFactory(e.rc, FactoryOptions{Logger: testLogger(t)})
+	t.Cleanup(f.Shutdown)
+	watches := func() float64 { return metric(t, e.env, "apiserver_registered_watchers", `resource="widgets"`) }
+	create := func(name string) {
+		t.Helper()
+		w := &unstructured.Unstructured{}
+		w.SetName(name)
+		w.SetNamespace(e.ns)
+		if _, err := client.ForResource(e.rc, widgets).Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var ha, hb countingHandler
+	a, err := f.Subscribe(widgets, &ha)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.Subscribe(widgets, &hb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Informer != b.Informer {
+		t.Fatal("two subscriptions to one resource got two informers")
+	}
+	f.Start(ctx)
+	if !WaitForCacheSync(ctx, a.HasSynced, b.HasSynced) {
+		t.Fatal("subscriptions did not sync")
+	}
+	waitUntil(t, 10*time.Second, "one widgets watch", func() bool { return watches() == 1 }, nil)
+
+	create("w1")
+	waitUntil(t, 10*time.Second, "both handlers told of w1", func() bool { return ha.count() == 1 && hb.count() == 1 }, nil)
+
+	// Closing one takes only its handler away.
+	a.Close()
+	create("w2")
+	waitUntil(t, 10*time.Second, "b told of w2", func() bool { return hb.count() == 2 }, nil)
+	if n := ha.count(); n != 1 {
+		t.Errorf("a closed subscription's handler was told of %d adds, want 1", n)
+	}
+	if n := watches(); n != 1 {
+		t.Errorf("%v widgets watches after one of two subscriptions closed, want 1", n)
+	}
+
+	// The last one stops the informer: the server sees its watch go.
+	b.Close()
+	b.Close() // twice: nothing
+	waitUntil(t, 10*time.Second, "no widgets watch", func() bool { return watches() == 0 }, nil)
+
+	// A later subscription gets a new informer; one ForResource handed out
+	// outlives its subscriptions.
+	kept := ForResource(f, widgets)
+	if kept == b.Informer {
+		t.Fatal("a stopped informer was handed out again")
+	}
+	c, err := f.Subscribe(widgets, &countingHandler{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Informer != kept {
+		t.Fatal("Subscribe did not share ForResource's informer")
+	}
+	f.Start(ctx)
+	waitUntil(t, 10*time.Second, "one widgets watch again", func() bool { return watches() == 1 }, nil)
+	c.Close()
+	create("w3")
+	waitUntil(t, 10*time.Second, "the kept informer sees w3", func() bool {
+		_, err := kept.Lister().Get(e.ns, "w3")
+		return err == nil
+	}, nil)
 }

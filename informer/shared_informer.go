@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -86,6 +87,7 @@ type SharedInformer struct {
 	// listener's lock.
 	mu        sync.Mutex
 	listeners []*listener
+	added     int // handlers ever added, to number them
 	// resyncCheck is how often the resync loop looks for handlers due a
 	// resync: the shortest handler resync period (0: never). resyncChanged
 	// is closed and replaced when it changes.
@@ -164,7 +166,8 @@ func (s *SharedInformer) AddEventHandlerWithResync(handler ResourceEventHandler,
 	if s.stopped {
 		return nil, fmt.Errorf("informer %s: stopped; handler not added", s.name)
 	}
-	l := newListener(len(s.listeners)+1, handler, s.trace)
+	s.added++
+	l := newListener(s.added, handler, s.trace)
 	l.resyncPeriod = resyncPeriod
 	l.nextResync = s.clock.Now().Add(resyncPeriod)
 	s.listeners = append(s.listeners, l)
@@ -182,6 +185,26 @@ func (s *SharedInformer) AddEventHandlerWithResync(handler ResourceEventHandler,
 		s.startListenerLocked(l)
 	}
 	return &HandlerRegistration{l: l, informer: s}, nil
+}
+
+// RemoveEventHandler unregisters reg's handler: it is called no more, and
+// once RemoveEventHandler returns no call of it is in progress (so it must
+// not be called from that handler). The informer runs on for its other
+// handlers. Removing a handler twice does nothing.
+func (s *SharedInformer) RemoveEventHandler(reg *HandlerRegistration) {
+	s.mu.Lock()
+	i := slices.Index(s.listeners, reg.l)
+	if i < 0 {
+		s.mu.Unlock()
+		return
+	}
+	s.listeners = slices.Delete(s.listeners, i, i+1)
+	close(reg.l.removed)
+	started := s.runCtx != nil
+	s.mu.Unlock()
+	if started {
+		<-reg.l.done
+	}
 }
 
 func (s *SharedInformer) startListenerLocked(l *listener) {

@@ -42,9 +42,11 @@
 //   - A dependent of a kind not served, or an owner reference to such a
 //     kind, is never collected on that reference's account: the collector
 //     cannot tell whether such an owner exists.
-//   - A monitor's informer of a kind that is no longer served is stopped,
-//     and its goroutines are gone, before the next discovery is read; all
-//     are gone when Run returns.
+//   - A monitor is a subscription to the process's one informer of its
+//     kind (informer.SharedInformerFactory.Subscribe), so a custom kind is
+//     watched once, whoever else counts it. The monitor of a kind no longer
+//     served is closed before the next discovery is read: its handler is
+//     removed, and the informer, if nothing else uses it, has stopped.
 //   - Pods are deleted with their default grace period: the kubelet
 //     finishes them.
 package garbagecollector
@@ -174,9 +176,6 @@ func New(opts Options) (*Controller, error) {
 }
 
 func (gc *Controller) enqueueChange(m *monitor, kind changeKind, obj any) {
-	if m.stopped.Load() {
-		return // no longer watched
-	}
 	switch tomb := obj.(type) {
 	case informer.DeletedFinalStateUnknown:
 		obj = tomb.Obj

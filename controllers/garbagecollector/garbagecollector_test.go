@@ -332,7 +332,7 @@ func TestMonitorsFollowDiscovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := controllertest.Run(t, factory, 2, gc)
+	controllertest.Run(t, factory, 2, gc)
 	watched := func(gr string) (*monitor, bool) {
 		gc.mu.Lock()
 		defer gc.mu.Unlock()
@@ -353,25 +353,20 @@ func TestMonitorsFollowDiscovery(t *testing.T) {
 		return !binding
 	})
 	m, _ := watched("widgets.example.com")
-	if m.cancel == nil {
-		t.Fatal("the monitor of a kind without a Go type does not own its informer")
-	}
+	waitFor(t, "the server to see one widgets watch", func() bool { return controllertest.ServerWatches(t, rc, "widgets") == 1 })
 
 	disc.hide.Store(true)
 	waitFor(t, "the widgets monitor to stop", func() bool {
 		_, ok := watched("widgets.example.com")
 		return !ok
 	})
-	select {
-	case <-m.done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the informer of a kind no longer served still runs")
-	}
+	// The informer stopped with the monitor: its watch is gone.
+	waitFor(t, "the server to see no widgets watch", func() bool { return controllertest.ServerWatches(t, rc, "widgets") == 0 })
 
 	disc.hide.Store(false)
 	waitFor(t, "widgets to be watched again", func() bool {
 		m2, ok := watched("widgets.example.com")
-		return ok && m2 != m && m2.synced()
+		return ok && m2 != m && m2.sub.HasSynced()
 	})
 	f := &fixture{rc: rc, cms: client.For[*corev1.ConfigMap](rc)}
 	owner := f.createCM(t, "owner")
@@ -389,13 +384,6 @@ func TestMonitorsFollowDiscovery(t *testing.T) {
 		return client.IsNotFound(err)
 	})
 
-	m3, _ := watched("widgets.example.com")
-	stop()
-	select {
-	case <-m3.done:
-	default:
-		t.Error("Run returned with the informer of a monitor still running")
-	}
 }
 
 // An owner reference to a kind the collector has not seen in discovery

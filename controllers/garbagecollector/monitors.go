@@ -3,7 +3,6 @@ package garbagecollector
 import (
 	"context"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -28,31 +27,18 @@ type Discovery interface {
 	ServerPreferredResources(ctx context.Context) (client.ServedResources, error)
 }
 
-// monitor is the informer the collector watches one resource through.
-// Kinds compiled in (with a Go type) are served for the server's life, and
-// their informer is the process's shared one; a kind only discovery knows
-// may go away, and the monitor owns its informer and stops it then.
+// monitor is the collector's subscription to one resource's informer, the
+// process's shared one. A kind only discovery knows may go away; the
+// monitor is closed then, and the informer stops with its last user.
 type monitor struct {
-	res    *api.Resource
-	cache  informer.Indexer
-	synced func() bool
-	// stopped makes the handlers drop events once the monitor is gone (a
-	// shared informer keeps running for its other users).
-	stopped atomic.Bool
-	// cancel and done are set for an informer the monitor owns: cancel
-	// stops it, done is closed once its Run has returned.
-	cancel context.CancelFunc
-	done   chan struct{}
+	res   *api.Resource
+	cache informer.Indexer
+	sub   *informer.Subscription
 }
 
-// stop stops the monitor and waits for the informer it owns, if any.
-func (m *monitor) stop() {
-	m.stopped.Store(true)
-	if m.cancel != nil {
-		m.cancel()
-		<-m.done
-	}
-}
+// stop closes the monitor: once it returns, its handler is called no more,
+// and the informer has stopped if nothing else uses it.
+func (m *monitor) stop() { m.sub.Close() }
 
 // sameShape reports whether two entries for one group, version and plural
 // are interchangeable for the collector.
@@ -107,7 +93,7 @@ func (gc *Controller) resync(ctx context.Context) bool {
 		if _, ok := gc.monitors[gvr]; ok {
 			continue
 		}
-		m, err := gc.startMonitor(ctx, res)
+		m, err := gc.startMonitor(res)
 		if err != nil {
 			gc.log.Warn("cannot watch resource", slog.String("resource", res.GroupResource().String()), slog.Any("err", err))
 			continue
@@ -125,7 +111,7 @@ func (gc *Controller) resync(ctx context.Context) bool {
 		m.stop()
 	}
 	if len(started) > 0 {
-		gc.informers.Start(ctx) // the shared informers just asked for
+		gc.informers.Start(ctx) // the informers just subscribed to
 		if gc.resyncs.Load() > 0 {
 			gc.log.Info("new resources served → watch them", slog.Int("resources", len(started)))
 		}
@@ -135,18 +121,11 @@ func (gc *Controller) resync(ctx context.Context) bool {
 	return true
 }
 
-// startMonitor registers the collector's handlers on an informer of res,
-// and runs it if the monitor owns it. Called with gc.mu held.
-func (gc *Controller) startMonitor(ctx context.Context, res *api.Resource) (*monitor, error) {
+// startMonitor subscribes the collector to res's informer; the factory's
+// next Start runs it. Called with gc.mu held.
+func (gc *Controller) startMonitor(res *api.Resource) (*monitor, error) {
 	m := &monitor{res: res}
-	var inf *informer.SharedInformer
-	if res.Unstructured() {
-		inf = informer.NewSharedInformer(informer.NewListWatch(client.ForResource(gc.objects.rc, res), "", nil),
-			informer.SharedInformerOptions{Name: res.GroupResource().String(), Logger: gc.log})
-	} else {
-		inf = informer.ForResource(gc.informers, res).SharedInformer
-	}
-	reg, err := inf.AddEventHandler(informer.ResourceEventHandlerFuncs{
+	sub, err := gc.informers.Subscribe(res, informer.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any, _ bool) { gc.enqueueChange(m, changeObserved, obj) },
 		UpdateFunc: func(_, obj any) { gc.enqueueChange(m, changeObserved, obj) },
 		DeleteFunc: func(obj any) { gc.enqueueChange(m, changeDeleted, obj) },
@@ -154,15 +133,7 @@ func (gc *Controller) startMonitor(ctx context.Context, res *api.Resource) (*mon
 	if err != nil {
 		return nil, err
 	}
-	m.cache, m.synced = inf.GetIndexer(), reg.HasSynced
-	if res.Unstructured() {
-		mctx, cancel := context.WithCancel(ctx)
-		m.cancel, m.done = cancel, make(chan struct{})
-		go func() {
-			defer close(m.done)
-			inf.Run(mctx)
-		}()
-	}
+	m.sub, m.cache = sub, sub.Informer.GetIndexer()
 	return m, nil
 }
 
@@ -218,7 +189,7 @@ func (gc *Controller) syncedFuncs() []func() bool {
 	defer gc.mu.Unlock()
 	var out []func() bool
 	for _, m := range gc.monitors {
-		out = append(out, m.synced)
+		out = append(out, m.sub.HasSynced)
 	}
 	return out
 }

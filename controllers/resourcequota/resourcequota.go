@@ -102,7 +102,6 @@ type Options struct {
 // Controller is the ResourceQuota controller. Create it with New, then Run
 // it.
 type Controller struct {
-	rc          *client.RESTClient
 	quotas      *client.Client[*corev1.ResourceQuota]
 	quotaLister informer.Lister[*corev1.ResourceQuota]
 	quotaSynced func() bool
@@ -118,10 +117,8 @@ type Controller struct {
 	discoveryPeriod time.Duration
 
 	// mu guards the fields below. sources holds the source of every kind
-	// some quota has needed; a source stays while its kind is served: the
-	// shared informer of a kind with a Go type lives as long as the
-	// factory, the informer of any other kind is the controller's own, and
-	// stops when discovery no longer lists the kind, or with Run. written
+	// some quota has needed; a source stays while its kind is served, and
+	// is closed when discovery no longer lists the kind, or with Run. written
 	// holds, per quota key, the resourceVersion of the status this
 	// controller last wrote, until the quota informer shows it. resources
 	// is what discovery said at discoveredAt (zero: not yet), with the
@@ -141,7 +138,6 @@ func New(opts Options) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{
-		rc:              opts.Client,
 		quotas:          client.For[*corev1.ResourceQuota](opts.Client),
 		informers:       opts.Informers,
 		discovery:       opts.Discovery,
@@ -340,15 +336,11 @@ func (c *Controller) sourcesFor(ctx context.Context, names []corev1.ResourceName
 		s, ok := c.sources[res]
 		if !ok {
 			var err error
-			if s, err = openSource(c.informers, c.rc, res, c.objectHandler(res)); err != nil {
+			if s, err = openSource(c.informers, res, c.objectHandler(res)); err != nil {
 				return nil, err
 			}
 			c.sources[res] = s
-			if s.own != nil {
-				s.start(ctx)
-			} else {
-				opened = true
-			}
+			opened = true
 			c.log.Info(fmt.Sprintf("a quota counts %s → watch them", res.GroupResource()),
 				slog.String("resource", res.GroupResource().String()))
 		}

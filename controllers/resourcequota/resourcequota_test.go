@@ -290,7 +290,7 @@ func TestAKindThatGoesStopsItsInformer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := controllertest.Run(t, env.Informers, 2, c)
+	controllertest.Run(t, env.Informers, 2, c)
 	f := &fixture{rc: rc, c: c, quotas: client.For[*corev1.ResourceQuota](rc)}
 	wc := client.ForResource(rc, widgets)
 	w := &unstructured.Unstructured{}
@@ -311,20 +311,16 @@ func TestAKindThatGoesStopsItsInformer(t *testing.T) {
 		}
 		return nil
 	}
-	s := widgetSource()
-	if s == nil || s.own == nil {
-		t.Fatal("widgets are counted without an informer of the controller's own")
+	if widgetSource() == nil {
+		t.Fatal("widgets are counted without a source")
 	}
+	watches := func() int { return controllertest.ServerWatches(t, rc, "widgets") }
+	controllertest.Eventually(t, "the server to see one widgets watch", func() (bool, string) { return watches() == 1, "" })
 
 	disc.hide.Store(true)
-	select {
-	case <-s.done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the informer of a kind no longer served still runs")
-	}
-	if widgetSource() != nil {
-		t.Error("a kind no longer served still has a source")
-	}
+	controllertest.Eventually(t, "the widgets source to close", func() (bool, string) { return widgetSource() == nil, "" })
+	// Its informer, which nothing else used, stopped: its watch is gone.
+	controllertest.Eventually(t, "the server to see no widgets watch", func() (bool, string) { return watches() == 0, "" })
 
 	// Deleted while not served: nobody counts it, until widgets are
 	// served again and the quota is measured again.
@@ -333,14 +329,7 @@ func TestAKindThatGoesStopsItsInformer(t *testing.T) {
 	}
 	disc.hide.Store(false)
 	f.waitForUsed(t, "widgets", list("count/widgets.example.com", "0"))
-	s = widgetSource()
-	stop()
-	if s == nil {
+	if widgetSource() == nil {
 		t.Fatal("widgets are counted again but not watched")
-	}
-	select {
-	case <-s.done:
-	default:
-		t.Error("Run returned with the informer of a source still running")
 	}
 }

@@ -1,12 +1,10 @@
 package resourcequota
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 
 	"github.com/minictl/minictl/api"
-	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/informer"
 )
 
@@ -23,38 +21,24 @@ type source struct {
 	// revision is the etcd revision the cache reflects (its informer's
 	// last resourceVersion).
 	revision func() int64
-
-	// own is the informer the source runs itself, for a kind without a
-	// Go type (which may stop being served); nil: the factory's shared
-	// informer. cancel and done are set once it runs: cancel stops it,
-	// done is closed when its Run has returned.
-	own    *informer.Informer[api.Object]
-	cancel context.CancelFunc
-	done   chan struct{}
+	// sub is the controller's subscription to the kind's shared informer:
+	// closed when the kind is no longer served, or with Run.
+	sub *informer.Subscription
 }
 
-// openSource registers h on an informer of res: the shared factory's, by
-// descriptor, for a kind with a Go type (it shares the informer other
-// controllers take by type); a new one the source owns for any other kind,
-// which start runs. Any resource the server serves has one.
-func openSource(f *informer.SharedInformerFactory, rc *client.RESTClient, res *api.Resource, h informer.ResourceEventHandler) (*source, error) {
-	var inf, own *informer.Informer[api.Object]
-	if res.Unstructured() {
-		own = informer.NewInformer(client.ForResource(rc, res), "", nil,
-			informer.SharedInformerOptions{Name: res.GroupResource().String()})
-		inf = own
-	} else {
-		inf = informer.ForResource(f, res)
-	}
-	reg, err := inf.AddEventHandler(h)
+// openSource subscribes h to the factory's informer of res, any resource
+// the server serves; the factory's next Start runs it.
+func openSource(f *informer.SharedInformerFactory, res *api.Resource, h informer.ResourceEventHandler) (*source, error) {
+	sub, err := f.Subscribe(res, h)
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", res.GroupResource(), err)
 	}
+	inf := sub.Informer
 	lister := inf.Lister()
 	return &source{
 		res:    res,
-		own:    own,
-		synced: reg.HasSynced,
+		sub:    sub,
+		synced: sub.HasSynced,
 		revision: func() int64 {
 			rv, _ := strconv.ParseInt(inf.LastSyncResourceVersion(), 10, 64)
 			return rv
@@ -63,25 +47,6 @@ func openSource(f *informer.SharedInformerFactory, rc *client.RESTClient, res *a
 	}, nil
 }
 
-// start runs the informer the source owns, if any, until ctx is done or
-// stop.
-func (s *source) start(ctx context.Context) {
-	if s.own == nil || s.done != nil {
-		return
-	}
-	ctx, s.cancel = context.WithCancel(ctx)
-	s.done = make(chan struct{})
-	go func() {
-		defer close(s.done)
-		s.own.Run(ctx)
-	}()
-}
-
-// stop stops the informer the source owns, if it runs, and waits for it.
-func (s *source) stop() {
-	if s.cancel == nil {
-		return
-	}
-	s.cancel()
-	<-s.done
-}
+// stop closes the subscription: the handler is called no more, and the
+// informer stops if nothing else uses it.
+func (s *source) stop() { s.sub.Close() }

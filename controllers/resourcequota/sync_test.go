@@ -27,7 +27,7 @@ func TestEveryQuotableKindHasASource(t *testing.T) {
 		if !quota.Quotable(res) {
 			continue
 		}
-		s, err := openSource(f, rc, res, informer.ResourceEventHandlerFuncs{})
+		s, err := openSource(f, res, informer.ResourceEventHandlerFuncs{})
 		if err != nil {
 			t.Errorf("%s: %v", res.GroupResource(), err)
 			continue
