@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/version"
 
@@ -25,88 +26,103 @@ import (
 // (status.acceptedNames), as kube-apiserver's customresource handler
 // builds its storage. Every entry
 // stores its objects in the storage version under the same key prefix;
-// they differ only in the version they are served at.
+// they differ only in the version they are served at, and every entry but
+// the storage version's names it as its Storage (built even when the
+// storage version is not served).
 //
-// Each entry's objects are unstructured. They are pruned, defaulted (on
-// create, update and read) and validated with the version's schema (package
-// crd); with a status subresource the main resource cannot write status and
+// Each entry's objects are unstructured. They are pruned, defaulted and
+// validated with the version's schema (package crd) as they are written,
+// and defaulted with the storage version's as they are read; with a status subresource the main resource cannot write status and
 // the generation moves only on changes outside metadata; printer columns,
 // selectable fields and the scale subresource's paths come from the
 // definition.
 func CustomResources(c *apiextensionsv1.CustomResourceDefinition) ([]*Resource, error) {
-	names := c.Status.AcceptedNames
-	var storage string
-	for _, v := range c.Spec.Versions {
-		if v.Storage {
-			storage = v.Name
-		}
-	}
 	// Server-side apply types every version's objects by its schema.
 	tc, err := crd.TypeConverter(c)
 	if err != nil {
 		return nil, fmt.Errorf("customresourcedefinition %s: %w", c.Name, err)
 	}
 	var out []*Resource
+	var storage *Resource
 	for i := range c.Spec.Versions {
 		v := &c.Spec.Versions[i]
-		if !v.Served {
+		if !v.Served && !v.Storage {
 			continue
 		}
-		schema, err := crd.NewSchema(c, v.Name)
+		res, err := customResource(c, v, tc)
 		if err != nil {
 			return nil, fmt.Errorf("customresourcedefinition %s: version %s: %w", c.Name, v.Name, err)
 		}
-		res := &Resource{
-			Group: c.Spec.Group, Version: v.Name, Kind: names.Kind, ListKind: names.ListKind,
-			Plural: names.Plural, Singular: names.Singular,
-			Namespaced: c.Spec.Scope == apiextensionsv1.NamespaceScoped,
-			ShortNames: names.ShortNames, Categories: names.Categories,
-			New:            NewUnstructured,
-			StorageVersion: storage,
-			Schema:         schema,
-			ReadDefaults:   true,
-			Table:          customTable(c, v),
-			OpenAPISchema:  openAPISchema(v),
-			TypeConverter:  tc,
+		if v.Storage {
+			storage = res
 		}
-		sub := v.Subresources
-		status := sub != nil && sub.Status != nil
-		if status {
-			res.Subresources = append(res.Subresources, "status")
+		if v.Served {
+			out = append(out, res)
 		}
-		if sub != nil && sub.Scale != nil {
-			res.Subresources = append(res.Subresources, "scale")
-			res.Scale = customScale(*sub.Scale)
+	}
+	for _, res := range out {
+		if res != storage {
+			res.Storage = storage
 		}
-		res.Default = func(obj Object) { schema.Default(obj.(*unstructured.Unstructured).Object) }
-		res.ValidateObject = func(obj, old Object) field.ErrorList {
-			var o map[string]any
-			if old != nil {
-				o = old.(*unstructured.Unstructured).Object
-			}
-			return schema.Validate(obj.(*unstructured.Unstructured).Object, o)
-		}
-		res.PrepareForCreate = func(obj Object) {
-			if status {
-				delete(obj.(*unstructured.Unstructured).Object, "status")
-			}
-			obj.SetGeneration(1)
-		}
-		res.PrepareForUpdate = func(obj, old Object) { prepareCustomObjectForUpdate(obj, old, status) }
-		if len(v.SelectableFields) > 0 {
-			paths := make([]string, len(v.SelectableFields))
-			for i, f := range v.SelectableFields {
-				paths[i] = f.JSONPath
-				res.FieldLabels = append(res.FieldLabels, strings.TrimPrefix(f.JSONPath, "."))
-			}
-			res.SelectableFields = func(obj Object) fields.Set { return customFields(obj, paths) }
-		}
-		out = append(out, res)
 	}
 	slices.SortStableFunc(out, func(a, b *Resource) int {
 		return -version.CompareKubeAwareVersionStrings(a.Version, b.Version)
 	})
 	return out, nil
+}
+
+// customResource is the catalogue entry of one version of a definition.
+func customResource(c *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion, tc managedfields.TypeConverter) (*Resource, error) {
+	names := c.Status.AcceptedNames
+	schema, err := crd.NewSchema(c, v.Name)
+	if err != nil {
+		return nil, err
+	}
+	res := &Resource{
+		Group: c.Spec.Group, Version: v.Name, Kind: names.Kind, ListKind: names.ListKind,
+		Plural: names.Plural, Singular: names.Singular,
+		Namespaced: c.Spec.Scope == apiextensionsv1.NamespaceScoped,
+		ShortNames: names.ShortNames, Categories: names.Categories,
+		New:           NewUnstructured,
+		Schema:        schema,
+		ReadDefaults:  true,
+		Table:         customTable(c, v),
+		OpenAPISchema: openAPISchema(v),
+		TypeConverter: tc,
+	}
+	sub := v.Subresources
+	status := sub != nil && sub.Status != nil
+	if status {
+		res.Subresources = append(res.Subresources, "status")
+	}
+	if sub != nil && sub.Scale != nil {
+		res.Subresources = append(res.Subresources, "scale")
+		res.Scale = customScale(*sub.Scale)
+	}
+	res.Default = func(obj Object) { schema.Default(obj.(*unstructured.Unstructured).Object) }
+	res.ValidateObject = func(obj, old Object) field.ErrorList {
+		var o map[string]any
+		if old != nil {
+			o = old.(*unstructured.Unstructured).Object
+		}
+		return schema.Validate(obj.(*unstructured.Unstructured).Object, o)
+	}
+	res.PrepareForCreate = func(obj Object) {
+		if status {
+			delete(obj.(*unstructured.Unstructured).Object, "status")
+		}
+		obj.SetGeneration(1)
+	}
+	res.PrepareForUpdate = func(obj, old Object) { prepareCustomObjectForUpdate(obj, old, status) }
+	if len(v.SelectableFields) > 0 {
+		paths := make([]string, len(v.SelectableFields))
+		for i, f := range v.SelectableFields {
+			paths[i] = f.JSONPath
+			res.FieldLabels = append(res.FieldLabels, strings.TrimPrefix(f.JSONPath, "."))
+		}
+		res.SelectableFields = func(obj Object) fields.Set { return customFields(obj, paths) }
+	}
+	return res, nil
 }
 
 // prepareCustomObjectForUpdate is kube's custom resource strategy: with a

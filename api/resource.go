@@ -88,14 +88,19 @@ type Resource struct {
 	// nil for kinds without one.
 	Scale *Scale
 
-	// StorageVersion is the version objects are stored in, when it is not
-	// Version: a custom resource served at several versions stores them in
-	// one. The API server converts between the two (conversion.go).
-	StorageVersion string
+	// Storage is the resource as its objects are stored, when that is not
+	// this one: a custom resource served at several versions stores every
+	// object once, in its storage version, under one key prefix; the entry
+	// of every other version points at the storage version's (which need
+	// not be served itself). The API server converts between the two
+	// (conversion.go), and keeps one watch cache for all of them. nil
+	// means the resource is stored as it is served.
+	Storage *Resource
 	// Schema, for a custom resource, prunes the fields its objects may not
 	// have as they are decoded (package crd); Default then fills in its
-	// defaults. ReadDefaults applies Default to objects read from storage
-	// too, as kube-apiserver does for custom resources.
+	// defaults. ReadDefaults applies the storage version's Default to
+	// objects read from storage too, before they are converted, as
+	// kube-apiserver does for custom resources.
 	Schema       *crd.Schema
 	ReadDefaults bool
 	// OpenAPISchema, for a custom resource, is its version's OpenAPI v3
@@ -132,6 +137,14 @@ func (r *Resource) ListKindName() string {
 		return r.ListKind
 	}
 	return r.Kind + "List"
+}
+
+// StoredAs is the resource as its objects are stored: Storage, or r.
+func (r *Resource) StoredAs() *Resource {
+	if r.Storage != nil {
+		return r.Storage
+	}
+	return r
 }
 
 // GroupVersion returns the resource's group and version.

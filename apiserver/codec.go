@@ -300,11 +300,11 @@ func setTypeMeta(res *api.Resource, obj api.Object) {
 	obj.GetObjectKind().SetGroupVersionKind(res.GroupVersion().WithKind(res.Kind))
 }
 
-// encodeForStorage is the value written to etcd: the object's JSON, in
-// res's storage version (conversion.go), without a resourceVersion, which
-// is etcd's mod revision and is set on the way out.
+// encodeForStorage is the value written to etcd: the object's JSON,
+// without a resourceVersion, which is etcd's mod revision and is set on the
+// way out. obj is already in the form res is stored in (see
+// resourceStore.toStorage).
 func encodeForStorage(res *api.Resource, obj api.Object) ([]byte, error) {
-	obj = toStorage(res, obj)
 	rv := obj.GetResourceVersion()
 	obj.SetResourceVersion("")
 	data, err := json.Marshal(obj)
@@ -312,9 +312,10 @@ func encodeForStorage(res *api.Resource, obj api.Object) ([]byte, error) {
 	return data, err
 }
 
-// decodeFromStorage reads a stored value as res's served version
-// (conversion.go) and stamps the revision it was stored at as its
-// resourceVersion.
+// decodeFromStorage reads a stored value of res, the resource as it is
+// stored, applies the defaults res applies on read, and stamps the
+// revision it was stored at as its resourceVersion. A served version other
+// than the storage version converts the result (resourceStore.fromStorage).
 func decodeFromStorage(res *api.Resource, data []byte, rev int64) (api.Object, error) {
 	obj := res.New()
 	if !decodeExactly(data, obj) {
@@ -323,7 +324,10 @@ func decodeFromStorage(res *api.Resource, data []byte, rev int64) (api.Object, e
 			return nil, fmt.Errorf("decode stored %s: %w", res.Kind, err)
 		}
 	}
-	fromStorage(res, obj)
+	setTypeMeta(res, obj)
+	if res.ReadDefaults && res.Default != nil {
+		res.Default(obj)
+	}
 	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
 	return obj, nil
 }

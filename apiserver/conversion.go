@@ -1,49 +1,90 @@
 package apiserver
 
 import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/minictl/minictl/api"
 )
 
-// Conversion between the version a custom resource is served at and the
-// one it is stored in (api.Resource.StorageVersion). Objects are stored
-// once, in the storage version; every served version reads and writes the
-// same keys. This is the one place objects cross versions, both ways.
+// Conversion between the versions a custom resource is served at and the
+// one it is stored in (api.Resource.Storage). Objects are stored once, in
+// the storage version; every served version reads and writes the same
+// keys, and one watch cache holds them for all versions (watchcache.go:
+// each cached object carries its form at every other served version).
+// These are the only places objects cross versions:
 //
-// minictl converts with the None strategy: only apiVersion changes, as
-// kube-apiserver's nopConverter does. A definition asking for the Webhook
-// strategy is accepted and, until a webhook caller is wired in here,
-// converted the same way.
+//   - a write through another version converts the object to the storage
+//     version before it is encoded (resourceStore.toStorage);
+//   - a read from etcd decodes the stored form, applies the storage
+//     version's defaults, then converts (resourceStore.fromStorage);
+//   - the watch cache converts each object it takes in to every other
+//     served version, once, so that watchers and lists of those versions
+//     are served from memory like any other.
+//
+// As in kube-apiserver, a converted object is then pruned with the target
+// version's schema, and a definition's strategy says who converts: None
+// rewrites apiVersion (kube's nopConverter), Webhook asks the definition's
+// conversion webhook.
 
-// toStorage returns obj as it is stored: obj itself when res stores its
-// own version, else a shallow copy in the storage version (obj is not
-// changed).
-func toStorage(res *api.Resource, obj api.Object) api.Object {
-	if !converts(res) {
-		return obj
-	}
-	u := obj.(*unstructured.Unstructured)
-	out := &unstructured.Unstructured{Object: make(map[string]any, len(u.Object))}
-	for k, v := range u.Object {
-		out.Object[k] = v
-	}
-	out.SetAPIVersion(schema.GroupVersion{Group: res.Group, Version: res.StorageVersion}.String())
-	return out
+// converter converts the objects of one custom resource between its
+// versions. convert returns objs in apiVersion to (group/version), in
+// order; objs are not changed.
+type converter interface {
+	convert(ctx context.Context, objs []*unstructured.Unstructured, to string) ([]*unstructured.Unstructured, error)
 }
 
-// fromStorage turns obj, as read from storage, into res's served version,
-// and applies the defaults res applies on read.
-func fromStorage(res *api.Resource, obj api.Object) {
-	setTypeMeta(res, obj) // the None strategy: the served apiVersion
-	if res.ReadDefaults && res.Default != nil {
-		res.Default(obj)
+// noneConverter is the None strategy: only apiVersion changes.
+type noneConverter struct{}
+
+func (noneConverter) convert(_ context.Context, objs []*unstructured.Unstructured, to string) ([]*unstructured.Unstructured, error) {
+	out := make([]*unstructured.Unstructured, len(objs))
+	for i, u := range objs {
+		c := &unstructured.Unstructured{Object: make(map[string]any, len(u.Object))}
+		for k, v := range u.Object {
+			c.Object[k] = v
+		}
+		c.SetAPIVersion(to)
+		out[i] = c
 	}
+	return out, nil
+}
+
+// converterFor returns the converter of res's objects: nil for a resource
+// stored as it is served at every version.
+func (s *Server) converterFor(res *api.Resource) converter {
+	if res.StoredAs().Schema == nil {
+		return nil // a built-in kind: one version
+	}
+	return noneConverter{}
+}
+
+// convertTo returns obj, an object of res's resource at any of its
+// versions, as res: converted by conv, then pruned with res's schema. obj
+// is not changed; the result is a new object that shares nothing with it.
+func convertTo(ctx context.Context, conv converter, res *api.Resource, obj api.Object) (api.Object, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || conv == nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("%s cannot be converted to %s", obj.GetObjectKind().GroupVersionKind(), res.APIVersion()))
+	}
+	out, err := conv.convert(ctx, []*unstructured.Unstructured{u}, res.APIVersion())
+	if err != nil {
+		if _, ok := err.(apierrors.APIStatus); !ok {
+			err = apierrors.NewInternalError(err)
+		}
+		return nil, err
+	}
+	c := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(out[0].Object)}
+	if res.Schema != nil {
+		res.Schema.Prune(c.Object)
+	}
+	return c, nil
 }
 
 // converts reports whether res is served at a version other than the one
 // its objects are stored in.
-func converts(res *api.Resource) bool {
-	return res.StorageVersion != "" && res.StorageVersion != res.Version
-}
+func converts(res *api.Resource) bool { return res.Storage != nil }

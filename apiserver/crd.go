@@ -328,14 +328,12 @@ func (c *crdController) serve(ctx context.Context, crd *apiextensionsv1.CustomRe
 	live := c.s.serving()
 	catalogue := c.catalogueWithout(live, crd.Name).With(resources...)
 	v := c.s.newServed(catalogue, live)
-	for _, res := range resources {
-		cache := v.caches[res]
+	if len(resources) > 0 {
+		cache := v.caches[resources[0]].watchCache // every version's
 		next.stops = append(next.stops, c.s.caches.start(ctx, cache))
-	}
-	for _, res := range resources {
-		if err := v.caches[res].waitFresh(ctx, 0); err != nil {
+		if err := cache.waitFresh(ctx, 0); err != nil {
 			next.stop()
-			return fmt.Errorf("fill the watch cache of %s: %w", res.GroupResource(), err)
+			return fmt.Errorf("fill the watch cache of %s: %w", resources[0].GroupResource(), err)
 		}
 	}
 	c.s.live.Store(v)

@@ -11,10 +11,10 @@
 //     OpenAPI answer reads once; the built-ins are its first entries.
 //   - crd.go runs kube-apiserver's apiextensions controllers (naming,
 //     establishing, finalizing) over the CustomResourceDefinitions: each
-//     established definition's versions join the snapshot, each with its
+//     established definition's versions join the snapshot, all with one
 //     watch cache, and leave it when the definition goes.
 //     conversion.go is where an object crosses between the version it is
-//     served at and the one it is stored in (the None strategy).
+//     served at and the one it is stored in.
 //   - request.go reads a path into a requestInfo (resource, namespace,
 //     name, subresource, verb), as kube-apiserver's RequestInfoFactory does.
 //   - storage.go: Storage, all the server needs of etcd (a *store.Store
@@ -30,7 +30,9 @@
 //     order: NamespaceLifecycle, LimitRanger (limitrange.go),
 //     DefaultTolerationSeconds, ResourceQuota (quota.go).
 //   - watchcache.go holds one etcd watch per resource, the current state
-//     of every object and a window of recent events (the Cacher);
+//     of every object and a window of recent events (the Cacher); a
+//     custom resource's versions share it, each through a cacheView
+//     (watchcache_view.go);
 //     watchcache_watchers.go fans each event out to every HTTP watcher;
 //     watchcache_offer.go takes, from a write, the object it stores, so its
 //     event costs no decoding; watchcache_fresh.go waits until the cache

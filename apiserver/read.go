@@ -213,6 +213,9 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, ri *requestInf
 	if o == nil {
 		return apierrors.NewNotFound(ri.res.GroupResource(), ri.name)
 	}
+	if err := conversionError(o); err != nil {
+		return err
+	}
 	return out.writeObjectAs(w, ri.res, o.obj, o.raw)
 }
 
@@ -297,6 +300,9 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, ri *requestIn
 		items, rv := cache.list(&o.filter)
 		objs, raws := make([]api.Object, len(items)), make([][]byte, len(items))
 		for i, it := range items {
+			if err := conversionError(it); err != nil {
+				return err
+			}
 			objs[i], raws[i] = it.obj, it.raw
 		}
 		// The protobuf a cached object keeps for watchers holds its own
@@ -362,9 +368,9 @@ func (s *Server) listFromStore(w http.ResponseWriter, ctx context.Context, ri *r
 		}
 		opts.Revision = page.Revision
 		for _, kv := range page.Items {
-			obj, err := decodeFromStorage(ri.res, kv.Value, kv.Revision)
+			obj, err := rs.decode(ctx, kv.Value, kv.Revision)
 			if err != nil {
-				return apierrors.NewInternalError(err)
+				return err
 			}
 			if filtered && !o.filter.matches(&cachedObject{namespace: obj.GetNamespace(), labels: labels.Set(obj.GetLabels()), fields: ri.res.Fields(obj)}) {
 				continue
@@ -567,8 +573,16 @@ type eventEncoder struct {
 	head []byte // scratch for a protobuf frame's start
 }
 
+// errConversionEnded ends a watch whose next object could not be
+// converted to the watch's version: its client was told why.
+var errConversionEnded = errors.New("an object could not be converted; the watch ends")
+
 // write writes the event it to w.
 func (e *eventEncoder) write(w io.Writer, it watchItem) error {
+	if err := conversionError(it.obj); err != nil {
+		_, _ = w.Write(e.errorLine(toStatusError(err)))
+		return errConversionEnded
+	}
 	if !e.out.protobuf || it.typ == watch.Bookmark {
 		_, err := w.Write(e.line(it))
 		return err

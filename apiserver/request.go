@@ -19,7 +19,7 @@ type requestInfo struct {
 	// store and cache are res's, from the same snapshot of what is
 	// served (served.go) as res.
 	store *resourceStore
-	cache *watchCache
+	cache *cacheView
 	// terminating: res is a custom resource whose definition is being
 	// deleted.
 	terminating bool

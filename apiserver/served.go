@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/minictl/minictl/api"
@@ -17,7 +18,7 @@ import (
 type served struct {
 	resources api.Catalogue
 	stores    map[*api.Resource]*resourceStore
-	caches    map[*api.Resource]*watchCache
+	caches    map[*api.Resource]*cacheView
 	openapi   *openAPIDocs // built on first request
 	// terminating holds the custom resources whose definition is being
 	// deleted: they take no new objects.
@@ -28,16 +29,18 @@ type served struct {
 func (s *Server) serving() *served { return s.live.Load() }
 
 // newServed builds a snapshot of resources, with a new store and watch
-// cache for each resource not in prev (nil: none), and prev's for the
-// others.
+// cache view for each resource not in prev (nil: none), and prev's for the
+// others. The new versions of one custom resource share one new watch
+// cache.
 func (s *Server) newServed(resources api.Catalogue, prev *served) *served {
 	v := &served{
 		resources:   resources,
 		stores:      make(map[*api.Resource]*resourceStore, len(resources)),
-		caches:      make(map[*api.Resource]*watchCache, len(resources)),
+		caches:      make(map[*api.Resource]*cacheView, len(resources)),
 		openapi:     &openAPIDocs{},
 		terminating: map[*api.Resource]bool{},
 	}
+	versions := map[*api.Resource][]*api.Resource{} // new resources by the resource as stored
 	for _, res := range resources {
 		if prev != nil {
 			if c, ok := prev.caches[res]; ok {
@@ -46,16 +49,44 @@ func (s *Server) newServed(resources api.Catalogue, prev *served) *served {
 				continue
 			}
 		}
-		// The watch cache reads etcd; the resource store writes it, and
+		stored := res.StoredAs()
+		if res != stored {
+			versions[stored] = append(versions[stored], res)
+		} else if _, ok := versions[stored]; !ok {
+			versions[stored] = nil
+		}
+	}
+	for stored, others := range versions {
+		// The watch cache reads etcd; each version's store writes it, and
 		// tells the cache what it writes and starts updates from its state.
-		cache := newWatchCache(res, s.store, watchCacheOptions{
+		conv := s.converterFor(stored)
+		cache := newWatchCache(stored, s.store, watchCacheOptions{
 			capacity: s.cacheSize, buffer: s.watcherBuffer, log: s.log, metrics: s.metrics,
-			historyLost: s.noteHistoryLost,
+			historyLost: s.noteHistoryLost, versions: others, conv: conv,
 		})
-		v.caches[res] = cache
-		v.stores[res] = newResourceStore(res, s.store, cache, s.metrics)
+		for _, res := range append(others, stored) {
+			if !slices.Contains(resources, res) {
+				continue // a storage version that is not served
+			}
+			view := cache.viewOf(res)
+			v.caches[res] = view
+			v.stores[res] = newResourceStore(res, s.store, cache, view.view, conv, s.metrics)
+		}
 	}
 	return v
+}
+
+// watchCaches returns every watch cache of the snapshot, once each.
+func (v *served) watchCaches() []*watchCache {
+	seen := map[*watchCache]bool{}
+	var out []*watchCache
+	for _, res := range v.resources {
+		if c := v.caches[res].watchCache; !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // runningCaches runs watch caches, each until its own context or the

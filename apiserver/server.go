@@ -245,8 +245,8 @@ func (s *Server) Run(ctx context.Context) error {
 		wg.Wait()
 		s.caches.wait()
 	}()
-	builtins := s.serving()
-	for _, c := range builtins.caches {
+	builtins := s.serving().watchCaches()
+	for _, c := range builtins {
 		s.caches.start(ctx, c)
 	}
 	wg.Add(1)
@@ -254,7 +254,7 @@ func (s *Server) Run(ctx context.Context) error {
 		defer wg.Done()
 		s.sendBookmarks(ctx)
 	}()
-	for _, c := range builtins.caches {
+	for _, c := range builtins {
 		if err := c.waitFresh(ctx, 0); err != nil {
 			for ctx.Err() == nil && c.waitFresh(ctx, 0) != nil {
 			}
@@ -311,7 +311,7 @@ func (s *Server) sendBookmarks(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			for _, c := range s.serving().caches {
+			for _, c := range s.serving().watchCaches() {
 				c.bookmark()
 			}
 		}

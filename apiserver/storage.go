@@ -55,15 +55,22 @@ var _ Storage = (*store.Store)(nil)
 
 // resourceStore is one resource's view of etcd: it turns objects into keys
 // and JSON values and back, maps storage errors to Kubernetes Statuses, and
-// implements read-modify-write as Kubernetes' GuaranteedUpdate does.
+// implements read-modify-write as Kubernetes' GuaranteedUpdate does. A
+// custom resource's version other than its storage version converts what it
+// writes and reads (conversion.go).
 type resourceStore struct {
 	res     *api.Resource
 	store   Storage
 	prefix  string // registryPrefix(res)
 	metrics *metrics
 	// cache is the resource's watch cache, which the writes start from and
-	// tell what they write.
+	// tell what they write; view is res's index among the versions it
+	// holds (watchCache.views).
 	cache writeCache
+	view  int
+	// conv converts between res and the version it is stored in; nil for
+	// a resource stored as it is served.
+	conv converter
 	// fields returns the resource's field managers, built on the first
 	// write.
 	fields func() (*fieldManagers, error)
@@ -72,9 +79,9 @@ type resourceStore struct {
 // writeCache is what a resourceStore needs of its resource's watch cache,
 // a *watchCache.
 type writeCache interface {
-	// current returns the cached object under key, or nil when the cache
-	// has none or is not filled yet: where an update starts, before it
-	// reads etcd.
+	// current returns the cached object under key, as stored (view 0), or
+	// nil when the cache has none or is not filled yet: where an update
+	// starts, before it reads etcd.
 	current(key string) *cachedObject
 	// offer tells the cache what this server is about to write under key:
 	// an object and its stored bytes. When etcd's watch reports that
@@ -84,11 +91,41 @@ type writeCache interface {
 	offer(key string, o *offered) (withdraw func())
 }
 
-func newResourceStore(res *api.Resource, st Storage, cache writeCache, m *metrics) *resourceStore {
+// newResourceStore makes res's store; res is the view-th version cache
+// holds, converted to and from storage by conv.
+func newResourceStore(res *api.Resource, st Storage, cache writeCache, view int, conv converter, m *metrics) *resourceStore {
 	return &resourceStore{
-		res: res, store: st, prefix: registryPrefix(res), metrics: m, cache: cache,
+		res: res, store: st, prefix: registryPrefix(res), metrics: m, cache: cache, view: view, conv: conv,
 		fields: sync.OnceValues(func() (*fieldManagers, error) { return newFieldManagers(res) }),
 	}
+}
+
+// encode is the value to store for obj, an object of rs's version: in the
+// storage version, without a resourceVersion.
+func (rs *resourceStore) encode(ctx context.Context, obj api.Object) ([]byte, error) {
+	if converts(rs.res) {
+		var err error
+		if obj, err = convertTo(ctx, rs.conv, rs.res.Storage, obj); err != nil {
+			return nil, err
+		}
+	}
+	data, err := encodeForStorage(rs.res.StoredAs(), obj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return data, nil
+}
+
+// decode reads a stored value, at revision rev, as rs's version.
+func (rs *resourceStore) decode(ctx context.Context, data []byte, rev int64) (api.Object, error) {
+	obj, err := decodeFromStorage(rs.res.StoredAs(), data, rev)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if !converts(rs.res) {
+		return obj, nil
+	}
+	return convertTo(ctx, rs.conv, rs.res, obj)
 }
 
 // registryPrefix is where res's objects live: "/registry/<group>/<plural>/";
@@ -156,7 +193,7 @@ func (rs *resourceStore) get(ctx context.Context, namespace, name string) (api.O
 	if err != nil {
 		return nil, rs.storageError(err, name)
 	}
-	return decodeFromStorage(rs.res, kv.Value, kv.Revision)
+	return rs.decode(ctx, kv.Value, kv.Revision)
 }
 
 // create writes obj if no object has its key yet, and returns the
@@ -167,9 +204,9 @@ func (rs *resourceStore) get(ctx context.Context, namespace, name string) (api.O
 // decided, gives obj back.
 func (rs *resourceStore) create(ctx context.Context, obj api.Object) ([]byte, error) {
 	defer rs.observe("create", time.Now())
-	data, err := encodeForStorage(rs.res, obj)
+	data, err := rs.encode(ctx, obj)
 	if err != nil {
-		return nil, apierrors.NewInternalError(err)
+		return nil, err
 	}
 	key := rs.key(obj.GetNamespace(), obj.GetName())
 	o := &offered{obj: obj, data: data}
@@ -230,23 +267,26 @@ type updateFunc func(cur api.Object) (api.Object, error)
 func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry bool, fn updateFunc) (api.Object, error) {
 	defer rs.observe("update", time.Now())
 	key := rs.key(namespace, name)
-	var cached *cachedObject
+	var cached *cachedObject // as stored
 	if !dry {
 		cached = rs.cache.current(key)
+		if cached != nil && cached.at(rs.view).err != nil {
+			cached = nil // not convertible from memory: see what etcd says
+		}
 	}
 	for {
 		var cur api.Object
 		var rev int64
 		var stored []byte // the current value as read from etcd; nil when cur is the cached guess
 		if cached != nil {
-			cur, rev = cached.obj.DeepCopyObject().(api.Object), cached.rv
+			cur, rev = cached.at(rs.view).obj.DeepCopyObject().(api.Object), cached.rv
 		} else {
 			kv, err := rs.store.Get(ctx, key)
 			if err != nil {
 				return nil, rs.storageError(err, name)
 			}
-			if cur, err = decodeFromStorage(rs.res, kv.Value, kv.Revision); err != nil {
-				return nil, apierrors.NewInternalError(err)
+			if cur, err = rs.decode(ctx, kv.Value, kv.Revision); err != nil {
+				return nil, err
 			}
 			rev, stored = kv.Revision, kv.Value
 		}
@@ -258,9 +298,9 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 			}
 			return nil, err
 		}
-		data, err := encodeForStorage(rs.res, next)
+		data, err := rs.encode(ctx, next)
 		if err != nil {
-			return nil, apierrors.NewInternalError(err)
+			return nil, err
 		}
 		if cached != nil && unchanged(data, rev, cached.raw) {
 			cached = nil // nothing to change in the guess: is that so in etcd?

@@ -26,7 +26,7 @@ func TestUpdateFromAStaleGuess(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	cache := &guessCache{}
-	rs := newResourceStore(api.ConfigMaps, st, cache, newMetrics(prometheus.NewRegistry()))
+	rs := newResourceStore(api.ConfigMaps, st, cache, 0, nil, newMetrics(prometheus.NewRegistry()))
 
 	cm := &corev1.ConfigMap{Data: map[string]string{"v": "1"}}
 	cm.Name, cm.Namespace = "c", "default"

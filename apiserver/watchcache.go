@@ -45,8 +45,18 @@ import (
 //
 // It only reads etcd: the resource's resourceStore writes, and offers the
 // cache what it writes (see offer).
+//
+// A custom resource served at several versions has one cache, and so one
+// etcd watch, for all of them, as it has one key prefix. The cache holds
+// each object as stored (views[0]) and, converted once as it comes in, as
+// every other served version (cachedObject.views); each version's requests
+// see the cache through a cacheView. A conversion that fails leaves that
+// version's form of the object marked with the error, which its readers
+// get instead of the object.
 type watchCache struct {
-	res      *api.Resource
+	res      *api.Resource // as stored: views[0]
+	views    []*api.Resource
+	conv     converter // converts to views[1:]
 	store    Storage
 	prefix   string // every key of res starts with it (registryPrefix)
 	log      *slog.Logger
@@ -118,6 +128,10 @@ type watchCacheOptions struct {
 	// historyLost, if set, is called after the cache listed the new
 	// history that replaced one etcd lost.
 	historyLost func()
+	// versions are the other versions the cache's resource is served at,
+	// which conv converts each object to as it comes in (nil: none).
+	versions []*api.Resource
+	conv     converter
 }
 
 // DefaultWatchCacheSize is how many events each resource's watch cache
@@ -134,7 +148,8 @@ const (
 	maxRelistBackoff   = 5 * time.Second
 )
 
-// newWatchCache makes res's watch cache over st. Nothing runs until run.
+// newWatchCache makes the watch cache of res, a resource as it is stored,
+// over st. Nothing runs until run.
 func newWatchCache(res *api.Resource, st Storage, opts watchCacheOptions) *watchCache {
 	log := cmp.Or(opts.log, slog.New(slog.DiscardHandler))
 	capacity := cmp.Or(opts.capacity, DefaultWatchCacheSize)
@@ -142,7 +157,8 @@ func newWatchCache(res *api.Resource, st Storage, opts watchCacheOptions) *watch
 		opts.historyLost = func() {}
 	}
 	return &watchCache{
-		res: res, store: st, prefix: registryPrefix(res),
+		res: res, views: append([]*api.Resource{res}, opts.versions...), conv: opts.conv,
+		store: st, prefix: registryPrefix(res),
 		log: log.With("resource", res.Plural), metrics: opts.metrics, clock: clock.Or(opts.clock),
 		capacity: capacity, buffer: cmp.Or(opts.buffer, defaultWatcherBuffer),
 		historyLost: opts.historyLost,
@@ -165,6 +181,13 @@ type cachedObject struct {
 	labels    labels.Set
 	fields    fields.Set
 
+	// views holds the object as every other version the cache serves sees
+	// it: views[i] is views[i+1] of the cache's (see at).
+	views []*cachedObject
+	// err, in a view, says why the object could not be converted to it;
+	// obj is then the stored object and raw is nil.
+	err error
+
 	pbOnce sync.Once
 	pb     []byte // obj in protobuf, made on first use
 	pbErr  error
@@ -178,9 +201,18 @@ func (o *cachedObject) protobuf(res *api.Resource) ([]byte, error) {
 	return o.pb, o.pbErr
 }
 
+// at is o as the view-th version of its cache sees it.
+func (o *cachedObject) at(view int) *cachedObject {
+	if view == 0 {
+		return o
+	}
+	return o.views[view-1]
+}
+
 // cachedEvent is one change. For a deletion, obj is the last state stamped
 // with the deletion's revision, as Kubernetes reports it.
 type cachedEvent struct {
+	key  string
 	typ  watch.EventType
 	rv   int64
 	obj  *cachedObject
@@ -276,7 +308,7 @@ func (c *watchCache) fill(ctx context.Context, historyLost bool) error {
 		}
 		rev = res.Revision
 		for _, kv := range res.Items {
-			o, err := c.newCachedObject(kv.Key, kv.Value, kv.Revision)
+			o, err := c.newCachedObject(ctx, kv.Key, kv.Value, kv.Revision)
 			if err != nil {
 				c.log.Error("skip undecodable object", "key", kv.Key, "err", err)
 				continue
@@ -328,65 +360,128 @@ func (c *watchCache) follow(ctx context.Context, rev int64) error {
 			continue
 		}
 		c.metrics.cacheEvents.WithLabelValues(c.res.Plural).Inc()
-		if err := c.apply(ev); err != nil {
+		if err := c.handle(ctx, ev); err != nil {
 			c.log.Error("skip undecodable event", "key", ev.Key, "rev", ev.Revision, "err", err)
 		}
 	}
 	return ctx.Err()
 }
 
-func (c *watchCache) newCachedObject(key string, value []byte, rev int64) (*cachedObject, error) {
+// handle takes one etcd event into the cache (prepare, then apply); an
+// event that cannot be decoded changes nothing.
+func (c *watchCache) handle(ctx context.Context, ev store.WatchEvent) error {
+	e, err := c.prepare(ctx, ev)
+	if err != nil {
+		return err
+	}
+	c.apply(e)
+	return nil
+}
+
+// newCachedObject decodes a stored value, and converts it to every other
+// version the cache serves.
+func (c *watchCache) newCachedObject(ctx context.Context, key string, value []byte, rev int64) (*cachedObject, error) {
 	obj, err := decodeFromStorage(c.res, value, rev)
 	if err != nil {
 		return nil, err
 	}
-	return c.wrap(key, obj)
+	o, err := c.wrap(c.res, key, obj)
+	if err != nil {
+		return nil, err
+	}
+	c.convert(ctx, o)
+	return o, nil
 }
 
-func (c *watchCache) wrap(key string, obj api.Object) (*cachedObject, error) {
+// convert gives o, as stored, its form at every other version the cache
+// serves.
+func (c *watchCache) convert(ctx context.Context, o *cachedObject) {
+	if len(c.views) == 1 {
+		return
+	}
+	o.views = make([]*cachedObject, len(c.views)-1)
+	for i, res := range c.views[1:] {
+		obj, err := convertTo(ctx, c.conv, res, o.obj)
+		var v *cachedObject
+		if err == nil {
+			v, err = c.wrap(res, o.key, obj)
+		}
+		if err != nil {
+			c.log.Warn("cannot convert an object to a served version", "key", o.key, "version", res.Version, "err", err)
+			v = &cachedObject{key: o.key, namespace: o.namespace, rv: o.rv, obj: o.obj, labels: o.labels, err: err}
+		}
+		o.views[i] = v
+	}
+}
+
+// wrap is obj, an object of res (one of the cache's views), with its JSON.
+func (c *watchCache) wrap(res *api.Resource, key string, obj api.Object) (*cachedObject, error) {
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err
 	}
 	rv, _ := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
-	return c.encoded(key, obj, raw, rv), nil
+	return encoded(res, key, obj, raw, rv), nil
 }
 
-// encoded is obj, at revision rv, with raw its JSON.
-func (c *watchCache) encoded(key string, obj api.Object, raw []byte, rv int64) *cachedObject {
+// encoded is obj, an object of res at revision rv, with raw its JSON.
+func encoded(res *api.Resource, key string, obj api.Object, raw []byte, rv int64) *cachedObject {
 	return &cachedObject{
 		key: key, namespace: obj.GetNamespace(), rv: rv, obj: obj, raw: raw,
-		labels: labels.Set(obj.GetLabels()), fields: c.res.Fields(obj),
+		labels: labels.Set(obj.GetLabels()), fields: res.Fields(obj),
 	}
 }
 
 // restamp returns o as it was, with resourceVersion rv: how a deleted object
 // (or one that left a watcher's selector) is reported.
 func (c *watchCache) restamp(o *cachedObject, rv int64) *cachedObject {
-	obj := o.obj.DeepCopyObject().(api.Object)
-	obj.SetResourceVersion(strconv.FormatInt(rv, 10))
-	if raw, ok := restampResourceVersion(o.raw, o.rv, rv); ok {
-		return c.encoded(o.key, obj, raw, rv)
-	}
-	n, err := c.wrap(o.key, obj)
-	if err != nil {
-		return o
+	n := restampAs(c.res, o, rv)
+	if len(o.views) > 0 {
+		n.views = make([]*cachedObject, len(o.views))
+		for i, v := range o.views {
+			n.views[i] = restampAs(c.views[i+1], v, rv)
+		}
 	}
 	return n
 }
 
-func (c *watchCache) apply(ev store.WatchEvent) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// restampAs is restamp of one form of an object, of res.
+func restampAs(res *api.Resource, o *cachedObject, rv int64) *cachedObject {
+	if o.err != nil {
+		return &cachedObject{key: o.key, namespace: o.namespace, rv: rv, obj: o.obj, labels: o.labels, err: o.err}
+	}
+	obj := o.obj.DeepCopyObject().(api.Object)
+	obj.SetResourceVersion(strconv.FormatInt(rv, 10))
+	if raw, ok := restampResourceVersion(o.raw, o.rv, rv); ok {
+		return encoded(res, o.key, obj, raw, rv)
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return o
+	}
+	return encoded(res, o.key, obj, raw, rv)
+}
+
+// prepare turns one etcd event into the cache's event: decoded, converted
+// and restamped, before the cache is locked, so that neither decoding nor
+// a conversion webhook holds up readers. Only run changes objects, and run
+// calls prepare, so the object it finds under the key is still there when
+// apply takes the lock. An event of nothing (the deletion of a key the
+// cache never held) has no type: apply only moves the cache's revision.
+func (c *watchCache) prepare(ctx context.Context, ev store.WatchEvent) (*cachedEvent, error) {
+	c.mu.RLock()
 	prev := c.objects[ev.Key]
-	e := &cachedEvent{rv: ev.Revision, prev: prev}
+	c.mu.RUnlock()
+	e := &cachedEvent{key: ev.Key, rv: ev.Revision, prev: prev}
 	switch ev.Type {
 	case store.Put:
 		o := c.takeOffered(ev.Key, ev.Value, ev.Revision)
-		if o == nil {
+		if o != nil {
+			c.convert(ctx, o)
+		} else {
 			var err error
-			if o, err = c.newCachedObject(ev.Key, ev.Value, ev.Revision); err != nil {
-				return err
+			if o, err = c.newCachedObject(ctx, ev.Key, ev.Value, ev.Revision); err != nil {
+				return nil, err
 			}
 		}
 		e.obj = o
@@ -394,28 +489,40 @@ func (c *watchCache) apply(ev store.WatchEvent) error {
 		if prev == nil {
 			e.typ = watch.Added
 		}
-		c.objects[ev.Key] = o
 	case store.Delete:
 		if prev == nil {
 			if len(ev.PrevValue) == 0 {
-				c.setRVLocked(ev.Revision)
-				return nil
+				return e, nil
 			}
-			p, err := c.newCachedObject(ev.Key, ev.PrevValue, ev.Revision)
+			p, err := c.newCachedObject(ctx, ev.Key, ev.PrevValue, ev.Revision)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			prev, e.prev = p, p
 		}
 		e.typ = watch.Deleted
 		e.obj = c.restamp(prev, ev.Revision)
-		delete(c.objects, ev.Key)
-		c.dropOffered(ev.Key)
+	}
+	return e, nil
+}
+
+// apply puts a prepared event into the cache and hands it to the watchers.
+func (c *watchCache) apply(e *cachedEvent) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch e.typ {
+	case "":
+		c.setRVLocked(e.rv)
+		return
+	case watch.Deleted:
+		delete(c.objects, e.key)
+		c.dropOffered(e.key)
+	default:
+		c.objects[e.key] = e.obj
 	}
 	c.appendLocked(e)
-	c.setRVLocked(ev.Revision)
+	c.setRVLocked(e.rv)
 	c.dispatchLocked(e)
-	return nil
 }
 
 // appendLocked adds e to the window, evicting the oldest event when full.
@@ -443,7 +550,7 @@ func (c *watchCache) list(f *filter) ([]*cachedObject, int64) {
 	out := make([]*cachedObject, 0, len(c.objects))
 	for _, o := range c.objects {
 		if f.matches(o) {
-			out = append(out, o)
+			out = append(out, o.at(f.view))
 		}
 	}
 	rv := c.rv
@@ -452,8 +559,8 @@ func (c *watchCache) list(f *filter) ([]*cachedObject, int64) {
 	return out, rv
 }
 
-// get returns the cached object at key (nil if there is none) and whether
-// the cache is filled, without which its answer means nothing.
+// get returns the cached object at key, as stored (nil if there is none),
+// and whether the cache is filled, without which its answer means nothing.
 func (c *watchCache) get(key string) (*cachedObject, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()

@@ -100,7 +100,7 @@ func BenchmarkCodecWatchCacheObject(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := c.newCachedObject("/registry/core/pods/bench/pod-1", data, 42); err != nil {
+		if _, err := c.newCachedObject(context.Background(), "/registry/core/pods/bench/pod-1", data, 42); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -119,7 +119,7 @@ func BenchmarkCodecDeepCopy(b *testing.B) {
 // (spec.nodeName) or a controller's (app=...) asks.
 func BenchmarkFilterMatch(b *testing.B) {
 	c := benchCache(b)
-	o, err := c.newCachedObject("/registry/core/pods/bench/pod-1", storedPod(b, "pod-1"), 42)
+	o, err := c.newCachedObject(context.Background(), "/registry/core/pods/bench/pod-1", storedPod(b, "pod-1"), 42)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func BenchmarkWatchCacheFanOut(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				rev++
-				if err := c.apply(store.WatchEvent{Type: store.Put, Key: "/registry/core/pods/bench/pod-1", Value: data, Revision: rev}); err != nil {
+				if err := c.handle(context.Background(), store.WatchEvent{Type: store.Put, Key: "/registry/core/pods/bench/pod-1", Value: data, Revision: rev}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -212,7 +212,7 @@ func benchFilter(b *testing.B, namespace, label, field string) *filter {
 
 func applyPut(b *testing.B, c *watchCache, name string, rev int64) {
 	b.Helper()
-	if err := c.apply(store.WatchEvent{Type: store.Put, Key: "/registry/core/pods/bench/" + name, Value: storedPod(b, name), Revision: rev}); err != nil {
+	if err := c.handle(context.Background(), store.WatchEvent{Type: store.Put, Key: "/registry/core/pods/bench/" + name, Value: storedPod(b, name), Revision: rev}); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -84,5 +84,5 @@ func (c *watchCache) takeOffered(key string, value []byte, rev int64) *cachedObj
 		return nil
 	}
 	o.obj.SetResourceVersion(strconv.FormatInt(rev, 10))
-	return c.encoded(key, o.obj, raw, rev)
+	return encoded(c.res, key, o.obj, raw, rev)
 }

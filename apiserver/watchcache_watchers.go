@@ -11,24 +11,30 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// filter is what a list or watch selects.
+// filter is what a list or watch selects, and at which of the cache's
+// versions (watchCache.views) it sees objects.
 type filter struct {
 	namespace string
 	label     labels.Selector
 	field     fields.Selector
+	view      int
 }
 
+// matches reports whether f selects o, matched as f's version sees it. An
+// object that could not be converted to that version is matched by its
+// namespace and labels alone, so that its reader learns of the failure.
 func (f *filter) matches(o *cachedObject) bool {
 	if o == nil {
 		return false
 	}
+	o = o.at(f.view)
 	if f.namespace != "" && o.namespace != f.namespace {
 		return false
 	}
 	if f.label != nil && !f.label.Empty() && !f.label.Matches(o.labels) {
 		return false
 	}
-	if f.field != nil && !f.field.Empty() && !f.field.Matches(o.fields) {
+	if f.field != nil && !f.field.Empty() && o.err == nil && !f.field.Matches(o.fields) {
 		return false
 	}
 	return true
@@ -78,14 +84,14 @@ func (c *watchCache) itemFor(f *filter, e *cachedEvent) (watchItem, bool) {
 	was := e.prev != nil && f.matches(e.prev)
 	switch {
 	case e.typ == watch.Deleted && was:
-		return watchItem{typ: watch.Deleted, obj: e.obj, rv: e.rv}, true
+		return watchItem{typ: watch.Deleted, obj: e.obj.at(f.view), rv: e.rv}, true
 	case cur && was:
-		return watchItem{typ: watch.Modified, obj: e.obj, rv: e.rv}, true
+		return watchItem{typ: watch.Modified, obj: e.obj.at(f.view), rv: e.rv}, true
 	case cur:
-		return watchItem{typ: watch.Added, obj: e.obj, rv: e.rv}, true
+		return watchItem{typ: watch.Added, obj: e.obj.at(f.view), rv: e.rv}, true
 	case was:
 		e.prevAtRVOnce.Do(func() { e.prevAtRV = c.restamp(e.prev, e.rv) })
-		return watchItem{typ: watch.Deleted, obj: e.prevAtRV, rv: e.rv}, true
+		return watchItem{typ: watch.Deleted, obj: e.prevAtRV.at(f.view), rv: e.rv}, true
 	}
 	return watchItem{}, false
 }
@@ -103,7 +109,7 @@ func (c *watchCache) dispatchLocked(e *cachedEvent) {
 		if !ok {
 			continue
 		}
-		if w.jsonLines {
+		if w.jsonLines && item.obj.err == nil {
 			f := form{item.typ, item.obj}
 			if item.line, ok = lines[f]; !ok {
 				item.line = jsonEventLine(item.typ, item.obj.raw)
@@ -157,7 +163,7 @@ func (c *watchCache) watch(ctx context.Context, from int64, initial bool, f filt
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			o := c.objects[k]
+			o := c.objects[k].at(f.view)
 			items = append(items, watchItem{typ: watch.Added, obj: o, rv: o.rv})
 		}
 	} else {
