@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minictl/minictl/api"
 )
@@ -187,8 +188,13 @@ var (
 	readParams   = []string{"pretty"}
 	listParams   = []string{"allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit", "pretty", "resourceVersion", "resourceVersionMatch", "sendInitialEvents", "timeoutSeconds", "watch"}
 	deleteParams = []string{"dryRun", "gracePeriodSeconds", "orphanDependents", "pretty", "propagationPolicy"}
-	patchTypes   = patchMediaTypes
 )
+
+// patchTypes are the media types a PATCH of res takes, as kube-apiserver
+// documents them: a custom resource has no strategic merge patch.
+func patchTypes(res *api.Resource) []string {
+	return append(slices.Clone(patchMediaTypesOf(res)), string(types.ApplyYAMLPatchType))
+}
 
 // resourcePaths lists the paths and operations of one resource, with its
 // status and scale subresources, as kube-apiserver documents them.
@@ -219,7 +225,7 @@ func resourcePaths(res *api.Resource, def string) map[string][]operation {
 		item: {
 			{method: "get", action: "get", id: id("read", ""), gvk: gvk, response: def, query: readParams, namespace: ns, name: named},
 			{method: "put", action: "put", id: id("replace", ""), gvk: gvk, body: def, consumes: objectMediaTypes, response: def, query: writeParams, namespace: ns, name: named},
-			{method: "patch", action: "patch", id: id("patch", ""), gvk: gvk, body: "io.k8s.apimachinery.pkg.apis.meta.v1.Patch", consumes: patchTypes, response: def, query: append(slices.Clone(writeParams), "force"), namespace: ns, name: named},
+			{method: "patch", action: "patch", id: id("patch", ""), gvk: gvk, body: "io.k8s.apimachinery.pkg.apis.meta.v1.Patch", consumes: patchTypes(res), response: def, query: append(slices.Clone(writeParams), "force"), namespace: ns, name: named},
 			{method: "delete", action: "delete", id: id("delete", ""), gvk: gvk, body: "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions", consumes: objectMediaTypes, response: def, query: deleteParams, namespace: ns, name: named},
 		},
 	}
@@ -241,7 +247,7 @@ func resourcePaths(res *api.Resource, def string) map[string][]operation {
 		paths[item+"/"+sub] = []operation{
 			{method: "get", action: "get", id: id("read", suffix), gvk: subGVK, response: subDef, query: readParams, namespace: ns, name: named},
 			{method: "put", action: "put", id: id("replace", suffix), gvk: subGVK, body: subDef, consumes: objectMediaTypes, response: subDef, query: writeParams, namespace: ns, name: named},
-			{method: "patch", action: "patch", id: id("patch", suffix), gvk: subGVK, body: "io.k8s.apimachinery.pkg.apis.meta.v1.Patch", consumes: patchTypes, response: subDef, query: append(slices.Clone(writeParams), "force"), namespace: ns, name: named},
+			{method: "patch", action: "patch", id: id("patch", suffix), gvk: subGVK, body: "io.k8s.apimachinery.pkg.apis.meta.v1.Patch", consumes: patchTypes(res), response: subDef, query: append(slices.Clone(writeParams), "force"), namespace: ns, name: named},
 		}
 	}
 	return paths

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/mergepatch"
@@ -360,6 +362,20 @@ var patchMediaTypes = []string{
 	string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType),
 }
 
+// customPatchMediaTypes are those of a kind without a Go type: a strategic
+// merge patch needs the type's patch strategies, which a custom resource's
+// schema does not give, so kube-apiserver refuses it there.
+var customPatchMediaTypes = []string{string(types.JSONPatchType), string(types.MergePatchType)}
+
+// patchMediaTypesOf are the patch media types res takes (server-side apply
+// aside).
+func patchMediaTypesOf(res *api.Resource) []string {
+	if res.Schema != nil {
+		return customPatchMediaTypes
+	}
+	return patchMediaTypes
+}
+
 // readPatch reads a patch body and returns the function that applies it to
 // an object's JSON. The function's errors are a Status when the patch is
 // refused for what it is (malformed, or past a limit), and plain errors
@@ -369,6 +385,9 @@ func (s *Server) readPatch(r *http.Request, dataStruct any) (func(orig []byte) (
 	mt := mediaType(r)
 	if r.Header.Get("Content-Type") == "" {
 		return nil, newUnsupportedMediaType("", patchMediaTypes)
+	}
+	if _, custom := dataStruct.(*unstructured.Unstructured); custom && types.PatchType(mt) == types.StrategicMergePatchType {
+		return nil, newUnsupportedMediaType(mt, append(slices.Clone(customPatchMediaTypes), string(types.ApplyYAMLPatchType)))
 	}
 	body, err := readBody(r, s.maxBody)
 	if err != nil {
