@@ -312,10 +312,11 @@ func encodeForStorage(res *api.Resource, obj api.Object) ([]byte, error) {
 	return data, err
 }
 
-// decodeFromStorage reads a stored value of res, the resource as it is
-// stored, applies the defaults res applies on read, and stamps the
-// revision it was stored at as its resourceVersion. A served version other
-// than the storage version converts the result (resourceStore.fromStorage).
+// decodeFromStorage decodes a stored value of res, the resource as it is
+// stored, and stamps the revision it was stored at as its
+// resourceVersion. A custom object keeps the version it was stored in,
+// which is not always the definition's storage version today:
+// fromStored (conversion.go) takes it the rest of the way.
 func decodeFromStorage(res *api.Resource, data []byte, rev int64) (api.Object, error) {
 	obj := res.New()
 	if !decodeExactly(data, obj) {
@@ -324,9 +325,8 @@ func decodeFromStorage(res *api.Resource, data []byte, rev int64) (api.Object, e
 			return nil, fmt.Errorf("decode stored %s: %w", res.Kind, err)
 		}
 	}
-	setTypeMeta(res, obj)
-	if res.ReadDefaults && res.Default != nil {
-		res.Default(obj)
+	if res.Schema == nil || obj.GetObjectKind().GroupVersionKind().Version == "" {
+		setTypeMeta(res, obj)
 	}
 	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
 	return obj, nil

@@ -19,9 +19,11 @@ import (
 // These are the only places objects cross versions:
 //
 //   - a write through another version converts the object to the storage
-//     version before it is encoded (resourceStore.toStorage);
-//   - a read from etcd decodes the stored form, applies the storage
-//     version's defaults, then converts (resourceStore.fromStorage);
+//     version before it is encoded (resourceStore.encode);
+//   - a read from etcd decodes the stored form (converted to the storage
+//     version if it was stored in another, before the definition's storage
+//     version changed), applies the storage version's defaults, then
+//     converts (fromStored, then resourceStore.decode);
 //   - the watch cache converts each object it takes in to every other
 //     served version, once, so that watchers and lists of those versions
 //     are served from memory like any other.
@@ -61,6 +63,23 @@ func (s *Server) converterFor(res *api.Resource) converter {
 		return nil // a built-in kind: one version
 	}
 	return noneConverter{}
+}
+
+// fromStored returns obj, as decodeFromStorage read it, as res (the
+// resource as it is stored) holds it: converted from the version it was
+// stored in, if that is another, then with the defaults res applies on
+// read. obj is the caller's to give: it may be changed and returned.
+func fromStored(ctx context.Context, conv converter, res *api.Resource, obj api.Object) (api.Object, error) {
+	if obj.GetObjectKind().GroupVersionKind().GroupVersion() != res.GroupVersion() {
+		var err error
+		if obj, err = convertTo(ctx, conv, res, obj); err != nil {
+			return nil, err
+		}
+	}
+	if res.ReadDefaults && res.Default != nil {
+		res.Default(obj)
+	}
+	return obj, nil
 }
 
 // convertTo returns obj, an object of res's resource at any of its

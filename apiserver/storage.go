@@ -122,6 +122,9 @@ func (rs *resourceStore) decode(ctx context.Context, data []byte, rev int64) (ap
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
+	if obj, err = fromStored(ctx, rs.conv, rs.res.StoredAs(), obj); err != nil {
+		return nil, err
+	}
 	if !converts(rs.res) {
 		return obj, nil
 	}

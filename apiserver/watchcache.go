@@ -385,7 +385,20 @@ func (c *watchCache) newCachedObject(ctx context.Context, key string, value []by
 	if err != nil {
 		return nil, err
 	}
-	o, err := c.wrap(c.res, key, obj)
+	stored, err := fromStored(ctx, c.conv, c.res, obj)
+	if err != nil {
+		// Stored in an earlier storage version, and not convertible now:
+		// every version's readers get the error, until the object is
+		// written again or the conversion works on its next event.
+		c.log.Warn("cannot convert a stored object to the storage version", "key", key, "err", err)
+		o := unconverted(key, obj, err)
+		o.views = make([]*cachedObject, len(c.views)-1)
+		for i := range o.views {
+			o.views[i] = unconverted(key, obj, err)
+		}
+		return o, nil
+	}
+	o, err := c.wrap(c.res, key, stored)
 	if err != nil {
 		return nil, err
 	}
@@ -393,10 +406,17 @@ func (c *watchCache) newCachedObject(ctx context.Context, key string, value []by
 	return o, nil
 }
 
+// unconverted is obj, which could not be converted for err, as a cached
+// object whose readers get err.
+func unconverted(key string, obj api.Object, err error) *cachedObject {
+	rv, _ := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+	return &cachedObject{key: key, namespace: obj.GetNamespace(), rv: rv, obj: obj, labels: labels.Set(obj.GetLabels()), err: err}
+}
+
 // convert gives o, as stored, its form at every other version the cache
 // serves.
 func (c *watchCache) convert(ctx context.Context, o *cachedObject) {
-	if len(c.views) == 1 {
+	if len(c.views) == 1 || o.err != nil {
 		return
 	}
 	o.views = make([]*cachedObject, len(c.views)-1)
@@ -408,7 +428,7 @@ func (c *watchCache) convert(ctx context.Context, o *cachedObject) {
 		}
 		if err != nil {
 			c.log.Warn("cannot convert an object to a served version", "key", o.key, "version", res.Version, "err", err)
-			v = &cachedObject{key: o.key, namespace: o.namespace, rv: o.rv, obj: o.obj, labels: o.labels, err: err}
+			v = unconverted(o.key, o.obj, err)
 		}
 		o.views[i] = v
 	}
@@ -448,7 +468,7 @@ func (c *watchCache) restamp(o *cachedObject, rv int64) *cachedObject {
 // restampAs is restamp of one form of an object, of res.
 func restampAs(res *api.Resource, o *cachedObject, rv int64) *cachedObject {
 	if o.err != nil {
-		return &cachedObject{key: o.key, namespace: o.namespace, rv: rv, obj: o.obj, labels: o.labels, err: o.err}
+		return unconverted(o.key, o.obj, o.err) // rv: only its error is served
 	}
 	obj := o.obj.DeepCopyObject().(api.Object)
 	obj.SetResourceVersion(strconv.FormatInt(rv, 10))
