@@ -302,20 +302,23 @@ func setTypeMeta(res *api.Resource, obj api.Object) {
 
 // encodeForStorage is the value written to etcd: the object's JSON, in
 // res's storage version (conversion.go), without a resourceVersion, which
-// is etcd's mod revision and is set on the way out.
-func encodeForStorage(res *api.Resource, obj api.Object) ([]byte, error) {
-	obj = toStorage(res, obj)
+// is etcd's mod revision and is set on the way out. It fails when the
+// object cannot be converted.
+func encodeForStorage(ctx context.Context, res *api.Resource, obj api.Object) ([]byte, error) {
 	rv := obj.GetResourceVersion()
 	obj.SetResourceVersion("")
-	data, err := json.Marshal(obj)
-	obj.SetResourceVersion(rv)
-	return data, err
+	defer obj.SetResourceVersion(rv)
+	stored, err := toStorage(ctx, res, obj)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(stored)
 }
 
 // decodeFromStorage reads a stored value as res's served version
 // (conversion.go) and stamps the revision it was stored at as its
 // resourceVersion.
-func decodeFromStorage(res *api.Resource, data []byte, rev int64) (api.Object, error) {
+func decodeFromStorage(ctx context.Context, res *api.Resource, data []byte, rev int64) (api.Object, error) {
 	obj := res.New()
 	if !decodeExactly(data, obj) {
 		obj = res.New()
@@ -323,7 +326,10 @@ func decodeFromStorage(res *api.Resource, data []byte, rev int64) (api.Object, e
 			return nil, fmt.Errorf("decode stored %s: %w", res.Kind, err)
 		}
 	}
-	fromStorage(res, obj)
+	obj, err := fromStorage(ctx, res, obj)
+	if err != nil {
+		return nil, err
+	}
 	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
 	return obj, nil
 }

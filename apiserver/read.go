@@ -362,7 +362,7 @@ func (s *Server) listFromStore(w http.ResponseWriter, ctx context.Context, ri *r
 		}
 		opts.Revision = page.Revision
 		for _, kv := range page.Items {
-			obj, err := decodeFromStorage(ri.res, kv.Value, kv.Revision)
+			obj, err := decodeFromStorage(ctx, ri.res, kv.Value, kv.Revision)
 			if err != nil {
 				return apierrors.NewInternalError(err)
 			}

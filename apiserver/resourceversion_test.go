@@ -60,7 +60,7 @@ func TestWithResourceVersion(t *testing.T) {
 					pod.Status.Phase = corev1.PodRunning
 				}
 				setTypeMeta(res, obj)
-				stored, err := encodeForStorage(res, obj)
+				stored, err := encodeForStorage(t.Context(), res, obj)
 				if err != nil {
 					t.Fatal(err)
 				}

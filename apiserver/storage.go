@@ -156,7 +156,7 @@ func (rs *resourceStore) get(ctx context.Context, namespace, name string) (api.O
 	if err != nil {
 		return nil, rs.storageError(err, name)
 	}
-	return decodeFromStorage(rs.res, kv.Value, kv.Revision)
+	return decodeFromStorage(ctx, rs.res, kv.Value, kv.Revision)
 }
 
 // create writes obj if no object has its key yet, and returns the
@@ -167,7 +167,7 @@ func (rs *resourceStore) get(ctx context.Context, namespace, name string) (api.O
 // decided, gives obj back.
 func (rs *resourceStore) create(ctx context.Context, obj api.Object) ([]byte, error) {
 	defer rs.observe("create", time.Now())
-	data, err := encodeForStorage(rs.res, obj)
+	data, err := encodeForStorage(ctx, rs.res, obj)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -245,7 +245,7 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 			if err != nil {
 				return nil, rs.storageError(err, name)
 			}
-			if cur, err = decodeFromStorage(rs.res, kv.Value, kv.Revision); err != nil {
+			if cur, err = decodeFromStorage(ctx, rs.res, kv.Value, kv.Revision); err != nil {
 				return nil, apierrors.NewInternalError(err)
 			}
 			rev, stored = kv.Revision, kv.Value
@@ -258,7 +258,7 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 			}
 			return nil, err
 		}
-		data, err := encodeForStorage(rs.res, next)
+		data, err := encodeForStorage(ctx, rs.res, next)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}

@@ -35,7 +35,7 @@ func TestUpdateFromAStaleGuess(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The guess: the object as created, at the revision it was created at.
-	stale, err := decodeFromStorage(api.ConfigMaps, raw, 0)
+	stale, err := decodeFromStorage(t.Context(), api.ConfigMaps, raw, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestUpdateFromAStaleGuess(t *testing.T) {
 		if got.GetResourceVersion() != strconv.FormatInt(kv.Revision, 10) {
 			t.Fatalf("answered resourceVersion %s, etcd holds %d", got.GetResourceVersion(), kv.Revision)
 		}
-		stored, _ := decodeFromStorage(api.ConfigMaps, kv.Value, kv.Revision)
+		stored, _ := decodeFromStorage(t.Context(), api.ConfigMaps, kv.Value, kv.Revision)
 		if v := stored.(*corev1.ConfigMap).Data["v"]; v != "1" {
 			t.Fatalf("etcd holds v = %q, want 1", v)
 		}

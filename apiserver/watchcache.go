@@ -276,7 +276,10 @@ func (c *watchCache) fill(ctx context.Context, historyLost bool) error {
 		}
 		rev = res.Revision
 		for _, kv := range res.Items {
-			o, err := c.newCachedObject(kv.Key, kv.Value, kv.Revision)
+			o, err := c.newCachedObject(ctx, kv.Key, kv.Value, kv.Revision)
+			if errors.As(err, new(*conversionError)) {
+				return err // not skipped: listed again once its webhook answers
+			}
 			if err != nil {
 				c.log.Error("skip undecodable object", "key", kv.Key, "err", err)
 				continue
@@ -328,15 +331,24 @@ func (c *watchCache) follow(ctx context.Context, rev int64) error {
 			continue
 		}
 		c.metrics.cacheEvents.WithLabelValues(c.res.Plural).Inc()
-		if err := c.apply(ev); err != nil {
+		err := c.apply(ctx, ev)
+		if errors.As(err, new(*conversionError)) {
+			// Not skipped: the watch ends before this event, and run
+			// follows again from it. Meanwhile watchers hear why.
+			c.mu.Lock()
+			c.stopWatchersLocked(toStatusError(err))
+			c.mu.Unlock()
+			return err
+		}
+		if err != nil {
 			c.log.Error("skip undecodable event", "key", ev.Key, "rev", ev.Revision, "err", err)
 		}
 	}
 	return ctx.Err()
 }
 
-func (c *watchCache) newCachedObject(key string, value []byte, rev int64) (*cachedObject, error) {
-	obj, err := decodeFromStorage(c.res, value, rev)
+func (c *watchCache) newCachedObject(ctx context.Context, key string, value []byte, rev int64) (*cachedObject, error) {
+	obj, err := decodeFromStorage(ctx, c.res, value, rev)
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +387,7 @@ func (c *watchCache) restamp(o *cachedObject, rv int64) *cachedObject {
 	return n
 }
 
-func (c *watchCache) apply(ev store.WatchEvent) error {
+func (c *watchCache) apply(ctx context.Context, ev store.WatchEvent) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	prev := c.objects[ev.Key]
@@ -385,7 +397,7 @@ func (c *watchCache) apply(ev store.WatchEvent) error {
 		o := c.takeOffered(ev.Key, ev.Value, ev.Revision)
 		if o == nil {
 			var err error
-			if o, err = c.newCachedObject(ev.Key, ev.Value, ev.Revision); err != nil {
+			if o, err = c.newCachedObject(ctx, ev.Key, ev.Value, ev.Revision); err != nil {
 				return err
 			}
 		}
@@ -401,7 +413,7 @@ func (c *watchCache) apply(ev store.WatchEvent) error {
 				c.setRVLocked(ev.Revision)
 				return nil
 			}
-			p, err := c.newCachedObject(ev.Key, ev.PrevValue, ev.Revision)
+			p, err := c.newCachedObject(ctx, ev.Key, ev.PrevValue, ev.Revision)
 			if err != nil {
 				return err
 			}

@@ -47,7 +47,7 @@ func benchPod(name string) *corev1.Pod {
 
 func storedPod(b *testing.B, name string) []byte {
 	b.Helper()
-	data, err := encodeForStorage(api.Pods, benchPod(name))
+	data, err := encodeForStorage(b.Context(), api.Pods, benchPod(name))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func BenchmarkCodecDecodeFromStorage(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := decodeFromStorage(api.Pods, data, 42); err != nil {
+		if _, err := decodeFromStorage(b.Context(), api.Pods, data, 42); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -85,7 +85,7 @@ func BenchmarkCodecEncodeForStorage(b *testing.B) {
 	pod := benchPod("pod-1")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := encodeForStorage(api.Pods, pod); err != nil {
+		if _, err := encodeForStorage(b.Context(), api.Pods, pod); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -100,7 +100,7 @@ func BenchmarkCodecWatchCacheObject(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := c.newCachedObject("/registry/core/pods/bench/pod-1", data, 42); err != nil {
+		if _, err := c.newCachedObject(b.Context(), "/registry/core/pods/bench/pod-1", data, 42); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -119,7 +119,7 @@ func BenchmarkCodecDeepCopy(b *testing.B) {
 // (spec.nodeName) or a controller's (app=...) asks.
 func BenchmarkFilterMatch(b *testing.B) {
 	c := benchCache(b)
-	o, err := c.newCachedObject("/registry/core/pods/bench/pod-1", storedPod(b, "pod-1"), 42)
+	o, err := c.newCachedObject(b.Context(), "/registry/core/pods/bench/pod-1", storedPod(b, "pod-1"), 42)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func BenchmarkWatchCacheFanOut(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				rev++
-				if err := c.apply(store.WatchEvent{Type: store.Put, Key: "/registry/core/pods/bench/pod-1", Value: data, Revision: rev}); err != nil {
+				if err := c.apply(b.Context(), store.WatchEvent{Type: store.Put, Key: "/registry/core/pods/bench/pod-1", Value: data, Revision: rev}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -212,7 +212,7 @@ func benchFilter(b *testing.B, namespace, label, field string) *filter {
 
 func applyPut(b *testing.B, c *watchCache, name string, rev int64) {
 	b.Helper()
-	if err := c.apply(store.WatchEvent{Type: store.Put, Key: "/registry/core/pods/bench/" + name, Value: storedPod(b, name), Revision: rev}); err != nil {
+	if err := c.apply(b.Context(), store.WatchEvent{Type: store.Put, Key: "/registry/core/pods/bench/" + name, Value: storedPod(b, name), Revision: rev}); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -44,7 +44,7 @@ func TestWaitFresh(t *testing.T) {
 	cm := &corev1.ConfigMap{}
 	cm.Name, cm.Namespace = "a", "default"
 	setTypeMeta(api.ConfigMaps, cm)
-	data, err := encodeForStorage(api.ConfigMaps, cm)
+	data, err := encodeForStorage(t.Context(), api.ConfigMaps, cm)
 	if err != nil {
 		t.Fatal(err)
 	}
