@@ -17,9 +17,10 @@ import (
 //
 // A resource with no api.Resource.Convert converts with the None
 // strategy: only apiVersion changes, as kube-apiserver's nopConverter
-// does. One with Convert set converts by it, which may fail: on a write
-// nothing is stored, on a read the client gets a 500, and the watch cache
-// tries the object again (see conversionError).
+// does. One whose definition asks for the Webhook strategy has Convert
+// set to its webhook's converter (conversion_webhook.go), which may fail:
+// on a write nothing is stored, on a read the client gets a 500, and the
+// watch cache tries the object again (see conversionError).
 
 // toStorage returns obj as it is stored: obj itself when res stores its
 // own version, else obj in the storage version (obj is not changed).
