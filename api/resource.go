@@ -14,8 +14,11 @@
 package api
 
 import (
+	"context"
+
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -96,6 +99,13 @@ type Resource struct {
 	// (conversion.go), and keeps one watch cache for all of them. nil
 	// means the resource is stored as it is served.
 	Storage *Resource
+	// Convert, when set, converts objects between the versions of the
+	// resource's group: it returns objs in the apiVersion to
+	// ("group/version"), in order, and may fail. nil is the None
+	// strategy, where only apiVersion changes. The API server sets it, on
+	// every version of a custom resource whose definition converts by
+	// webhook, which this package does not call.
+	Convert func(ctx context.Context, objs []*unstructured.Unstructured, to string) ([]*unstructured.Unstructured, error)
 	// Schema, for a custom resource, prunes the fields its objects may not
 	// have as they are decoded (package crd); Default then fills in its
 	// defaults. ReadDefaults applies the storage version's Default to

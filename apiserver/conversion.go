@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -56,13 +57,25 @@ func (noneConverter) convert(_ context.Context, objs []*unstructured.Unstructure
 	return out, nil
 }
 
-// converterFor returns the converter of res's objects: nil for a resource
-// stored as it is served at every version.
+// converterByFunc is a converter that api.Resource.Convert is.
+type converterByFunc func(ctx context.Context, objs []*unstructured.Unstructured, to string) ([]*unstructured.Unstructured, error)
+
+func (f converterByFunc) convert(ctx context.Context, objs []*unstructured.Unstructured, to string) ([]*unstructured.Unstructured, error) {
+	return f(ctx, objs, to)
+}
+
+// converterFor returns the converter of res's objects, res being the
+// resource as stored: its Convert (a definition's webhook,
+// conversion_webhook.go), else the None strategy; nil for a built-in
+// kind, which has one version.
 func (s *Server) converterFor(res *api.Resource) converter {
-	if res.StoredAs().Schema == nil {
-		return nil // a built-in kind: one version
+	switch {
+	case res.Convert != nil:
+		return converterByFunc(res.Convert)
+	case res.Schema != nil:
+		return noneConverter{}
 	}
-	return noneConverter{}
+	return nil
 }
 
 // fromStored returns obj, as decodeFromStorage read it, as res (the
@@ -90,6 +103,12 @@ func convertTo(ctx context.Context, conv converter, res *api.Resource, obj api.O
 	if !ok || conv == nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("%s cannot be converted to %s", obj.GetObjectKind().GroupVersionKind(), res.APIVersion()))
 	}
+	// As in kube-apiserver, which converts a stored object before it
+	// stamps the revision on it, a converter never sees a resourceVersion.
+	rv := u.GetResourceVersion()
+	if rv != "" {
+		u = withoutResourceVersion(u)
+	}
 	out, err := conv.convert(ctx, []*unstructured.Unstructured{u}, res.APIVersion())
 	if err != nil {
 		if _, ok := err.(apierrors.APIStatus); !ok {
@@ -101,7 +120,22 @@ func convertTo(ctx context.Context, conv converter, res *api.Resource, obj api.O
 	if res.Schema != nil {
 		res.Schema.Prune(c.Object)
 	}
+	if rv != "" {
+		c.SetResourceVersion(rv)
+	}
 	return c, nil
+}
+
+// withoutResourceVersion is u without metadata.resourceVersion: a copy of
+// its top level and its metadata, sharing the rest.
+func withoutResourceVersion(u *unstructured.Unstructured) *unstructured.Unstructured {
+	out := &unstructured.Unstructured{Object: maps.Clone(u.Object)}
+	if meta, ok := u.Object["metadata"].(map[string]any); ok {
+		meta = maps.Clone(meta)
+		delete(meta, "resourceVersion")
+		out.Object["metadata"] = meta
+	}
+	return out
 }
 
 // converts reports whether res is served at a version other than the one

@@ -324,6 +324,7 @@ func (c *crdController) serve(ctx context.Context, crd *apiextensionsv1.CustomRe
 	if err != nil {
 		return err
 	}
+	c.s.convertByWebhook(crd, resources)
 	next := &customServing{uid: crd.UID, built: build, resources: resources}
 	live := c.s.serving()
 	catalogue := c.catalogueWithout(live, crd.Name).With(resources...)

@@ -14,7 +14,8 @@
 //     established definition's versions join the snapshot, all with one
 //     watch cache, and leave it when the definition goes.
 //     conversion.go is where an object crosses between the version it is
-//     served at and the one it is stored in.
+//     served at and the one it is stored in: the None strategy, or the
+//     definition's webhook (conversion_webhook.go).
 //   - request.go reads a path into a requestInfo (resource, namespace,
 //     name, subresource, verb), as kube-apiserver's RequestInfoFactory does.
 //   - storage.go: Storage, all the server needs of etcd (a *store.Store

@@ -27,6 +27,9 @@ type metrics struct {
 	// Admission webhooks (webhook_admission.go).
 	webhookLatency    *prometheus.HistogramVec // name, type, operation, rejected
 	webhookRejections *prometheus.CounterVec   // name, type, operation, error_type, rejection_code
+
+	// Conversion webhooks (conversion_webhook.go).
+	conversionLatency *prometheus.HistogramVec // crd_name, from_version, to_version, succeeded
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -94,10 +97,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "apiserver_admission_webhook_rejection_count",
 			Help: "Requests admission webhooks rejected, by webhook name, type, operation, error type (calling_webhook_error, apiserver_internal_error, no_error) and code.",
 		}, []string{"name", "type", "operation", "error_type", "rejection_code"}),
+		conversionLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "apiserver_crd_conversion_webhook_duration_seconds",
+			Help:    "Conversion webhook latency by definition, the version converted from and to, and whether it succeeded.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
+		}, []string{"crd_name", "from_version", "to_version", "succeeded"}),
 	}
 	reg.MustRegister(m.requests, m.latency, m.watchers, m.etcdWatches, m.storageLatency, m.cacheEvents, m.closedSlow,
 		m.inflight, m.dropped, m.flowInflight, m.flowInqueue, m.flowServed, m.flowRejected,
-		m.webhookLatency, m.webhookRejections,
+		m.webhookLatency, m.webhookRejections, m.conversionLatency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

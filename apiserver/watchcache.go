@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -109,6 +110,11 @@ type watchCache struct {
 	// lock, so that writers never wait for the cache's.
 	offeredMu sync.Mutex
 	offered   map[string]*offered
+
+	// failed holds the cached objects with a form that could not be
+	// converted, to be tried again (watchcache_convert.go). Only run
+	// touches it.
+	failed map[*cachedObject]struct{}
 }
 
 // watchCacheOptions configure a watchCache; a zero field takes its default.
@@ -167,6 +173,7 @@ func newWatchCache(res *api.Resource, st Storage, opts watchCacheOptions) *watch
 		changed:     make(chan struct{}),
 		watchers:    map[*cacheWatcher]struct{}{},
 		offered:     map[string]*offered{},
+		failed:      map[*cachedObject]struct{}{},
 	}
 }
 
@@ -182,8 +189,10 @@ type cachedObject struct {
 	fields    fields.Set
 
 	// views holds the object as every other version the cache serves sees
-	// it: views[i] is views[i+1] of the cache's (see at).
-	views []*cachedObject
+	// it: views[i] is views[i+1] of the cache's (see at). A view whose
+	// conversion failed is tried again (watchcache_convert.go) and, once
+	// converted, swapped in: the only change ever made to a cached object.
+	views []atomic.Pointer[cachedObject]
 	// err, in a view, says why the object could not be converted to it;
 	// obj is then the stored object and raw is nil.
 	err error
@@ -206,7 +215,7 @@ func (o *cachedObject) at(view int) *cachedObject {
 	if view == 0 {
 		return o
 	}
-	return o.views[view-1]
+	return o.views[view-1].Load()
 }
 
 // cachedEvent is one change. For a deletion, obj is the last state stamped
@@ -298,6 +307,7 @@ func (c *watchCache) sleep(ctx context.Context, d time.Duration) bool {
 // fill replaces the cache's state with a fresh list from etcd, and closes
 // every watcher: with 410 Gone when historyLost (see run).
 func (c *watchCache) fill(ctx context.Context, historyLost bool) error {
+	clear(c.failed) // the objects listed replace every earlier one
 	objects := map[string]*cachedObject{}
 	var rev int64
 	opts := store.ListOptions{Limit: fillPageSize}
@@ -347,7 +357,22 @@ func (c *watchCache) follow(ctx context.Context, rev int64) error {
 	gauge := c.metrics.etcdWatches.WithLabelValues(c.res.Plural)
 	gauge.Inc()
 	defer gauge.Dec()
-	for ev := range c.store.Watch(ctx, c.prefix, rev+1) {
+	events := c.store.Watch(ctx, c.prefix, rev+1)
+	retry := c.newConversionRetry()
+	defer retry.stop()
+	for {
+		var ev store.WatchEvent
+		select {
+		case e, ok := <-events:
+			if !ok {
+				return ctx.Err()
+			}
+			ev = e
+		case <-retry.due():
+			c.retryConversions(ctx)
+			retry.done(len(c.failed) == 0)
+			continue
+		}
 		if ev.Err != nil {
 			return ev.Err
 		}
@@ -364,7 +389,6 @@ func (c *watchCache) follow(ctx context.Context, rev int64) error {
 			c.log.Error("skip undecodable event", "key", ev.Key, "rev", ev.Revision, "err", err)
 		}
 	}
-	return ctx.Err()
 }
 
 // handle takes one etcd event into the cache (prepare, then apply); an
@@ -376,62 +400,6 @@ func (c *watchCache) handle(ctx context.Context, ev store.WatchEvent) error {
 	}
 	c.apply(e)
 	return nil
-}
-
-// newCachedObject decodes a stored value, and converts it to every other
-// version the cache serves.
-func (c *watchCache) newCachedObject(ctx context.Context, key string, value []byte, rev int64) (*cachedObject, error) {
-	obj, err := decodeFromStorage(c.res, value, rev)
-	if err != nil {
-		return nil, err
-	}
-	stored, err := fromStored(ctx, c.conv, c.res, obj)
-	if err != nil {
-		// Stored in an earlier storage version, and not convertible now:
-		// every version's readers get the error, until the object is
-		// written again or the conversion works on its next event.
-		c.log.Warn("cannot convert a stored object to the storage version", "key", key, "err", err)
-		o := unconverted(key, obj, err)
-		o.views = make([]*cachedObject, len(c.views)-1)
-		for i := range o.views {
-			o.views[i] = unconverted(key, obj, err)
-		}
-		return o, nil
-	}
-	o, err := c.wrap(c.res, key, stored)
-	if err != nil {
-		return nil, err
-	}
-	c.convert(ctx, o)
-	return o, nil
-}
-
-// unconverted is obj, which could not be converted for err, as a cached
-// object whose readers get err.
-func unconverted(key string, obj api.Object, err error) *cachedObject {
-	rv, _ := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
-	return &cachedObject{key: key, namespace: obj.GetNamespace(), rv: rv, obj: obj, labels: labels.Set(obj.GetLabels()), err: err}
-}
-
-// convert gives o, as stored, its form at every other version the cache
-// serves.
-func (c *watchCache) convert(ctx context.Context, o *cachedObject) {
-	if len(c.views) == 1 || o.err != nil {
-		return
-	}
-	o.views = make([]*cachedObject, len(c.views)-1)
-	for i, res := range c.views[1:] {
-		obj, err := convertTo(ctx, c.conv, res, o.obj)
-		var v *cachedObject
-		if err == nil {
-			v, err = c.wrap(res, o.key, obj)
-		}
-		if err != nil {
-			c.log.Warn("cannot convert an object to a served version", "key", o.key, "version", res.Version, "err", err)
-			v = unconverted(o.key, o.obj, err)
-		}
-		o.views[i] = v
-	}
 }
 
 // wrap is obj, an object of res (one of the cache's views), with its JSON.
@@ -457,9 +425,9 @@ func encoded(res *api.Resource, key string, obj api.Object, raw []byte, rv int64
 func (c *watchCache) restamp(o *cachedObject, rv int64) *cachedObject {
 	n := restampAs(c.res, o, rv)
 	if len(o.views) > 0 {
-		n.views = make([]*cachedObject, len(o.views))
-		for i, v := range o.views {
-			n.views[i] = restampAs(c.views[i+1], v, rv)
+		n.views = make([]atomic.Pointer[cachedObject], len(o.views))
+		for i := range o.views {
+			n.views[i].Store(restampAs(c.views[i+1], o.views[i].Load(), rv))
 		}
 	}
 	return n
