@@ -42,7 +42,9 @@ import (
 //     410 too, unless the new history has already reached that number:
 //     then nothing tells the two apart.
 //   - Objects in the cache are shared and never modified after they are put
-//     there.
+//     there, but for one thing: a version's form that could not be
+//     converted is swapped, atomically, for the converted one once the
+//     conversion works (watchcache_convert.go).
 //
 // It only reads etcd: the resource's resourceStore writes, and offers the
 // cache what it writes (see offer).
