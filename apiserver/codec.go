@@ -307,9 +307,20 @@ func encodeForStorage(res *api.Resource, obj api.Object) ([]byte, error) {
 	obj = toStorage(res, obj)
 	rv := obj.GetResourceVersion()
 	obj.SetResourceVersion("")
-	data, err := json.Marshal(obj)
+	data, err := marshalObject(obj)
 	obj.SetResourceVersion(rv)
 	return data, err
+}
+
+// marshalObject is json.Marshal(obj), the same bytes. An unstructured
+// object's MarshalJSON encodes its map with encoding/json and json.Marshal
+// then checks and compacts what it returned, a second pass over every
+// byte; marshalling the map itself skips that pass.
+func marshalObject(obj api.Object) ([]byte, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return json.Marshal(u.Object)
+	}
+	return json.Marshal(obj)
 }
 
 // decodeFromStorage reads a stored value as res's served version
