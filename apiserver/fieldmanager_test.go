@@ -1,0 +1,153 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minictl/minictl/api"
+)
+
+// The premise of applyNoops: when FieldManager.Apply returns the live
+// object unchanged, it returns it unchanged again for the same inputs,
+// later; when an apply changes something, its result is not the live
+// object (so it is never remembered). Random objects of several kinds,
+// each applied as its own configuration, then stored and read back.
+func TestUnchangedApplyRepeats(t *testing.T) {
+	for _, res := range []*api.Resource{api.Deployments, api.ConfigMaps, api.Services, api.Pods} {
+		t.Run(res.Kind, func(t *testing.T) {
+			fms, err := newFieldManagers(res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			unchanged := 0
+			samples := createSamples(t, res, 20)
+			for i, sample := range samples {
+				setTypeMeta(res, sample)
+				config := asApplyConfig(t, sample)
+				// What a client applies names the object, and sets no
+				// metadata the server owns.
+				meta := map[string]any{"name": "sample"}
+				for _, k := range []string{"labels", "annotations"} {
+					if v, ok := config.Object["metadata"].(map[string]any)[k]; ok {
+						meta[k] = v
+					}
+				}
+				config.Object["metadata"] = meta
+				apply := func(live api.Object) (api.Object, bool) {
+					t.Helper()
+					out, err := fms.main.Apply(live, config.DeepCopy(), "ops", false)
+					if err != nil {
+						return nil, false // a random object the merge refuses
+					}
+					return out.(api.Object), true
+				}
+				empty := res.NewObject()
+				setTypeMeta(res, empty)
+				created, ok := apply(empty)
+				if !ok {
+					continue
+				}
+				created.SetUID(types.UID("uid"))
+				created.SetResourceVersion("5")
+				live := storedAndRead(t, res, created)
+				if out, _ := apply(live); !apiequality.Semantic.DeepEqual(out, live) {
+					continue // defaulting or the random values moved something: a change
+				}
+				unchanged++
+				time.Sleep(time.Millisecond)
+				if out, _ := apply(live); !apiequality.Semantic.DeepEqual(out, live) {
+					t.Errorf("sample %d: an apply that changed nothing changes something when repeated", i)
+				}
+				// A changed configuration is not the live object.
+				changed := config.DeepCopy()
+				unstructured.SetNestedField(changed.Object, "changed", "metadata", "labels", "applied")
+				out, err := fms.main.Apply(live, changed, "ops", false)
+				if err != nil {
+					t.Fatalf("sample %d: %v", i, err)
+				}
+				if apiequality.Semantic.DeepEqual(out, live) {
+					t.Errorf("sample %d: an apply that changed a label returned the live object", i)
+				}
+			}
+			t.Logf("%d of %d samples applied unchanged a second time", unchanged, len(samples))
+			if unchanged < len(samples)/4 {
+				t.Errorf("only %d of %d samples applied unchanged a second time", unchanged, len(samples))
+			}
+		})
+	}
+}
+
+func asApplyConfig(t *testing.T, obj api.Object) *unstructured.Unstructured {
+	t.Helper()
+	data, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(data); err != nil {
+		t.Fatal(err)
+	}
+	u.SetManagedFields(nil)
+	return u
+}
+
+// storedAndRead is obj as etcd would hold it and a read would decode it.
+func storedAndRead(t *testing.T, res *api.Resource, obj api.Object) api.Object {
+	t.Helper()
+	data, err := encodeForStorage(res, obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := decodeFromStorage(res, data, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setTypeMeta(res, out)
+	return out
+}
+
+// applyNoops answers only for the very object (uid and resourceVersion)
+// and the very call it remembered.
+func TestApplyNoopsMatchesEveryInput(t *testing.T) {
+	obj := &unstructured.Unstructured{}
+	obj.SetNamespace("default")
+	obj.SetName("w")
+	obj.SetUID("uid")
+	obj.SetResourceVersion("5")
+	call := appliedCall{manager: "ops", body: "spec: {}"}
+	var n applyNoops
+	if n.has(obj, call) {
+		t.Fatal("remembered before add")
+	}
+	n.add(obj, call)
+	if !n.has(obj, call) {
+		t.Fatal("not remembered")
+	}
+	for name, c := range map[string]appliedCall{
+		"subresource": {sub: "status", manager: "ops", body: "spec: {}"},
+		"manager":     {manager: "other", body: "spec: {}"},
+		"force":       {manager: "ops", force: true, body: "spec: {}"},
+		"body":        {manager: "ops", body: "spec: {a: 1}"},
+	} {
+		if n.has(obj, c) {
+			t.Errorf("another %s matched", name)
+		}
+	}
+	for name, change := range map[string]func(o *unstructured.Unstructured){
+		"resourceVersion": func(o *unstructured.Unstructured) { o.SetResourceVersion("6") },
+		"uid":             func(o *unstructured.Unstructured) { o.SetUID("other") },
+		"name":            func(o *unstructured.Unstructured) { o.SetName("x") },
+		"namespace":       func(o *unstructured.Unstructured) { o.SetNamespace("x") },
+	} {
+		o := obj.DeepCopy()
+		change(o)
+		if n.has(o, call) {
+			t.Errorf("another %s matched", name)
+		}
+	}
+}
