@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -94,6 +95,7 @@ func (s *Server) readApply(r *http.Request, fv fieldValidation) (*applyConfig, e
 // applyConfig is one apply configuration, parsed.
 type applyConfig struct {
 	body  string                     // as the client sent it
+	sum   [sha256.Size]byte          // the body's SHA-256, which names it in applyNoops
 	patch *unstructured.Unstructured // the object it names; never changed
 	// strictErr is what strict decoding of the body finds (duplicate
 	// fields), nil if nothing.
@@ -111,7 +113,7 @@ func (s *Server) parseApply(body []byte) (*applyConfig, error) {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
 	}
 	return &applyConfig{
-		body: string(body), patch: patch,
+		body: string(body), sum: sha256.Sum256(body), patch: patch,
 		strictErr: yaml.UnmarshalStrict(body, &map[string]any{}),
 	}, nil
 }
@@ -179,7 +181,7 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, ri *requestI
 	fm, res, manager := fms.forSubresource(sub), ri.res, r.URL.Query().Get("fieldManager")
 	applyTo := func(cur api.Object) (api.Object, error) {
 		setTypeMeta(res, cur)
-		call := appliedCall{sub: sub, manager: manager, force: force, body: cfg.body}
+		call := appliedCall{sub: sub, manager: manager, force: force, config: cfg.sum}
 		if fms.noops.has(cur, call) {
 			return cur, nil // what fm.Apply returned for these, the last time
 		}

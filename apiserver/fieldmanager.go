@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"net/http"
 	"strings"
@@ -59,7 +60,8 @@ type fieldManagers struct {
 // holds) returns the same for the same inputs, and applyNoops remembers
 // those inputs: the object's uid and resourceVersion (which name its
 // content: any write moves the resourceVersion), the subresource, the
-// manager, force and the configuration's bytes. An apply that matches
+// manager, force and the configuration's bytes (by their SHA-256, so that
+// what is remembered stays small). An apply that matches
 // skips the merge and goes on with the live object; admission, validation
 // and the comparison with what etcd holds run as they always do.
 type applyNoops struct {
@@ -72,7 +74,7 @@ type applyNoops struct {
 type appliedCall struct {
 	sub, manager string
 	force        bool
-	body         string // the configuration, as sent
+	config       [sha256.Size]byte // the SHA-256 of the configuration, as sent
 }
 
 type noopKey struct{ namespace, name, sub string }
@@ -96,9 +98,6 @@ func (n *applyNoops) has(obj api.Object, call appliedCall) bool {
 
 // add remembers that applying call to obj changed nothing.
 func (n *applyNoops) add(obj api.Object, call appliedCall) {
-	if len(call.body) > applyConfigKeptBytes {
-		return
-	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.last == nil {

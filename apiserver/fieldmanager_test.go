@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"testing"
 	"time"
@@ -119,7 +120,7 @@ func TestApplyNoopsMatchesEveryInput(t *testing.T) {
 	obj.SetName("w")
 	obj.SetUID("uid")
 	obj.SetResourceVersion("5")
-	call := appliedCall{manager: "ops", body: "spec: {}"}
+	call := appliedCall{manager: "ops", config: sha256.Sum256([]byte("spec: {}"))}
 	var n applyNoops
 	if n.has(obj, call) {
 		t.Fatal("remembered before add")
@@ -129,10 +130,10 @@ func TestApplyNoopsMatchesEveryInput(t *testing.T) {
 		t.Fatal("not remembered")
 	}
 	for name, c := range map[string]appliedCall{
-		"subresource": {sub: "status", manager: "ops", body: "spec: {}"},
-		"manager":     {manager: "other", body: "spec: {}"},
-		"force":       {manager: "ops", force: true, body: "spec: {}"},
-		"body":        {manager: "ops", body: "spec: {a: 1}"},
+		"subresource": {sub: "status", manager: "ops", config: call.config},
+		"manager":     {manager: "other", config: call.config},
+		"force":       {manager: "ops", force: true, config: call.config},
+		"body":        {manager: "ops", config: sha256.Sum256([]byte("spec: {a: 1}"))},
 	} {
 		if n.has(obj, c) {
 			t.Errorf("another %s matched", name)
