@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -150,5 +152,68 @@ func TestApplyNoopsMatchesEveryInput(t *testing.T) {
 		if n.has(o, call) {
 			t.Errorf("another %s matched", name)
 		}
+	}
+}
+
+// The same premise for a custom kind typed by its schema, whose field
+// manager is the CRD one.
+func TestUnchangedApplyRepeatsCustom(t *testing.T) {
+	def := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+						"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+							"replicas": {Type: "integer", Default: &apiextensionsv1.JSON{Raw: []byte("1")}},
+							"tags":     {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}}},
+						}},
+						"status": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"phase": {Type: "string"}}},
+					}}}}},
+		},
+	}
+	def.Status.AcceptedNames = def.Spec.Names
+	resources, err := api.CustomResources(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := resources[0]
+	fms, err := newFieldManagers(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w", "namespace": "default", "labels": map[string]any{"a": "1"}},
+		"spec":     map[string]any{"tags": []any{"x", "y"}},
+	}}
+	apply := func(live api.Object, config *unstructured.Unstructured) api.Object {
+		t.Helper()
+		out, err := fms.main.Apply(live, config.DeepCopy(), "ops", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(api.Object)
+	}
+	empty := res.NewObject()
+	setTypeMeta(res, empty)
+	created := apply(empty, config)
+	res.Default(created)
+	created.SetUID("uid")
+	created.SetResourceVersion("5")
+	live := storedAndRead(t, res, created)
+	for range 2 {
+		if out := apply(live, config); !apiequality.Semantic.DeepEqual(out, live) {
+			t.Fatalf("an unchanged apply of a custom object changed it: %v", out)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	changed := config.DeepCopy()
+	changed.Object["spec"] = map[string]any{"tags": []any{"x"}}
+	if out := apply(live, changed); apiequality.Semantic.DeepEqual(out, live) {
+		t.Error("an apply that dropped a tag returned the live object")
 	}
 }
