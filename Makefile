@@ -48,7 +48,8 @@ fmt:
 # bench/doc.go). It prints a table, writes the same as JSON to
 # bin/bench.json, and takes a few minutes. bench-quick is a fast look:
 # smaller counts, one repetition. bench-micro runs the Go micro-benchmarks
-# of the hot paths (codec, watch cache, informer, workqueue, scheduler).
+# of the hot paths (codec, watch cache, informer, workqueue, scheduler,
+# custom object validation).
 bench: build
 	$(GO) run ./bench -bin bin/minictl -json bin/bench.json
 
@@ -56,4 +57,4 @@ bench-quick: build
 	$(GO) run ./bench -bin bin/minictl -quick -json bin/bench-quick.json
 
 bench-micro:
-	$(GO) test -run '^$$' -bench . -benchmem ./apiserver/ ./informer/... ./scheduler/
+	$(GO) test -run '^$$' -bench . -benchmem ./apiserver/ ./api/crd/ ./informer/... ./scheduler/

@@ -303,13 +303,24 @@ func setTypeMeta(res *api.Resource, obj api.Object) {
 // encodeForStorage is the value written to etcd: the object's JSON,
 // without a resourceVersion, which is etcd's mod revision and is set on the
 // way out. obj is already in the form res is stored in (see
-// resourceStore.toStorage).
+// resourceStore.encode).
 func encodeForStorage(res *api.Resource, obj api.Object) ([]byte, error) {
 	rv := obj.GetResourceVersion()
 	obj.SetResourceVersion("")
-	data, err := json.Marshal(obj)
+	data, err := marshalObject(obj)
 	obj.SetResourceVersion(rv)
 	return data, err
+}
+
+// marshalObject is json.Marshal(obj), the same bytes. An unstructured
+// object's MarshalJSON encodes its map with encoding/json and json.Marshal
+// then checks and compacts what it returned, a second pass over every
+// byte; marshalling the map itself skips that pass.
+func marshalObject(obj api.Object) ([]byte, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return json.Marshal(u.Object)
+	}
+	return json.Marshal(obj)
 }
 
 // decodeFromStorage decodes a stored value of res, the resource as it is

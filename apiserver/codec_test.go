@@ -3,6 +3,7 @@ package apiserver
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/randfill"
@@ -199,6 +201,34 @@ func TestDecodeExactlyKinds(t *testing.T) {
 		walk(res.Kind, reflect.TypeOf(res.New()))
 		if len(problems) > 0 && exactType(reflect.TypeOf(res.New())) {
 			t.Errorf("%s takes decodeExactly, yet %s", res.Kind, strings.Join(problems, "; "))
+		}
+	}
+}
+
+// marshalObject writes an unstructured object as json.Marshal does, to
+// the byte: HTML characters and line separators escaped, invalid UTF-8
+// replaced, floats and large integers as encoding/json formats them.
+func TestMarshalObjectUnstructured(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w", "labels": map[string]any{"b": "<&>", "a": "\u2028\u2029"}},
+		"spec": map[string]any{
+			"f": []any{0.5, 1e21, 1e-7, -0.0, 123456789.125, int64(math.MaxInt64), nil, true},
+			"s": "bad \xff utf-8 \"quoted\" \\ \t\n",
+			"e": map[string]any{}, "l": []any{},
+		},
+	}}
+	for _, obj := range []*unstructured.Unstructured{u, {}} {
+		want, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := marshalObject(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("marshalObject:\n%s\njson.Marshal:\n%s", got, want)
 		}
 	}
 }

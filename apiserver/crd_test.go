@@ -69,14 +69,14 @@ func widgetCRD() map[string]any {
 }
 
 // createCRD creates a definition and waits until it is Established.
-func createCRD(t *testing.T, env *testenv.Env, crd map[string]any) *apiextensionsv1.CustomResourceDefinition {
+func createCRD(t testing.TB, env *testenv.Env, crd map[string]any) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	created := create[apiextensionsv1.CustomResourceDefinition](t, env, crdsPath, crd)
 	return waitCRD(t, env, created.Name, apiextensionsv1.Established, apiextensionsv1.ConditionTrue)
 }
 
 // waitCRD waits until the definition's condition has status.
-func waitCRD(t *testing.T, env *testenv.Env, name string, typ apiextensionsv1.CustomResourceDefinitionConditionType, status apiextensionsv1.ConditionStatus) *apiextensionsv1.CustomResourceDefinition {
+func waitCRD(t testing.TB, env *testenv.Env, name string, typ apiextensionsv1.CustomResourceDefinitionConditionType, status apiextensionsv1.ConditionStatus) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	var crd apiextensionsv1.CustomResourceDefinition
 	eventually(t, fmt.Sprintf("%s %s=%s", name, typ, status), func() (bool, string) {
@@ -168,7 +168,7 @@ func TestCustomResourceDefinitionIsEstablishedAndServed(t *testing.T) {
 	}
 }
 
-func mustJSON(t *testing.T, v any) string {
+func mustJSON(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {

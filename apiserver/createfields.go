@@ -1,10 +1,12 @@
 package apiserver
 
 import (
+	"encoding/json"
 	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
@@ -102,9 +104,33 @@ func (c *createFields) record(obj api.Object, manager string, now time.Time) (ok
 	if manager == "" {
 		manager = "unknown"
 	}
-	obj.SetManagedFields([]metav1.ManagedFieldsEntry{{
+	entry := metav1.ManagedFieldsEntry{
 		Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: c.apiVersion,
 		Time: &metav1.Time{Time: now.UTC()}, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: fields},
-	}})
+	}
+	if u, ok := obj.(*unstructured.Unstructured); !ok || !setUnstructuredEntry(u, entry) {
+		obj.SetManagedFields([]metav1.ManagedFieldsEntry{entry})
+	}
+	return true
+}
+
+// setUnstructuredEntry sets u's managedFields to the one entry e, as
+// Unstructured.SetManagedFields does, directly: that converts the entry
+// by reflection (its fieldsV1 through JSON and back) and then copies
+// what it made. It reports false, changing nothing, where u has no
+// metadata to set it in.
+func setUnstructuredEntry(u *unstructured.Unstructured, e metav1.ManagedFieldsEntry) bool {
+	meta, ok := u.Object["metadata"].(map[string]any)
+	if !ok {
+		return false
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(e.FieldsV1.Raw, &fields); err != nil {
+		return false
+	}
+	meta["managedFields"] = []any{map[string]any{
+		"manager": e.Manager, "operation": string(e.Operation), "apiVersion": e.APIVersion,
+		"time": e.Time.ToUnstructured(), "fieldsType": e.FieldsType, "fieldsV1": fields,
+	}}
 	return true
 }

@@ -83,6 +83,14 @@ func sameCreateRecord(t *testing.T, res *api.Resource, fm *fieldManagers, obj ap
 		t.Errorf("%s: direct create record\n%s\nwant (field manager)\n%s", res.Kind, g, w)
 		return true
 	}
+	if u, ok := direct.(*unstructured.Unstructured); ok {
+		// As Unstructured.SetManagedFields sets the same entry.
+		viaSetter := u.DeepCopy()
+		viaSetter.SetManagedFields(u.GetManagedFields())
+		if !reflect.DeepEqual(viaSetter.Object, u.Object) {
+			t.Errorf("%s: the entry set directly\n%#v\nset by SetManagedFields\n%#v", res.Kind, u.Object["metadata"], viaSetter.Object["metadata"])
+		}
+	}
 	byManager.SetManagedFields(nil)
 	direct.SetManagedFields(nil)
 	if !reflect.DeepEqual(byManager, direct) {

@@ -2,9 +2,11 @@ package apiserver
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -13,6 +15,7 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
@@ -40,6 +43,74 @@ type fieldManagers struct {
 	main, status, scale *managedfields.FieldManager
 	// create records creates as main would, directly (createfields.go).
 	create *createFields
+	// noops are the applies the field managers found nothing to change in.
+	noops applyNoops
+}
+
+// Unchanged applies, remembered. A controller or a GitOps loop applies
+// the same configuration to the same object again and again, and almost
+// always finds nothing to change; the field manager's merge, which decides
+// that, was most of such an apply's work. FieldManager.Apply is a function
+// of the live object, the configuration, the manager and force, with one
+// exception: when its merge changes the object, it stamps the manager's
+// entry with the time. When the merge changes nothing, it returns the live
+// object as it was, its managedFields re-encoded, and the time plays no
+// part. So an Apply whose result equals the live object (semantically;
+// a stamp of the time, to the nanosecond, is not what the live object
+// holds) returns the same for the same inputs, and applyNoops remembers
+// those inputs: the object's uid and resourceVersion (which name its
+// content: any write moves the resourceVersion), the subresource, the
+// manager, force and the configuration's bytes (by their SHA-256, so that
+// what is remembered stays small). An apply that matches
+// skips the merge and goes on with the live object; admission, validation
+// and the comparison with what etcd holds run as they always do.
+type applyNoops struct {
+	mu   sync.Mutex
+	last map[noopKey]noopEntry
+}
+
+// appliedCall is what an apply hands the field manager besides the live
+// object.
+type appliedCall struct {
+	sub, manager string
+	force        bool
+	config       [sha256.Size]byte // the SHA-256 of the configuration, as sent
+}
+
+type noopKey struct{ namespace, name, sub string }
+
+type noopEntry struct {
+	uid  types.UID
+	rv   string
+	call appliedCall
+}
+
+// noopsKept bounds how many objects' last unchanged apply is remembered.
+const noopsKept = 1024
+
+// has reports whether applying call to obj was found to change nothing.
+func (n *applyNoops) has(obj api.Object, call appliedCall) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	e, ok := n.last[noopKey{obj.GetNamespace(), obj.GetName(), call.sub}]
+	return ok && e.uid == obj.GetUID() && e.rv == obj.GetResourceVersion() && e.rv != "" && e.call == call
+}
+
+// add remembers that applying call to obj changed nothing.
+func (n *applyNoops) add(obj api.Object, call appliedCall) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.last == nil {
+		n.last = map[noopKey]noopEntry{}
+	}
+	key := noopKey{obj.GetNamespace(), obj.GetName(), call.sub}
+	if _, ok := n.last[key]; !ok && len(n.last) >= noopsKept {
+		for k := range n.last { // any one goes
+			delete(n.last, k)
+			break
+		}
+	}
+	n.last[key] = noopEntry{uid: obj.GetUID(), rv: obj.GetResourceVersion(), call: call}
 }
 
 // forSubresource returns the field manager of writes to sub ("",

@@ -135,6 +135,8 @@ type Server struct {
 	// policies are the ValidatingAdmissionPolicies and their bindings,
 	// compiled, as the watch caches last had them.
 	policies policySet
+	// applyConfigs are the apply configurations last parsed (apply.go).
+	applyConfigs applyConfigCache
 
 	handler http.Handler
 	ready   chan struct{} // closed when caches are filled and the namespaces exist

@@ -267,6 +267,10 @@ type updateFunc func(cur api.Object) (api.Object, error)
 // behind, the cached state is only a guess: if fn fails on it, or finds
 // nothing to change, or the write conflicts, the object is read from etcd
 // and fn runs again on that, so every outcome is one a fresh read gives.
+// One exception saves that second run: when fn found nothing to change
+// and etcd still holds the very value the guess was (same mod revision,
+// same bytes, which fn's result encodes to), the guess was the current
+// object, and fn's answer on it is the answer.
 func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry bool, fn updateFunc) (api.Object, error) {
 	defer rs.observe("update", time.Now())
 	key := rs.key(namespace, name)
@@ -277,6 +281,11 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 			cached = nil // not convertible from memory: see what etcd says
 		}
 	}
+	// unchangedGuess is fn's result on the cached guess when it changed
+	// nothing, at revision guessRev, encoded as guessData.
+	var unchangedGuess api.Object
+	var guessRev int64
+	var guessData []byte
 	for {
 		var cur api.Object
 		var rev int64
@@ -288,6 +297,11 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 			if err != nil {
 				return nil, rs.storageError(err, name)
 			}
+			if unchangedGuess != nil && kv.Revision == guessRev && bytes.Equal(kv.Value, guessData) {
+				unchangedGuess.SetResourceVersion(strconv.FormatInt(guessRev, 10))
+				return unchangedGuess, nil
+			}
+			unchangedGuess = nil
 			if cur, err = rs.decode(ctx, kv.Value, kv.Revision); err != nil {
 				return nil, err
 			}
@@ -307,6 +321,7 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 		}
 		if cached != nil && unchanged(data, rev, cached.raw) {
 			cached = nil // nothing to change in the guess: is that so in etcd?
+			unchangedGuess, guessRev, guessData = next, rev, data
 			continue
 		}
 		if dry || (stored != nil && bytes.Equal(data, stored)) {

@@ -129,3 +129,59 @@ func (c *guessCache) current(key string) *cachedObject {
 }
 
 func (c *guessCache) offer(string, *offered) (withdraw func()) { return func() {} }
+
+// TestUpdateFromACurrentGuess: when fn changes nothing in a cached object
+// that etcd confirms is current (same revision, same bytes), nothing is
+// written, the answer is at that revision, and fn runs once: a fresh read
+// would give fn the same object.
+func TestUpdateFromACurrentGuess(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Config{DataDir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	cache := &guessCache{}
+	rs := newResourceStore(api.ConfigMaps, st, cache, 0, nil, newMetrics(prometheus.NewRegistry()))
+	cm := &corev1.ConfigMap{Data: map[string]string{"v": "1"}}
+	cm.Name, cm.Namespace = "c", "default"
+	setTypeMeta(api.ConfigMaps, cm) // as every object the server writes
+	raw, err := rs.create(ctx, cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := st.Get(ctx, rs.key("default", "c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv := kv.Revision
+	current, err := decodeFromStorage(api.ConfigMaps, kv.Value, rv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache.guess = func(string) *cachedObject {
+		return &cachedObject{obj: current.DeepCopyObject().(api.Object), rv: rv, raw: raw}
+	}
+	before, err := st.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	got, err := rs.update(ctx, "default", "c", false, func(cur api.Object) (api.Object, error) {
+		calls++
+		cur.(*corev1.ConfigMap).Data["v"] = "1"
+		return cur, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Errorf("fn ran %d times, want once", calls)
+	}
+	if got.GetResourceVersion() != strconv.FormatInt(rv, 10) {
+		t.Errorf("answered resourceVersion %s, want %d", got.GetResourceVersion(), rv)
+	}
+	if now, err := st.Revision(ctx); err != nil || now != before {
+		t.Errorf("etcd at revision %d (%v) after an update that changed nothing, want %d", now, err, before)
+	}
+}

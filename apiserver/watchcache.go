@@ -3,7 +3,6 @@ package apiserver
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -406,7 +405,7 @@ func (c *watchCache) handle(ctx context.Context, ev store.WatchEvent) error {
 
 // wrap is obj, an object of res (one of the cache's views), with its JSON.
 func (c *watchCache) wrap(res *api.Resource, key string, obj api.Object) (*cachedObject, error) {
-	raw, err := json.Marshal(obj)
+	raw, err := marshalObject(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -445,7 +444,7 @@ func restampAs(res *api.Resource, o *cachedObject, rv int64) *cachedObject {
 	if raw, ok := restampResourceVersion(o.raw, o.rv, rv); ok {
 		return encoded(res, o.key, obj, raw, rv)
 	}
-	raw, err := json.Marshal(obj)
+	raw, err := marshalObject(obj)
 	if err != nil {
 		return o
 	}

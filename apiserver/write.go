@@ -472,7 +472,7 @@ func patchFailed(gk schema.GroupKind, name string, err error) error {
 // patchObject applies a patch to the current object and decodes the result;
 // fields the kind does not have are treated as fv says.
 func patchObject(ctx context.Context, res *api.Resource, cur api.Object, apply func([]byte) ([]byte, error), fv fieldValidation) (api.Object, error) {
-	orig, err := json.Marshal(cur)
+	orig, err := marshalObject(cur)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}

@@ -16,7 +16,7 @@ import (
 // root: apiVersion and kind are set and well formed, and the metadata is
 // valid object metadata (names as path segments, as kube checks them).
 func validateEmbedded(pth *field.Path, x any, s *structural) field.ErrorList {
-	if s == nil {
+	if s == nil || s.noEmbeddedBelow {
 		return nil
 	}
 	var errs field.ErrorList

@@ -8,7 +8,7 @@ import (
 // validateLists checks the invariants of x-kubernetes-list-type: the items
 // of a set are unique, and so are the keys of a map's items.
 func validateLists(pth *field.Path, s *structural, x any) field.ErrorList {
-	if s == nil {
+	if s == nil || s.noListsBelow {
 		return nil
 	}
 	var errs field.ErrorList

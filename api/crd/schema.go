@@ -23,6 +23,7 @@ type Schema struct {
 
 	root      *structural
 	validator *validate.SchemaValidator
+	quick     *quickNode // validator's answer for valid objects, quickly (quickvalidate.go)
 	rules     *celRules
 }
 
@@ -60,12 +61,14 @@ func NewSchema(crd *apiextensionsv1.CustomResourceDefinition, version string) (*
 		return nil, fmt.Errorf("version %q of %s: %w", version, crd.Name, err)
 	}
 	pruneDefaults(root)
+	markSubtrees(root)
 	s.root = root
 	openapi, err := toOpenAPI(props)
 	if err != nil {
 		return nil, fmt.Errorf("version %q of %s: %w", version, crd.Name, err)
 	}
 	s.validator = validate.NewSchemaValidator(openapi, nil, "", strfmt.Default)
+	s.quick = compileQuick(openapi)
 	if s.rules, err = compileRules(root); err != nil {
 		return nil, fmt.Errorf("version %q of %s: %w", version, crd.Name, err)
 	}
@@ -197,6 +200,9 @@ func (s *Schema) validateTypeMeta(u *unstructured.Unstructured) field.ErrorList 
 // validateOpenAPI runs kube-openapi's validator and words its findings as
 // kube-apiserver does.
 func (s *Schema) validateOpenAPI(obj, old map[string]any) field.ErrorList {
+	if s.quick.valid(obj) {
+		return nil
+	}
 	res := s.validator.Validate(obj)
 	if res.IsValid() {
 		return nil

@@ -39,6 +39,34 @@ type structural struct {
 	ListMapKeys           []string
 	MapType               string
 	Validations           apiextensionsv1.ValidationRules
+
+	// noEmbeddedBelow and noListsBelow, set by markSubtrees, say that
+	// neither this node nor any below it is an embedded resource, or a
+	// list of type set or map: validateEmbedded and validateLists, which
+	// look for nothing else, need not walk the values here. Unset (a
+	// skeleton not marked), the walks go everywhere.
+	noEmbeddedBelow, noListsBelow bool
+}
+
+// markSubtrees sets noEmbeddedBelow and noListsBelow in s and every node
+// below it, and reports whether s's subtree has an embedded resource and
+// whether it has a set or map list.
+func markSubtrees(s *structural) (embedded, lists bool) {
+	if s == nil {
+		return false, false
+	}
+	embedded = s.EmbeddedResource
+	lists = s.ListType == "set" || s.ListType == "map"
+	children := []*structural{s.AdditionalProperties, s.Items}
+	for _, p := range s.Properties {
+		children = append(children, p)
+	}
+	for _, c := range children {
+		e, l := markSubtrees(c)
+		embedded, lists = embedded || e, lists || l
+	}
+	s.noEmbeddedBelow, s.noListsBelow = !embedded, !lists
+	return embedded, lists
 }
 
 // errTooDeep is returned by newStructural for a schema nested deeper than
