@@ -52,7 +52,7 @@ var (
 		Default: defaulter(defaultReplicationController), Validate: validator(validateReplicationController),
 		PrepareForCreate: defaulter(prepareReplicationControllerForCreate), PrepareForUpdate: updatePreparer(prepareReplicationControllerForUpdate),
 		SelectableFields: selectable(replicationControllerFields), FieldLabels: replicationControllerFieldLabels,
-		Scale: replicationControllerScale,
+		Scale: replicationControllerScale, OrphansByDefault: true,
 		Table: replicationControllerTable,
 	}
 	Nodes = &Resource{

@@ -123,6 +123,13 @@ type Resource struct {
 	// which is what most kinds require.
 	ValidateName apivalidation.ValidateNameFunc
 
+	// OrphansByDefault: a delete that names no propagation policy orphans
+	// the object's dependents (the "orphan" finalizer), unless the object
+	// already carries "foregroundDeletion". kube-apiserver keeps this
+	// default for v1 ReplicationControllers, for backwards compatibility;
+	// every other kind's dependents are deleted in the background. kubectl
+	// delete names a policy (Background) and so cascades either way.
+	OrphansByDefault bool
 	// DeleteFinalizers are added to an object when it is first deleted, so
 	// that the server's own controllers finish with it before it goes: a
 	// CustomResourceDefinition's cleanup finalizer, as kube-apiserver's

@@ -133,4 +133,19 @@ func TestReplicationControllers(t *testing.T) {
 		}
 	})
 
+	// kube-apiserver orphans a v1 RC's pods when a delete names no
+	// policy: no garbage collector runs here, so the orphan finalizer
+	// holds the RC. kubectl's Background cascades and removes it at once.
+	t.Run("a delete without a policy orphans", func(t *testing.T) {
+		create[corev1.ReplicationController](t, env, rcPath("default", ""), replicationController("old", 0))
+		do(t, env, http.MethodDelete, rcPath("default", "old"), "", nil).want(t, http.StatusOK)
+		got := get[corev1.ReplicationController](t, env, rcPath("default", "old"))
+		if got.DeletionTimestamp == nil || !slices.Equal(got.Finalizers, []string{metav1.FinalizerOrphanDependents}) {
+			t.Errorf("deletionTimestamp %v finalizers %v, want set and [orphan]", got.DeletionTimestamp, got.Finalizers)
+		}
+
+		create[corev1.ReplicationController](t, env, rcPath("default", ""), replicationController("cascaded", 0))
+		do(t, env, http.MethodDelete, rcPath("default", "cascaded")+"?propagationPolicy=Background", "", nil).want(t, http.StatusOK)
+		do(t, env, http.MethodGet, rcPath("default", "cascaded"), "", nil).wantStatus(t, http.StatusNotFound, metav1.StatusReasonNotFound)
+	})
 }
