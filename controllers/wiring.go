@@ -26,6 +26,7 @@ var knownControllers = []descriptor{
 	},
 	{
 		name: replicationcontroller.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-rc-syncs",
+		component: "replication-controller",
 		build: func(cc *controllerContext) (runner, error) {
 			return replicationcontroller.New(replicationcontroller.Options{Common: cc.Common})
 		},

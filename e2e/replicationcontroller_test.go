@@ -128,14 +128,17 @@ func TestReplicationController(t *testing.T) {
 	})
 
 	events := client.For[*corev1.Event](rc)
-	eventually(t, "SuccessfulCreate and SuccessfulDelete events on the RC", func() (bool, string) {
+	eventually(t, "SuccessfulCreate events on the RC from replication-controller", func() (bool, string) {
 		l, err := events.List(ctx, "default", metav1.ListOptions{FieldSelector: "involvedObject.kind=ReplicationController,involvedObject.name=web"})
 		if err != nil {
 			return false, err.Error()
 		}
 		reasons := map[string]int32{}
 		for _, e := range l.Items {
-			reasons[e.Reason] += e.Count
+			// kube-controller-manager's name for the RC's Events.
+			if e.Source.Component == "replication-controller" {
+				reasons[e.Reason] += e.Count
+			}
 		}
 		// 2 for 3 pods (the orphan counted), 2 for the scale to 5, 1 for
 		// the deleted pod, 1 for the relabelled one.
