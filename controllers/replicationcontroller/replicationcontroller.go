@@ -16,7 +16,6 @@ package replicationcontroller
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -53,7 +52,7 @@ func New(opts Options) (*Controller, error) {
 	}
 	rs, err := replicaset.NewFor(replicaset.Options{Common: opts.Common, BurstReplicas: opts.BurstReplicas}, ReplicationControllers)
 	if err != nil {
-		return nil, fmt.Errorf("new: %w", err)
+		return nil, err // prefixed with Name already
 	}
 	return &Controller{rs: rs}, nil
 }
