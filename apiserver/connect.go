@@ -24,8 +24,9 @@ var connectRefusals = map[string]string{
 // containers. minictl's containers are simulated and run no process, so
 // once the pod is known to exist (404 otherwise) and the container asked
 // for is one of its own (kube-apiserver's 400 otherwise), the answer is a
-// 400 BadRequest Status that says so. kubectl prints it as
-// "Error from server (BadRequest): minictl's containers are simulated: ...".
+// 400 BadRequest Status that says so. kubectl prints its message: "error:
+// unable to upgrade connection: minictl's containers are simulated: ..."
+// (over SPDY, as older kubectl does, "Error from server (BadRequest): ...").
 func (s *Server) serveConnect(r *http.Request, ri *requestInfo) error {
 	obj, err := ri.store.get(r.Context(), ri.namespace, ri.name)
 	if err != nil {
