@@ -220,6 +220,7 @@ func TestFieldLabels(t *testing.T) {
 		{Namespaces, "status.phase", true},
 		{Secrets, "type", true},
 		{ReplicaSets, "status.replicas", true},
+		{ReplicationControllers, "status.replicas", true},
 		{Deployments, "status.replicas", false},
 		{ConfigMaps, "data", false},
 	}

@@ -12,7 +12,7 @@ import (
 
 // The resources minictl serves, in the order discovery lists them. The
 // functions each entry names live in the file of its kind group: pod.go,
-// podtemplate.go, service.go, core.go (namespaces, nodes, endpoints, events), config.go
+// podtemplate.go, replicationcontroller.go, service.go, core.go (namespaces, nodes, endpoints, events), config.go
 // (configmaps, secrets), quota.go (resourcequotas, limitranges),
 // coordination.go, apps.go, admissionregistration.go and apiextensions.go; their Table
 // columns live in table.go.
@@ -30,7 +30,7 @@ var (
 	Pods = &Resource{
 		Version: "v1", Kind: "Pod", Plural: "pods", Singular: "pod", Namespaced: true,
 		ShortNames: []string{"po"}, Categories: []string{"all"},
-		Subresources: []string{"status", "binding"},
+		Subresources: []string{"status", "binding", "attach", "exec", "portforward", "proxy"},
 		New:          func() Object { return &corev1.Pod{} },
 		Default:      defaulter(defaultPod), Validate: validator(validatePod), ValidateUpdate: updateValidator(validatePodUpdate),
 		PrepareForCreate: defaulter(preparePodForCreate), PrepareForUpdate: updatePreparer(preparePodForUpdate),
@@ -44,6 +44,16 @@ var (
 		Default: defaulter(defaultPodTemplate), Validate: validator(validatePodTemplate),
 		PrepareForCreate: defaulter(preparePodTemplateForCreate), PrepareForUpdate: updatePreparer(preparePodTemplateForUpdate),
 		Table: podTemplateTable,
+	}
+	ReplicationControllers = &Resource{
+		Version: "v1", Kind: "ReplicationController", Plural: "replicationcontrollers", Singular: "replicationcontroller", Namespaced: true,
+		ShortNames: []string{"rc"}, Categories: []string{"all"}, Subresources: []string{"status", "scale"},
+		New:     func() Object { return &corev1.ReplicationController{} },
+		Default: defaulter(defaultReplicationController), Validate: validator(validateReplicationController),
+		PrepareForCreate: defaulter(prepareReplicationControllerForCreate), PrepareForUpdate: updatePreparer(prepareReplicationControllerForUpdate),
+		SelectableFields: selectable(replicationControllerFields), FieldLabels: replicationControllerFieldLabels,
+		Scale: replicationControllerScale, OrphansByDefault: true,
+		Table: replicationControllerTable,
 	}
 	Nodes = &Resource{
 		Version: "v1", Kind: "Node", Plural: "nodes", Singular: "node",
@@ -175,7 +185,7 @@ var (
 )
 
 var all = Catalogue{
-	Namespaces, Pods, PodTemplates, Nodes, Services, Endpoints, ConfigMaps, Secrets, ServiceAccounts,
+	Namespaces, Pods, PodTemplates, ReplicationControllers, Nodes, Services, Endpoints, ConfigMaps, Secrets, ServiceAccounts,
 	Events, ResourceQuotas, LimitRanges, Leases, ReplicaSets, Deployments,
 	MutatingWebhookConfigurations, ValidatingWebhookConfigurations,
 	ValidatingAdmissionPolicies, ValidatingAdmissionPolicyBindings, CustomResourceDefinitions,

@@ -48,7 +48,8 @@ type Resource struct {
 	ShortNames []string
 	Categories []string
 	// Subresources lists the served subresources: "status", "scale",
-	// "binding", "finalize".
+	// "binding", "finalize", and a pod's connections ("attach", "exec",
+	// "portforward", "proxy"; see IsConnect).
 	Subresources []string
 
 	// New returns a new, empty object of the Go type that is stored.
@@ -122,6 +123,13 @@ type Resource struct {
 	// which is what most kinds require.
 	ValidateName apivalidation.ValidateNameFunc
 
+	// OrphansByDefault: a delete that names no propagation policy orphans
+	// the object's dependents (the "orphan" finalizer), unless the object
+	// already carries "foregroundDeletion". kube-apiserver keeps this
+	// default for v1 ReplicationControllers, for backwards compatibility;
+	// every other kind's dependents are deleted in the background. kubectl
+	// delete names a policy (Background) and so cascades either way.
+	OrphansByDefault bool
 	// DeleteFinalizers are added to an object when it is first deleted, so
 	// that the server's own controllers finish with it before it goes: a
 	// CustomResourceDefinition's cleanup finalizer, as kube-apiserver's
@@ -170,6 +178,19 @@ func (r *Resource) APIVersion() string { return r.GroupVersion().String() }
 // resource ("pods", "deployments.apps").
 func (r *Resource) GroupResource() schema.GroupResource {
 	return schema.GroupResource{Group: r.Group, Resource: r.Plural}
+}
+
+// IsConnect reports whether sub is one of a pod's connections to its
+// containers: kube-apiserver upgrades an exec, attach or portforward
+// request to a stream to the kubelet, and proxies a proxy request to the
+// pod. minictl's containers are simulated, so the API server refuses them
+// with a Status that says so.
+func IsConnect(sub string) bool {
+	switch sub {
+	case "attach", "exec", "portforward", "proxy":
+		return true
+	}
+	return false
 }
 
 // HasSubresource reports whether sub is served for this resource.

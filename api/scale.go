@@ -5,9 +5,11 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // Scale is how the scale subresource (an autoscaling/v1 Scale) sees an
@@ -28,6 +30,14 @@ var replicaSetScale = &Scale{
 		return deref(rs.Spec.Replicas), rs.Status.Replicas, selectorString(rs.Spec.Selector), nil
 	},
 	Set: func(obj Object, n int32) error { obj.(*appsv1.ReplicaSet).Spec.Replicas = &n; return nil },
+}
+
+var replicationControllerScale = &Scale{
+	Get: func(obj Object) (int32, int32, string, error) {
+		rc := obj.(*corev1.ReplicationController)
+		return deref(rc.Spec.Replicas), rc.Status.Replicas, labels.SelectorFromSet(rc.Spec.Selector).String(), nil
+	},
+	Set: func(obj Object, n int32) error { obj.(*corev1.ReplicationController).Spec.Replicas = &n; return nil },
 }
 
 var deploymentScale = &Scale{

@@ -323,6 +323,24 @@ var replicaSetTable = printer([]metav1.TableColumnDefinition{
 	}
 })
 
+var replicationControllerTable = printer([]metav1.TableColumnDefinition{
+	nameColumn,
+	{Name: "Desired", Type: "integer", Description: corev1.ReplicationControllerSpec{}.SwaggerDoc()["replicas"]},
+	{Name: "Current", Type: "integer", Description: corev1.ReplicationControllerStatus{}.SwaggerDoc()["replicas"]},
+	{Name: "Ready", Type: "integer", Description: corev1.ReplicationControllerStatus{}.SwaggerDoc()["readyReplicas"]},
+	ageColumn, containersColumn, imagesColumn,
+	{Name: "Selector", Type: "string", Priority: 1, Description: corev1.ReplicationControllerSpec{}.SwaggerDoc()["selector"]},
+}, func(rc *corev1.ReplicationController, now time.Time) []any {
+	var names, images string
+	if rc.Spec.Template != nil {
+		names, images = containerCells(rc.Spec.Template.Spec.Containers)
+	}
+	return []any{
+		rc.Name, int64(deref(rc.Spec.Replicas)), int64(rc.Status.Replicas), int64(rc.Status.ReadyReplicas), age(rc.CreationTimestamp, now),
+		names, images, labels.FormatLabels(rc.Spec.Selector),
+	}
+})
+
 var deploymentTable = printer([]metav1.TableColumnDefinition{
 	nameColumn,
 	{Name: "Ready", Type: "string", Description: "Number of the pod with ready state"},

@@ -206,6 +206,13 @@ func TestWorkloadAndClusterRows(t *testing.T) {
 			want: []any{"web-1", int64(3), int64(3), int64(1), "60s", "web,log", "nginx:1.27,busybox", "app=web"},
 		},
 		{
+			name: "replicationcontroller", res: ReplicationControllers,
+			obj: &corev1.ReplicationController{ObjectMeta: metav1.ObjectMeta{Name: "web", CreationTimestamp: ago(time.Minute)},
+				Spec:   corev1.ReplicationControllerSpec{Replicas: &three, Selector: map[string]string{"app": "web"}, Template: &template},
+				Status: corev1.ReplicationControllerStatus{Replicas: 2, ReadyReplicas: 1}},
+			want: []any{"web", int64(3), int64(2), int64(1), "60s", "web,log", "nginx:1.27,busybox", "app=web"},
+		},
+		{
 			name: "node", res: Nodes,
 			obj: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", CreationTimestamp: ago(time.Hour),
 				Labels: map[string]string{"node-role.kubernetes.io/control-plane": "", "kubernetes.io/role": "worker"}},

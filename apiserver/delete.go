@@ -124,7 +124,7 @@ func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, namespace,
 			if err := s.admitDelete(ctx, rs.res, cur, opts); err != nil {
 				return nil, err
 			}
-			fins, policyChanged := policyFinalizers(cur, opts)
+			fins, policyChanged := policyFinalizers(rs.res, cur, opts)
 			if cur.GetDeletionTimestamp() == nil {
 				for _, f := range rs.res.DeleteFinalizers {
 					if !slices.Contains(fins, f) {
@@ -205,8 +205,10 @@ func checkPreconditions(res *api.Resource, cur api.Object, p *metav1.Preconditio
 // policyFinalizers are obj's finalizers with the deletion's propagation
 // policy recorded for the garbage collector the way Kubernetes does:
 // Orphan as the "orphan" finalizer, Foreground as "foregroundDeletion",
-// Background as neither. changed reports whether they differ from obj's.
-func policyFinalizers(obj api.Object, opts *metav1.DeleteOptions) (fins []string, changed bool) {
+// Background as neither. With no policy, a kind that OrphansByDefault
+// orphans, unless obj is already deleted in the foreground. changed
+// reports whether they differ from obj's.
+func policyFinalizers(res *api.Resource, obj api.Object, opts *metav1.DeleteOptions) (fins []string, changed bool) {
 	var policy metav1.DeletionPropagation
 	switch {
 	case opts.PropagationPolicy != nil:
@@ -216,6 +218,8 @@ func policyFinalizers(obj api.Object, opts *metav1.DeleteOptions) (fins []string
 		if *opts.OrphanDependents { //nolint:staticcheck
 			policy = metav1.DeletePropagationOrphan
 		}
+	case res.OrphansByDefault && !slices.Contains(obj.GetFinalizers(), metav1.FinalizerDeleteDependents):
+		policy = metav1.DeletePropagationOrphan
 	default:
 		return obj.GetFinalizers(), false
 	}
@@ -389,6 +393,6 @@ func removableAsListed(res *api.Resource, obj api.Object, opts *metav1.DeleteOpt
 	if opts.Preconditions != nil || len(opts.DryRun) > 0 || res == api.Namespaces {
 		return false
 	}
-	fins, changed := policyFinalizers(obj, opts)
+	fins, changed := policyFinalizers(res, obj, opts)
 	return !changed && removedAtOnce(obj, fins, gracePeriod(obj, opts))
 }

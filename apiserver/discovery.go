@@ -125,6 +125,16 @@ var (
 		"scale":    {"get", "patch", "update"},
 		"binding":  {"create"},
 		"finalize": {"update"},
+		// A pod's connections, listed with kube-apiserver's verbs; minictl
+		// answers them with a Status (serveConnect).
+		"attach":      {"create", "get"},
+		"exec":        {"create", "get"},
+		"portforward": {"create", "get"},
+		"proxy":       {"create", "delete", "get", "patch", "update"},
+	}
+	connectKinds = map[string]string{
+		"attach": "PodAttachOptions", "exec": "PodExecOptions",
+		"portforward": "PodPortForwardOptions", "proxy": "PodProxyOptions",
 	}
 )
 
@@ -164,6 +174,9 @@ func apiResources(res *api.Resource) []metav1.APIResource {
 			ar.Group, ar.Version, ar.Kind = "autoscaling", "v1", "Scale"
 		case "binding":
 			ar.Kind = "Binding"
+		}
+		if kind, ok := connectKinds[sub]; ok {
+			ar.Kind = kind
 		}
 		out = append(out, ar)
 	}

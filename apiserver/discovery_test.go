@@ -69,6 +69,17 @@ func TestDiscovery(t *testing.T) {
 		if b := find(t, l, "pods/binding"); b.Kind != "Binding" || !slices.Equal(b.Verbs, metav1.Verbs{"create"}) {
 			t.Errorf("pods/binding: %+v", b)
 		}
+		if e := find(t, l, "pods/exec"); e.Kind != "PodExecOptions" || !slices.Equal(e.Verbs, metav1.Verbs{"create", "get"}) {
+			t.Errorf("pods/exec: %+v", e)
+		}
+		if rc := find(t, l, "replicationcontrollers"); !rc.Namespaced || rc.Kind != "ReplicationController" ||
+			!slices.Equal(rc.ShortNames, []string{"rc"}) || !slices.Equal(rc.Categories, []string{"all"}) {
+			t.Errorf("replicationcontrollers: %+v", rc)
+		}
+		if sc := find(t, l, "replicationcontrollers/scale"); sc.Group != "autoscaling" || sc.Kind != "Scale" {
+			t.Errorf("replicationcontrollers/scale: %+v", sc)
+		}
+		find(t, l, "replicationcontrollers/status")
 		if ns := find(t, l, "namespaces"); ns.Namespaced || !slices.Contains(ns.ShortNames, "ns") {
 			t.Errorf("namespaces: %+v", ns)
 		}

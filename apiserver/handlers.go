@@ -8,6 +8,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/minictl/minictl/api"
 )
 
 // serveResource answers every request under /api/v1/ and
@@ -78,6 +80,9 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, ri *requestInf
 		if err := checkDryRun(kind, r.URL.Query()["dryRun"]); err != nil {
 			return err
 		}
+	}
+	if api.IsConnect(ri.subresource) {
+		return s.serveConnect(r, ri)
 	}
 	switch ri.subresource {
 	case "status":

@@ -39,7 +39,7 @@ func parseResourcePath(served api.Catalogue, group, version string, segs []strin
 	ri := &requestInfo{}
 	if len(segs) >= 3 && segs[0] == "namespaces" {
 		if res, ok := served.Lookup(group, version, segs[2]); ok && res.Namespaced {
-			if segs[1] == "" || len(segs) > 5 {
+			if segs[1] == "" || (len(segs) > 5 && segs[4] != "proxy") {
 				return nil, false
 			}
 			ri.res, ri.namespace = res, segs[1]
@@ -74,7 +74,11 @@ func (ri *requestInfo) withNameAndSub(segs []string) (*requestInfo, bool) {
 			return nil, false
 		}
 	default:
-		return nil, false
+		// pods/{name}/proxy/{path}: the path is the pod's, not ours.
+		if segs[1] != "proxy" || !ri.res.HasSubresource("proxy") {
+			return nil, false
+		}
+		ri.name, ri.subresource = segs[0], segs[1]
 	}
 	if len(segs) > 0 && ri.name == "" {
 		return nil, false
@@ -84,6 +88,9 @@ func (ri *requestInfo) withNameAndSub(segs []string) (*requestInfo, bool) {
 
 // verbFor names the operation the way Kubernetes' RBAC and audit do.
 func verbFor(r *http.Request, ri *requestInfo) (string, bool) {
+	if api.IsConnect(ri.subresource) {
+		return connectVerb(r.Method)
+	}
 	watch := isTrue(r.URL.Query().Get("watch"))
 	switch r.Method {
 	case http.MethodGet:
@@ -118,6 +125,26 @@ func verbFor(r *http.Request, ri *requestInfo) (string, bool) {
 		if ri.subresource == "" {
 			return "delete", true
 		}
+	}
+	return "", false
+}
+
+// connectVerb is the verb of a request to a pod's connection, as
+// kube-apiserver names it: kubectl exec, attach and port-forward POST
+// ("create"), a WebSocket client GETs ("get"), and a proxy request may use
+// any method.
+func connectVerb(method string) (string, bool) {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return "get", true
+	case http.MethodPost:
+		return "create", true
+	case http.MethodPut:
+		return "update", true
+	case http.MethodPatch:
+		return "patch", true
+	case http.MethodDelete:
+		return "delete", true
 	}
 	return "", false
 }

@@ -11,7 +11,8 @@
 //   - kubectl_test.go: version, api-resources, get (tables, -o wide, -A,
 //     all, -w), create and apply of a multi-document file, re-apply after
 //     an edit (a strategic merge patch computed from minictl's OpenAPI),
-//     edit, scale, delete, describe, events, explain, validation;
+//     edit, scale, delete, describe, events, explain, validation; a
+//     ReplicationController, and exec answered by the simulated containers;
 //   - clientgo_test.go: create, get, update with conflict retry, patch,
 //     delete through kubernetes.Clientset, and shared informers that sync,
 //     follow churn and end equal to a fresh list.

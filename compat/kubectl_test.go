@@ -37,6 +37,7 @@ func TestKubectlAPIResources(t *testing.T) {
 		{"services", "svc", "v1", "true", "Service"},
 		{"deployments", "deploy", "apps/v1", "true", "Deployment"},
 		{"replicasets", "rs", "apps/v1", "true", "ReplicaSet"},
+		{"replicationcontrollers", "rc", "v1", "true", "ReplicationController"},
 		{"leases", "", "coordination.k8s.io/v1", "true", "Lease"},
 	} {
 		got := tb.find(t, "NAME", want[0])
@@ -473,4 +474,45 @@ func podWatchers(t *testing.T) int {
 		}
 	}
 	return 0
+}
+
+// TestKubectlReplicationControllerAndExec: kubectl creates, scales, prints
+// and deletes a ReplicationController, and `kubectl exec` into one of its
+// pods prints the server's answer: the containers are simulated.
+func TestKubectlReplicationControllerAndExec(t *testing.T) {
+	const ns = "compat-rc"
+	kubectl(t, "create", "namespace", ns)
+	t.Cleanup(func() { kubectlRun(t, "", nil, "delete", "namespace", ns, "--wait=false") })
+	kubectlIn(t, `apiVersion: v1
+kind: ReplicationController
+metadata: {name: hello, namespace: `+ns+`}
+spec:
+  replicas: 2
+  template:
+    metadata: {labels: {app: hello}}
+    spec: {containers: [{name: hello, image: nginx:1.27}]}
+`, "create", "-f", "-")
+	kubectl(t, "scale", "rc", "hello", "-n", ns, "--replicas=3")
+	eventually(t, 30*time.Second, "rc hello 3 ready", func() (bool, string) {
+		tb := parseTable(t, kubectl(t, "get", "rc", "hello", "-n", ns, "-o", "wide"))
+		wantHeader(t, tb, "NAME", "DESIRED", "CURRENT", "READY", "AGE", "CONTAINERS", "IMAGES", "SELECTOR")
+		row := tb.rows[0]
+		return strings.Join(row[1:4], " ") == "3 3 3" && tb.col(t, row, "SELECTOR") == "app=hello", strings.Join(row, " ")
+	})
+
+	// kubectl asks for a WebSocket first and reports a refused upgrade as
+	// "error: unable to upgrade connection: <the Status's message>" (the
+	// SPDY path of older kubectl says "Error from server (BadRequest): ...").
+	pod := strings.TrimPrefix(strings.Fields(kubectl(t, "get", "pods", "-n", ns, "-l", "app=hello", "-o", "name"))[0], "pod/")
+	r := kubectlRun(t, "", nil, "exec", pod, "-n", ns, "--", "ls")
+	want := `minictl's containers are simulated: pod "` + pod + `" has no process to exec into`
+	if r.err == nil || !strings.Contains(r.stderr, want) {
+		t.Errorf("kubectl exec: err %v, stderr:\n%s\nwant %q", r.err, r.stderr, want)
+	}
+
+	kubectl(t, "delete", "rc", "hello", "-n", ns)
+	eventually(t, 30*time.Second, "the RC's pods deleted with it", func() (bool, string) {
+		out := kubectl(t, "get", "pods", "-n", ns, "-l", "app=hello", "-o", "name")
+		return strings.TrimSpace(out) == "", out
+	})
 }

@@ -176,7 +176,11 @@ type descriptor struct {
 	defaultOn   bool
 	workers     int    // default workers
 	workersFlag string // --concurrent-...-syncs
-	build       func(cc *controllerContext) (runner, error)
+	// component is the source.component of its Events when it is not
+	// "<name>-controller": kube's replicationcontroller reports as
+	// "replication-controller".
+	component string
+	build     func(cc *controllerContext) (runner, error)
 }
 
 // KnownControllers lists every controller's name, sorted.
@@ -370,7 +374,11 @@ func (m *Manager) runTerm(ctx context.Context) error {
 	for _, d := range m.selected {
 		// Each controller reports Events as itself, as kube-controller-manager's
 		// do: source.component "replicaset-controller", ...
-		recorder := record.NewRecorder(m.rc, record.Options{Component: d.name + "-controller", Logger: m.log})
+		component := d.component
+		if component == "" {
+			component = d.name + "-controller"
+		}
+		recorder := record.NewRecorder(m.rc, record.Options{Component: component, Logger: m.log})
 		// The controller's logger names it, once, under its
 		// kube-controller-manager name: the timeline and `minictl trace
 		// --component` read that attribute.

@@ -9,6 +9,7 @@ import (
 	"github.com/minictl/minictl/controllers/nodelifecycle"
 	"github.com/minictl/minictl/controllers/podgc"
 	"github.com/minictl/minictl/controllers/replicaset"
+	"github.com/minictl/minictl/controllers/replicationcontroller"
 	"github.com/minictl/minictl/controllers/resourcequota"
 	"github.com/minictl/minictl/controllers/serviceaccount"
 )
@@ -21,6 +22,13 @@ var knownControllers = []descriptor{
 		name: replicaset.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-replicaset-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return replicaset.New(replicaset.Options{Common: cc.Common})
+		},
+	},
+	{
+		name: replicationcontroller.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-rc-syncs",
+		component: "replication-controller",
+		build: func(cc *controllerContext) (runner, error) {
+			return replicationcontroller.New(replicationcontroller.Options{Common: cc.Common})
 		},
 	},
 	{

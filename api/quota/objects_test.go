@@ -20,6 +20,7 @@ func TestObjectCountNames(t *testing.T) {
 		"resourcequotas":             "count/resourcequotas",
 		"deployments.apps":           "count/deployments.apps",
 		"replicasets.apps":           "count/replicasets.apps",
+		"replicationcontrollers":     "count/replicationcontrollers",
 		"leases.coordination.k8s.io": "count/leases.coordination.k8s.io",
 	}
 	for _, res := range api.Resources() {
@@ -68,6 +69,8 @@ func TestObjectUsage(t *testing.T) {
 		{"secret", api.Secrets, &corev1.Secret{ObjectMeta: meta}, list("count/secrets", "1", "secrets", "1")},
 		{"resourcequota", api.ResourceQuotas, &corev1.ResourceQuota{ObjectMeta: meta}, list("count/resourcequotas", "1", "resourcequotas", "1")},
 		{"serviceaccount: no legacy name", api.ServiceAccounts, &corev1.ServiceAccount{ObjectMeta: meta}, list("count/serviceaccounts", "1")},
+		{"replicationcontroller: the legacy name too", api.ReplicationControllers, &corev1.ReplicationController{ObjectMeta: meta},
+			list("count/replicationcontrollers", "1", "replicationcontrollers", "1")},
 		{"deployment", api.Deployments, &appsv1.Deployment{ObjectMeta: meta}, list("count/deployments.apps", "1")},
 		{"pod", api.Pods, podWith([]corev1.Container{container("app", list("cpu", "1"), nil)}),
 			list("count/pods", "1", "pods", "1", "cpu", "1", "requests.cpu", "1")},

@@ -44,7 +44,7 @@ func startAPI(t *testing.T) *apiEnv {
 // running is a controller running with a shared informer factory.
 type running struct {
 	*apiEnv
-	ctrl     *Controller
+	ctrl     *Controller[*appsv1.ReplicaSet]
 	recorder *record.FakeRecorder
 }
 
@@ -211,7 +211,7 @@ func countEvents(rec *record.FakeRecorder, prefix string) int {
 // newTestController is the controller without informers, for tests that
 // call sync directly: they fill the returned indexers themselves, so the
 // cache is exactly as stale as the test wants.
-func newTestController(t *testing.T, opts Options) (*Controller, informer.Indexer, informer.Indexer) {
+func newTestController(t *testing.T, opts Options) (*Controller[*appsv1.ReplicaSet], informer.Indexer, informer.Indexer) {
 	t.Helper()
 	rsIndexer := informer.NewIndexer(nil, informer.Indexers{informer.NamespaceIndex: informer.MetaNamespaceIndexFunc})
 	podIndexer := informer.NewIndexer(nil, informer.Indexers{
@@ -222,7 +222,7 @@ func newTestController(t *testing.T, opts Options) (*Controller, informer.Indexe
 		opts.Logger = controllertest.Logger(t)
 	}
 	opts.Common = opts.WithDefaults(Name)
-	c := newController(opts, rsIndexer, podIndexer)
+	c := newController(opts, ReplicaSets, rsIndexer, podIndexer)
 	t.Cleanup(c.queue.ShutDown)
 	return c, rsIndexer, podIndexer
 }

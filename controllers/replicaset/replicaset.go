@@ -25,6 +25,12 @@
 // Handlers only enqueue keys; every decision is made in sync, which logs
 // one line per decision: "want 3, have 2 → create 1", with the object and
 // the counts as attributes.
+//
+// The same controller keeps ReplicationControllers' pods (package
+// controllers/replicationcontroller), as kube-controller-manager's
+// replication manager is its replicaset controller run over
+// ReplicationControllers converted to ReplicaSets: a Kind says how to see
+// an object as a ReplicaSet and how to write its status back.
 package replicaset
 
 import (
@@ -42,6 +48,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
@@ -59,12 +66,43 @@ const DefaultBurstReplicas = 500
 // slowStartInitialBatch is the size of the first batch of creates.
 const slowStartInitialBatch = 1
 
-// controllerKind is what the controller's owner references say.
-var controllerKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
-
 // Name is the controller's kube-controller-manager name: its --controllers
 // name, its logger's controller attribute and its workqueue's name.
 const Name = "replicaset"
+
+// Kind is the kind whose objects the controller keeps pods for, T, seen
+// as a ReplicaSet: kube's replication manager converts each
+// ReplicationController to a ReplicaSet (pkg/controller/replication/
+// conversion.go), and so does a Kind. Everything the controller decides,
+// it decides on the ReplicaSet view; what it writes (pods' controller
+// references, Events, the status) names the object of kind T itself.
+type Kind[T api.Object] struct {
+	// Name is the controller's kube-controller-manager name: its
+	// workqueue's and its metrics' name, and its errors' prefix.
+	Name string
+	// GroupVersionKind is T's, as the pods' controller references name it.
+	GroupVersionKind schema.GroupVersionKind
+	// AsReplicaSet returns obj as a ReplicaSet with obj's metadata, spec
+	// and status. The controller never modifies it, so it may share obj's
+	// memory.
+	AsReplicaSet func(obj T) *appsv1.ReplicaSet
+	// WithStatus returns a copy of obj whose status is status, to write
+	// through the status subresource.
+	WithStatus func(obj T, status appsv1.ReplicaSetStatus) T
+}
+
+// ReplicaSets is the Kind of the ReplicaSet controller: a ReplicaSet is
+// its own view.
+var ReplicaSets = Kind[*appsv1.ReplicaSet]{
+	Name:             Name,
+	GroupVersionKind: appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
+	AsReplicaSet:     func(rs *appsv1.ReplicaSet) *appsv1.ReplicaSet { return rs },
+	WithStatus: func(rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus) *appsv1.ReplicaSet {
+		cp := rs.DeepCopy()
+		cp.Status = status
+		return cp
+	},
+}
 
 // Options is what the controller needs: the options every controller takes
 // (Client and Informers required), and its own.
@@ -75,13 +113,15 @@ type Options struct {
 	BurstReplicas int
 }
 
-// Controller is the ReplicaSet controller. Create it with New, then Run it.
-type Controller struct {
-	rsClient   *client.Client[*appsv1.ReplicaSet]
+// Controller is the ReplicaSet controller, for the objects of kind T.
+// Create it with New (or NewFor), then Run it.
+type Controller[T api.Object] struct {
+	kind       Kind[T]
+	rsClient   *client.Client[T]
 	podClient  *client.Client[*corev1.Pod] // adoption and release patches
 	podControl controller.PodControl       // creates and deletes
 
-	rsLister   informer.Lister[*appsv1.ReplicaSet]
+	rsLister   informer.Lister[T]
 	podIndexer informer.Indexer // with controller.ControllerUIDIndex
 	hasSynced  []func() bool
 
@@ -100,17 +140,23 @@ type Controller struct {
 // opts.Informers, with its event handlers registered; it adds
 // controller.ControllerUIDIndex to the pod informer. Nothing runs until
 // Run.
-func New(opts Options) (*Controller, error) {
+func New(opts Options) (*Controller[*appsv1.ReplicaSet], error) {
 	var err error
 	if opts.Common, err = opts.Complete(Name); err != nil {
 		return nil, err
 	}
-	rsInformer := informer.For[*appsv1.ReplicaSet](opts.Informers)
+	return NewFor(opts, ReplicaSets)
+}
+
+// NewFor is New for the objects of kind, whose opts.Common is already
+// complete: Complete(kind.Name).
+func NewFor[T api.Object](opts Options, kind Kind[T]) (*Controller[T], error) {
+	rsInformer := informer.For[T](opts.Informers)
 	podInformer := informer.For[*corev1.Pod](opts.Informers)
 	if err := controller.EnsureControllerUIDIndex(podInformer); err != nil {
-		return nil, fmt.Errorf("replicaset: %w", err)
+		return nil, fmt.Errorf("%s: %w", kind.Name, err)
 	}
-	c := newController(opts, rsInformer.GetIndexer(), podInformer.GetIndexer())
+	c := newController(opts, kind, rsInformer.GetIndexer(), podInformer.GetIndexer())
 
 	rsReg, err := rsInformer.AddEventHandler(informer.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any, _ bool) { c.addReplicaSet(obj) },
@@ -119,7 +165,7 @@ func New(opts Options) (*Controller, error) {
 	})
 	if err != nil {
 		c.queue.ShutDown() // its goroutine and metrics go with it
-		return nil, fmt.Errorf("replicaset: %w", err)
+		return nil, fmt.Errorf("%s: %w", kind.Name, err)
 	}
 	podReg, err := podInformer.AddEventHandler(informer.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any, _ bool) { c.addPod(obj) },
@@ -128,27 +174,28 @@ func New(opts Options) (*Controller, error) {
 	})
 	if err != nil {
 		c.queue.ShutDown() // its goroutine and metrics go with it
-		return nil, fmt.Errorf("replicaset: %w", err)
+		return nil, fmt.Errorf("%s: %w", kind.Name, err)
 	}
 	c.hasSynced = []func() bool{rsReg.HasSynced, podReg.HasSynced}
 	return c, nil
 }
 
-// newController is New without informers: tests hand it indexers they fill
-// themselves. opts.Common has its defaults (Complete or WithDefaults), and
-// podIndexer has controller.ControllerUIDIndex.
-func newController(opts Options, rsIndexer, podIndexer informer.Indexer) *Controller {
-	c := &Controller{
-		rsClient:      client.For[*appsv1.ReplicaSet](opts.Client),
+// newController is NewFor without informers: tests hand it indexers they
+// fill themselves. opts.Common has its defaults (Complete or WithDefaults),
+// and podIndexer has controller.ControllerUIDIndex.
+func newController[T api.Object](opts Options, kind Kind[T], rsIndexer, podIndexer informer.Indexer) *Controller[T] {
+	c := &Controller[T]{
+		kind:          kind,
+		rsClient:      client.For[T](opts.Client),
 		podClient:     client.For[*corev1.Pod](opts.Client),
-		rsLister:      informer.NewLister[*appsv1.ReplicaSet](rsIndexer),
+		rsLister:      informer.NewLister[T](rsIndexer),
 		podIndexer:    podIndexer,
 		recorder:      opts.Recorder,
 		log:           opts.Logger,
 		burstReplicas: opts.BurstReplicas,
 		clock:         opts.Clock,
 		expectations:  controller.NewExpectations(opts.Clock),
-		queue:         controller.NewQueue[string](Name, opts.Common),
+		queue:         controller.NewQueue[string](kind.Name, opts.Common),
 	}
 	if c.burstReplicas <= 0 {
 		c.burstReplicas = DefaultBurstReplicas
@@ -160,7 +207,7 @@ func newController(opts Options, rsIndexer, podIndexer informer.Indexer) *Contro
 // Run waits for the caches to sync, runs workers workers, and blocks until
 // ctx is done; then it shuts the queue down and waits for the workers to
 // finish what they are doing.
-func (c *Controller) Run(ctx context.Context, workers int) {
+func (c *Controller[T]) Run(ctx context.Context, workers int) {
 	defer c.queue.ShutDown()
 	c.log.Info("starting", "workers", workers)
 	if !informer.WaitForCacheSync(ctx, c.hasSynced...) {
@@ -183,7 +230,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 // processNextWorkItem syncs one key, and leaves it to controller.HandleErr
 // to decide whether to retry it, forget it or look again later. It returns
 // false once the queue is shut down.
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+func (c *Controller[T]) processNextWorkItem(ctx context.Context) bool {
 	key, shutdown := c.queue.Get()
 	if shutdown {
 		return false
@@ -194,13 +241,13 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 }
 
 // sync makes one ReplicaSet's pods match its spec and writes its status.
-func (c *Controller) sync(ctx context.Context, key string) error {
+func (c *Controller[T]) sync(ctx context.Context, key string) error {
 	namespace, name, err := informer.SplitMetaNamespaceKey(key)
 	if err != nil {
 		c.log.Error("bad key", "key", key, "err", err)
 		return nil // a malformed key never gets better
 	}
-	rs, err := c.rsLister.Get(namespace, name)
+	obj, err := c.rsLister.Get(namespace, name)
 	if apierrors.IsNotFound(err) {
 		c.expectations.Delete(key)
 		return nil // the replica set is gone; its pods are the garbage collector's
@@ -208,6 +255,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	rs := c.kind.AsReplicaSet(obj)
 	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
 	if err != nil {
 		c.log.Error("invalid selector", slog.String("object", key), slog.Any("err", err))
@@ -217,7 +265,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	// Read the expectations before the pods: a pod observed in between
 	// then makes us wait once more, rather than act on a cache that lacks it.
 	canManage := c.expectations.Satisfied(key)
-	pods, err := c.claimPods(ctx, rs, selector)
+	pods, err := c.claimPods(ctx, obj, selector)
 	if err != nil {
 		return err
 	}
@@ -231,11 +279,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.log.Debug(fmt.Sprintf("waiting to observe %d creates and %d deletes → status only", adds, dels),
 			slog.String("object", key), slog.Int("creates", adds), slog.Int("deletes", dels))
 	default:
-		manageErr = c.manageReplicas(ctx, key, rs, pods)
+		manageErr = c.manageReplicas(ctx, key, obj, rs, pods)
 	}
 
 	status := calculateStatus(rs, pods, manageErr, c.clock.Now())
-	updated, err := c.updateStatus(ctx, rs, status)
+	updated, err := c.updateStatus(ctx, obj, rs, status)
 	if err != nil {
 		return errors.Join(manageErr, err)
 	}
@@ -251,19 +299,20 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 // claimPods returns the active pods rs controls, after adopting matching
 // orphans and releasing controlled pods that no longer match.
-func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector) ([]*corev1.Pod, error) {
-	candidates, err := controller.OwnedAndOrphans[*corev1.Pod](c.podIndexer, rs.Namespace, rs.UID)
+func (c *Controller[T]) claimPods(ctx context.Context, rs T, selector labels.Selector) ([]*corev1.Pod, error) {
+	namespace, name, uid := rs.GetNamespace(), rs.GetName(), rs.GetUID()
+	candidates, err := controller.OwnedAndOrphans[*corev1.Pod](c.podIndexer, namespace, uid)
 	if err != nil {
 		return nil, err
 	}
 	m := &controller.RefManager[*corev1.Pod]{
 		Owner:     rs,
-		OwnerKind: controllerKind,
+		OwnerKind: c.kind.GroupVersionKind,
 		Selector:  selector,
 		Client:    c.podClient,
-		CanAdopt: controller.RecheckOwner(func(ctx context.Context) (*appsv1.ReplicaSet, error) {
-			return c.rsClient.Get(ctx, rs.Namespace, rs.Name)
-		}, rs.UID),
+		CanAdopt: controller.RecheckOwner(func(ctx context.Context) (T, error) {
+			return c.rsClient.Get(ctx, namespace, name)
+		}, uid),
 	}
 	pods, err := m.Claim(ctx, controller.FilterActivePods(candidates))
 	if err != nil {
@@ -272,9 +321,10 @@ func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selec
 	return pods, nil
 }
 
-// manageReplicas creates or deletes pods until rs has spec.replicas, at
-// most burstReplicas in this sync, and records what it expects to observe.
-func (c *Controller) manageReplicas(ctx context.Context, key string, rs *appsv1.ReplicaSet, pods []*corev1.Pod) error {
+// manageReplicas creates or deletes pods until obj (seen as rs) has
+// spec.replicas, at most burstReplicas in this sync, and records what it
+// expects to observe.
+func (c *Controller[T]) manageReplicas(ctx context.Context, key string, obj T, rs *appsv1.ReplicaSet, pods []*corev1.Pod) error {
 	want, have := int(replicasOf(rs)), len(pods)
 	switch {
 	case want > have:
@@ -282,9 +332,9 @@ func (c *Controller) manageReplicas(ctx context.Context, key string, rs *appsv1.
 		c.log.Info(fmt.Sprintf("want %d, have %d → create %d", want, have, n),
 			slog.String("object", key), slog.Int("want", want), slog.Int("have", have), slog.Int("create", n))
 		c.expectations.ExpectCreations(key, n)
-		ref := controller.NewControllerRef(rs, controllerKind)
+		ref := controller.NewControllerRef(obj, c.kind.GroupVersionKind)
 		created, err := controller.SlowStartBatch(n, slowStartInitialBatch, func() error {
-			_, err := c.podControl.CreatePod(ctx, &rs.Spec.Template, rs, ref)
+			_, err := c.podControl.CreatePod(ctx, &rs.Spec.Template, obj, ref)
 			if client.IsTimeout(err) {
 				// The server may still create it: keep expecting it,
 				// and let the informer (or the timeout) tell.
@@ -314,7 +364,7 @@ func (c *Controller) manageReplicas(ctx context.Context, key string, rs *appsv1.
 		var wg sync.WaitGroup
 		for i, pod := range victims {
 			wg.Go(func() {
-				err := c.podControl.DeletePod(ctx, pod.Namespace, pod.Name, rs)
+				err := c.podControl.DeletePod(ctx, pod.Namespace, pod.Name, obj)
 				if err == nil {
 					return
 				}
@@ -334,19 +384,19 @@ func (c *Controller) manageReplicas(ctx context.Context, key string, rs *appsv1.
 	return nil
 }
 
-// updateStatus writes status unless rs already has it. A conflict (rs
-// changed since the cache saw it) is returned: the change is on its way
-// to the informer, which enqueues rs again.
-func (c *Controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, error) {
+// updateStatus writes status unless obj (seen as rs) already has it, and
+// returns the view of what was written. A conflict (obj changed since the
+// cache saw it) is returned: the change is on its way to the informer,
+// which enqueues obj again.
+func (c *Controller[T]) updateStatus(ctx context.Context, obj T, rs *appsv1.ReplicaSet, status appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, error) {
 	if apiequality.Semantic.DeepEqual(rs.Status, status) {
 		return rs, nil
 	}
-	cp := rs.DeepCopy()
-	cp.Status = status
-	updated, err := c.rsClient.UpdateStatus(ctx, cp)
+	written, err := c.rsClient.UpdateStatus(ctx, c.kind.WithStatus(obj, status))
 	if err != nil {
 		return nil, fmt.Errorf("update status: %w", err)
 	}
+	updated := c.kind.AsReplicaSet(written)
 	c.log.Debug(fmt.Sprintf("status replicas=%d ready=%d available=%d", status.Replicas, status.ReadyReplicas, status.AvailableReplicas),
 		slog.String("object", rs.Namespace+"/"+rs.Name), slog.Int("replicas", int(status.Replicas)),
 		slog.Int("ready", int(status.ReadyReplicas)), slog.Int("available", int(status.AvailableReplicas)))
@@ -427,23 +477,23 @@ func removeCondition(conds []appsv1.ReplicaSetCondition, t appsv1.ReplicaSetCond
 // Event handlers: they only find the ReplicaSets a change concerns and
 // enqueue them, and tell the expectations what was observed.
 
-func (c *Controller) enqueue(rs *appsv1.ReplicaSet) { c.queue.Add(rsKey(rs)) }
+func (c *Controller[T]) enqueue(rs api.Object) { c.queue.Add(rsKey(rs)) }
 
-func rsKey(rs *appsv1.ReplicaSet) string { return rs.Namespace + "/" + rs.Name }
+func rsKey(rs api.Object) string { return rs.GetNamespace() + "/" + rs.GetName() }
 
-func (c *Controller) addReplicaSet(obj any) {
-	if rs, ok := obj.(*appsv1.ReplicaSet); ok {
+func (c *Controller[T]) addReplicaSet(obj any) {
+	if rs, ok := obj.(T); ok {
 		c.enqueue(rs)
 	}
 }
 
-func (c *Controller) updateReplicaSet(oldObj, newObj any) {
-	old, ok1 := oldObj.(*appsv1.ReplicaSet)
-	cur, ok2 := newObj.(*appsv1.ReplicaSet)
+func (c *Controller[T]) updateReplicaSet(oldObj, newObj any) {
+	old, ok1 := oldObj.(T)
+	cur, ok2 := newObj.(T)
 	if !ok1 || !ok2 {
 		return
 	}
-	if old.UID != cur.UID {
+	if old.GetUID() != cur.GetUID() {
 		// Deleted and created again under the same name while the watch
 		// was down: the old one's expectations must go.
 		c.deleteReplicaSet(informer.DeletedFinalStateUnknown{Key: rsKey(old), Obj: old})
@@ -451,8 +501,8 @@ func (c *Controller) updateReplicaSet(oldObj, newObj any) {
 	c.enqueue(cur)
 }
 
-func (c *Controller) deleteReplicaSet(obj any) {
-	rs, ok := controller.ObjectFromDelete[*appsv1.ReplicaSet](obj)
+func (c *Controller[T]) deleteReplicaSet(obj any) {
+	rs, ok := controller.ObjectFromDelete[T](obj)
 	if !ok {
 		return
 	}
@@ -461,7 +511,7 @@ func (c *Controller) deleteReplicaSet(obj any) {
 	c.queue.Add(key)
 }
 
-func (c *Controller) addPod(obj any) {
+func (c *Controller[T]) addPod(obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
@@ -473,8 +523,8 @@ func (c *Controller) addPod(obj any) {
 		return
 	}
 	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		rs := c.resolveControllerRef(pod.Namespace, ref)
-		if rs == nil {
+		rs, ok := c.resolveControllerRef(pod.Namespace, ref)
+		if !ok {
 			return
 		}
 		c.expectations.CreationObserved(rsKey(rs))
@@ -486,7 +536,7 @@ func (c *Controller) addPod(obj any) {
 	}
 }
 
-func (c *Controller) updatePod(oldObj, newObj any) {
+func (c *Controller[T]) updatePod(oldObj, newObj any) {
 	old, ok1 := oldObj.(*corev1.Pod)
 	cur, ok2 := newObj.(*corev1.Pod)
 	if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
@@ -505,20 +555,20 @@ func (c *Controller) updatePod(oldObj, newObj any) {
 	curRef, oldRef := metav1.GetControllerOfNoCopy(cur), metav1.GetControllerOfNoCopy(old)
 	refChanged := !sameRef(curRef, oldRef)
 	if refChanged && oldRef != nil {
-		if rs := c.resolveControllerRef(old.Namespace, oldRef); rs != nil {
+		if rs, ok := c.resolveControllerRef(old.Namespace, oldRef); ok {
 			c.enqueue(rs) // it lost a pod
 		}
 	}
 	if curRef != nil {
-		rs := c.resolveControllerRef(cur.Namespace, curRef)
-		if rs == nil {
+		rs, ok := c.resolveControllerRef(cur.Namespace, curRef)
+		if !ok {
 			return
 		}
 		c.enqueue(rs)
-		if !api.PodIsReady(old) && api.PodIsReady(cur) && rs.Spec.MinReadySeconds > 0 {
+		if minReady := c.kind.AsReplicaSet(rs).Spec.MinReadySeconds; !api.PodIsReady(old) && api.PodIsReady(cur) && minReady > 0 {
 			// Look again once the pod has been ready long enough to be
 			// available.
-			c.queue.AddAfter(rsKey(rs), time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
+			c.queue.AddAfter(rsKey(rs), time.Duration(minReady)*time.Second+time.Second)
 		}
 		return
 	}
@@ -529,7 +579,7 @@ func (c *Controller) updatePod(oldObj, newObj any) {
 	}
 }
 
-func (c *Controller) deletePod(obj any) {
+func (c *Controller[T]) deletePod(obj any) {
 	pod, ok := controller.ObjectFromDelete[*corev1.Pod](obj)
 	if !ok {
 		return
@@ -538,8 +588,8 @@ func (c *Controller) deletePod(obj any) {
 	if ref == nil {
 		return // an orphan's deletion changes no replica set
 	}
-	rs := c.resolveControllerRef(pod.Namespace, ref)
-	if rs == nil {
+	rs, ok := c.resolveControllerRef(pod.Namespace, ref)
+	if !ok {
 		return
 	}
 	key := rsKey(rs)
@@ -547,25 +597,27 @@ func (c *Controller) deletePod(obj any) {
 	c.queue.Add(key)
 }
 
-// resolveControllerRef returns the ReplicaSet ref names, if the cache has
-// it with the same uid.
-func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	if ref.Kind != controllerKind.Kind || ref.APIVersion != controllerKind.GroupVersion().String() {
-		return nil
+// resolveControllerRef returns the object of kind T that ref names, if
+// the cache has it with the same uid.
+func (c *Controller[T]) resolveControllerRef(namespace string, ref *metav1.OwnerReference) (T, bool) {
+	var none T
+	gvk := c.kind.GroupVersionKind
+	if ref.Kind != gvk.Kind || ref.APIVersion != gvk.GroupVersion().String() {
+		return none, false
 	}
 	rs, err := c.rsLister.Get(namespace, ref.Name)
-	if err != nil || rs.UID != ref.UID {
-		return nil
+	if err != nil || rs.GetUID() != ref.UID {
+		return none, false
 	}
-	return rs
+	return rs, true
 }
 
-// replicaSetsSelecting returns the ReplicaSets in pod's namespace whose
+// replicaSetsSelecting returns the objects in pod's namespace whose
 // selector matches its labels: those that may adopt it.
-func (c *Controller) replicaSetsSelecting(pod *corev1.Pod) []*appsv1.ReplicaSet {
-	var out []*appsv1.ReplicaSet
+func (c *Controller[T]) replicaSetsSelecting(pod *corev1.Pod) []T {
+	var out []T
 	for _, rs := range c.rsLister.ByNamespace(pod.Namespace).List(nil) {
-		selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+		selector, err := metav1.LabelSelectorAsSelector(c.kind.AsReplicaSet(rs).Spec.Selector)
 		if err != nil || selector.Empty() {
 			continue
 		}

@@ -43,7 +43,7 @@ func refreshRS(t *testing.T, a *apiEnv, rsIndexer informer.Indexer, name string)
 
 // observePods plays the pod informer catching up: the cache gets every
 // pod in the API, and the handler is told about each new one.
-func observePods(t *testing.T, a *apiEnv, c *Controller, podIndexer informer.Indexer) {
+func observePods(t *testing.T, a *apiEnv, c *Controller[*appsv1.ReplicaSet], podIndexer informer.Indexer) {
 	t.Helper()
 	for _, p := range a.listPods(t, "") {
 		if _, exists, _ := podIndexer.Get(p); exists {
@@ -235,7 +235,7 @@ func TestScaleDownDeletesTheLeastUsefulPodsFirst(t *testing.T) {
 	rs = refreshRS(t, a, rsIndexer, "web")
 	key := ns + "/web"
 
-	ref := controller.NewControllerRef(rs, controllerKind)
+	ref := controller.NewControllerRef(rs, ReplicaSets.GroupVersionKind)
 	now := time.Now()
 	pod := func(name, node string, phase corev1.PodPhase, ready bool, created time.Time) *corev1.Pod {
 		p := newPod(name, map[string]string{"app": "web"})
