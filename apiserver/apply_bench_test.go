@@ -8,38 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minictl/minictl/internal/benchdata"
 	"github.com/minictl/minictl/internal/testenv"
 )
-
-// applyBenchManifest is the harness's apply scenario's Deployment: labels,
-// two containers with ports, env and resources.
-const applyBenchManifest = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  labels: {app: web, tier: front}
-spec:
-  replicas: 0
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web, tier: front}
-    spec:
-      containers:
-      - name: web
-        image: registry.example.com/bench/web:1.0
-        ports:
-        - {name: http, containerPort: 8080, protocol: TCP}
-        - {name: dns, containerPort: 53, protocol: UDP}
-        env:
-        - {name: MODE, value: bench}
-        resources:
-          requests: {cpu: 10m, memory: 16Mi}
-          limits: {cpu: 100m, memory: 64Mi}
-      - name: sidecar
-        image: registry.example.com/bench/sidecar:1.0
-`
 
 // BenchmarkServeApplyUnchanged is the harness's apply scenario in
 // process: one Deployment applied with server-side apply, then applied
@@ -53,7 +24,7 @@ func BenchmarkServeApplyUnchanged(b *testing.B) {
 	client := &http.Client{}
 	defer client.CloseIdleConnections()
 	apply := func(want int) {
-		req, err := http.NewRequest(http.MethodPatch, url, bytes.NewReader([]byte(applyBenchManifest)))
+		req, err := http.NewRequest(http.MethodPatch, url, bytes.NewReader([]byte(benchdata.ApplyManifest)))
 		if err != nil {
 			b.Fatal(err)
 		}

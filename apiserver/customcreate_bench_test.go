@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/minictl/minictl/internal/benchdata"
 	"github.com/minictl/minictl/internal/testenv"
 )
 
@@ -30,20 +31,9 @@ func BenchmarkServeCreateCustom(b *testing.B) {
 	}
 	do(b, env, http.MethodGet, podPath("bench", shape.Name), "", nil).want(b, http.StatusOK).into(b, &stored)
 	schema := map[string]any{"type": "object", "properties": map[string]any{
-		"spec": schemaOf(stored.Spec), "status": schemaOf(stored.Status),
+		"spec": benchdata.SchemaOf(stored.Spec), "status": benchdata.SchemaOf(stored.Status),
 	}}
-	createCRD(b, env, map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "benchpods.bench.minictl.io"},
-		"spec": map[string]any{
-			"group": "bench.minictl.io", "scope": "Namespaced",
-			"names": map[string]any{"plural": "benchpods", "singular": "benchpod", "kind": "BenchPod", "listKind": "BenchPodList"},
-			"versions": []any{map[string]any{
-				"name": "v1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": schema},
-			}},
-		},
-	})
+	createCRD(b, env, benchdata.CRD("benchpods", "BenchPod", schema))
 	url := env.URL + "/apis/bench.minictl.io/v1/namespaces/bench/benchpods"
 	waitServing(b, env, url)
 	spec, status := []byte(mustJSON(b, stored.Spec)), []byte(mustJSON(b, stored.Status))
@@ -51,36 +41,6 @@ func BenchmarkServeCreateCustom(b *testing.B) {
 		return slices.Concat(fmt.Appendf(nil, `{"apiVersion":"bench.minictl.io/v1","kind":"BenchPod","metadata":{"name":"cr-%07d",`+
 			`"namespace":"bench","labels":{"app":"bench"}},"spec":`, n), spec, []byte(`,"status":`), status, []byte(`}`))
 	})
-}
-
-// schemaOf is the structural schema of a JSON value, as the harness's:
-// every object's properties, an array's items as its first element's,
-// and the type of every scalar (integer for whole numbers).
-func schemaOf(v any) map[string]any {
-	switch v := v.(type) {
-	case map[string]any:
-		props := map[string]any{}
-		for k, x := range v {
-			props[k] = schemaOf(x)
-		}
-		return map[string]any{"type": "object", "properties": props}
-	case []any:
-		items := map[string]any{"type": "string"}
-		if len(v) > 0 {
-			items = schemaOf(v[0])
-		}
-		return map[string]any{"type": "array", "items": items}
-	case string:
-		return map[string]any{"type": "string"}
-	case bool:
-		return map[string]any{"type": "boolean"}
-	case float64:
-		if v == float64(int64(v)) {
-			return map[string]any{"type": "integer"}
-		}
-		return map[string]any{"type": "number"}
-	}
-	return map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}
 }
 
 // waitServing waits until a list of url answers 200: the definition's

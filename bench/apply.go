@@ -5,38 +5,9 @@ import (
 	"net/http"
 	"slices"
 	"time"
-)
 
-// applyManifest is the Deployment the apply scenario applies: what a
-// GitOps tool or `kubectl apply --server-side` sends for a small web
-// service, labels, two containers with ports, env and resources.
-const applyManifest = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  labels: {app: web, tier: front}
-spec:
-  replicas: 0
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web, tier: front}
-    spec:
-      containers:
-      - name: web
-        image: registry.example.com/bench/web:1.0
-        ports:
-        - {name: http, containerPort: 8080, protocol: TCP}
-        - {name: dns, containerPort: 53, protocol: UDP}
-        env:
-        - {name: MODE, value: bench}
-        resources:
-          requests: {cpu: 10m, memory: 16Mi}
-          limits: {cpu: 100m, memory: 64Mi}
-      - name: sidecar
-        image: registry.example.com/bench/sidecar:1.0
-`
+	"github.com/minictl/minictl/internal/benchdata"
+)
 
 // runApply is the server-side apply scenario: one Deployment is applied
 // (created), then applied unchanged again and again by one client, as a
@@ -54,7 +25,7 @@ func (h *harness) runApply(ctx context.Context, rep int) error {
 		return err
 	}
 	url := c.URL + "/apis/apps/v1/namespaces/" + ns + "/deployments/web?fieldManager=bench"
-	body := []byte(applyManifest)
+	body := []byte(benchdata.ApplyManifest)
 	if _, err := expect(ctx, http.StatusCreated, http.MethodPatch, url, "application/apply-patch+yaml", body); err != nil {
 		return err
 	}

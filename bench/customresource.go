@@ -10,6 +10,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/minictl/minictl/internal/benchdata"
 )
 
 // The custom resource scenarios. Their objects are BenchPods of the
@@ -18,25 +20,12 @@ import (
 // CustomResourceDefinition whose schema names every field of it, so a
 // custom object weighs what a pod weighs and is validated field by field.
 
-const crGroup = "bench.minictl.io"
+const crGroup = benchdata.Group
 
 // crdJSON is a namespaced definition of kind, plural plural, whose one
 // version v1 has schema.
 func crdJSON(plural, kind string, schema map[string]any) []byte {
-	data, err := json.Marshal(map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": plural + "." + crGroup},
-		"spec": map[string]any{
-			"group": crGroup, "scope": "Namespaced",
-			"names": map[string]any{
-				"plural": plural, "singular": strings.ToLower(kind), "kind": kind, "listKind": kind + "List",
-			},
-			"versions": []any{map[string]any{
-				"name": "v1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": schema},
-			}},
-		},
-	})
+	data, err := json.Marshal(benchdata.CRD(plural, kind, schema))
 	if err != nil {
 		panic(err) // maps of strings and schemas always encode
 	}
@@ -49,36 +38,6 @@ func crdsURL(c *cluster) string {
 
 func customURL(c *cluster, ns, plural string) string {
 	return c.URL + "/apis/" + crGroup + "/v1/namespaces/" + ns + "/" + plural
-}
-
-// schemaOf is the structural schema of a JSON value: every object's
-// properties, an array's items as its first element's, and the type of
-// every scalar (integer for whole numbers).
-func schemaOf(v any) map[string]any {
-	switch v := v.(type) {
-	case map[string]any:
-		props := map[string]any{}
-		for k, x := range v {
-			props[k] = schemaOf(x)
-		}
-		return map[string]any{"type": "object", "properties": props}
-	case []any:
-		items := map[string]any{"type": "string"}
-		if len(v) > 0 {
-			items = schemaOf(v[0])
-		}
-		return map[string]any{"type": "array", "items": items}
-	case string:
-		return map[string]any{"type": "string"}
-	case bool:
-		return map[string]any{"type": "boolean"}
-	case float64:
-		if v == float64(int64(v)) {
-			return map[string]any{"type": "integer"}
-		}
-		return map[string]any{"type": "number"}
-	}
-	return map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}
 }
 
 // storedPodShape creates one pod of the create scenario, reads back its
@@ -149,7 +108,7 @@ func (h *harness) runCRCreate(ctx context.Context, rep int) error {
 		return err
 	}
 	schema := map[string]any{"type": "object", "properties": map[string]any{
-		"spec": schemaOf(spec), "status": schemaOf(status),
+		"spec": benchdata.SchemaOf(spec), "status": benchdata.SchemaOf(status),
 	}}
 	if _, err := expect(ctx, http.StatusCreated, http.MethodPost, crdsURL(c), "application/json", crdJSON("benchpods", "BenchPod", schema)); err != nil {
 		return err
