@@ -37,6 +37,7 @@ func TestDiscoveryOfRealServer(t *testing.T) {
 	for _, want := range []string{
 		"pods.", "podtemplates.", "services.", "endpoints.", "configmaps.", "secrets.", "serviceaccounts.", "events.",
 		"resourcequotas.", "limitranges.", "leases.coordination.k8s.io", "replicasets.apps", "deployments.apps",
+		"replicationcontrollers.",
 	} {
 		rt, ok := got[want]
 		if !ok {
@@ -53,7 +54,7 @@ func TestDiscoveryOfRealServer(t *testing.T) {
 			t.Errorf("cluster-scoped %s discovered", name)
 		}
 	}
-	if len(got) != 13 {
+	if len(got) != 14 {
 		t.Errorf("discovered %d resources: %v", len(got), res.resources)
 	}
 }
