@@ -49,7 +49,8 @@ type Resource struct {
 	Categories []string
 	// Subresources lists the served subresources: "status", "scale",
 	// "binding", "finalize", and a pod's connections ("attach", "exec",
-	// "portforward", "proxy"; see IsConnect).
+	// "portforward", "proxy", which the API server refuses: its containers
+	// are simulated).
 	Subresources []string
 
 	// New returns a new, empty object of the Go type that is stored.
@@ -178,19 +179,6 @@ func (r *Resource) APIVersion() string { return r.GroupVersion().String() }
 // resource ("pods", "deployments.apps").
 func (r *Resource) GroupResource() schema.GroupResource {
 	return schema.GroupResource{Group: r.Group, Resource: r.Plural}
-}
-
-// IsConnect reports whether sub is one of a pod's connections to its
-// containers: kube-apiserver upgrades an exec, attach or portforward
-// request to a stream to the kubelet, and proxies a proxy request to the
-// pod. minictl's containers are simulated, so the API server refuses them
-// with a Status that says so.
-func IsConnect(sub string) bool {
-	switch sub {
-	case "attach", "exec", "portforward", "proxy":
-		return true
-	}
-	return false
 }
 
 // HasSubresource reports whether sub is served for this resource.

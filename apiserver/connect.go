@@ -9,13 +9,28 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// connectRefusals says, for each of a pod's connections, what it would
-// reach: a process in one of the pod's containers.
-var connectRefusals = map[string]string{
-	"exec":        "no process to exec into",
-	"attach":      "no process to attach to",
-	"portforward": "no process listening to forward to",
-	"proxy":       "no process serving to proxy to",
+// connection is one of a pod's connections to its containers, as
+// kube-apiserver serves it: the kind and verbs discovery lists, and what
+// it would reach, which minictl's refusal names.
+type connection struct {
+	kind    string
+	verbs   []string
+	refusal string
+}
+
+// connections are a pod's connections, by subresource: the one list
+// routing (isConnect), discovery and serveConnect read.
+var connections = map[string]connection{
+	"attach":      {"PodAttachOptions", []string{"create", "get"}, "no process to attach to"},
+	"exec":        {"PodExecOptions", []string{"create", "get"}, "no process to exec into"},
+	"portforward": {"PodPortForwardOptions", []string{"create", "get"}, "no process listening to forward to"},
+	"proxy":       {"PodProxyOptions", []string{"create", "delete", "get", "patch", "update"}, "no process serving to proxy to"},
+}
+
+// isConnect reports whether sub is one of a pod's connections.
+func isConnect(sub string) bool {
+	_, ok := connections[sub]
+	return ok
 }
 
 // serveConnect answers pods/{name}/exec, attach, portforward and proxy.
@@ -36,7 +51,7 @@ func (s *Server) serveConnect(r *http.Request, ri *requestInfo) error {
 	if c := r.URL.Query().Get("container"); c != "" && !hasContainer(pod, c) {
 		return apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", c, pod.Name))
 	}
-	return apierrors.NewBadRequest(fmt.Sprintf("minictl's containers are simulated: pod %q has %s", pod.Name, connectRefusals[ri.subresource]))
+	return apierrors.NewBadRequest(fmt.Sprintf("minictl's containers are simulated: pod %q has %s", pod.Name, connections[ri.subresource].refusal))
 }
 
 func hasContainer(pod *corev1.Pod, name string) bool {

@@ -125,16 +125,6 @@ var (
 		"scale":    {"get", "patch", "update"},
 		"binding":  {"create"},
 		"finalize": {"update"},
-		// A pod's connections, listed with kube-apiserver's verbs; minictl
-		// answers them with a Status (serveConnect).
-		"attach":      {"create", "get"},
-		"exec":        {"create", "get"},
-		"portforward": {"create", "get"},
-		"proxy":       {"create", "delete", "get", "patch", "update"},
-	}
-	connectKinds = map[string]string{
-		"attach": "PodAttachOptions", "exec": "PodExecOptions",
-		"portforward": "PodPortForwardOptions", "proxy": "PodProxyOptions",
 	}
 )
 
@@ -175,8 +165,8 @@ func apiResources(res *api.Resource) []metav1.APIResource {
 		case "binding":
 			ar.Kind = "Binding"
 		}
-		if kind, ok := connectKinds[sub]; ok {
-			ar.Kind = kind
+		if c, ok := connections[sub]; ok { // serveConnect answers them
+			ar.Kind, ar.Verbs = c.kind, c.verbs
 		}
 		out = append(out, ar)
 	}

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
-	"github.com/minictl/minictl/api"
 )
 
 // serveResource answers every request under /api/v1/ and
@@ -81,7 +79,7 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, ri *requestInf
 			return err
 		}
 	}
-	if api.IsConnect(ri.subresource) {
+	if isConnect(ri.subresource) {
 		return s.serveConnect(r, ri)
 	}
 	switch ri.subresource {

@@ -88,7 +88,7 @@ func (ri *requestInfo) withNameAndSub(segs []string) (*requestInfo, bool) {
 
 // verbFor names the operation the way Kubernetes' RBAC and audit do.
 func verbFor(r *http.Request, ri *requestInfo) (string, bool) {
-	if api.IsConnect(ri.subresource) {
+	if isConnect(ri.subresource) {
 		return connectVerb(r.Method)
 	}
 	watch := isTrue(r.URL.Query().Get("watch"))
