@@ -47,10 +47,7 @@ type noneConverter struct{}
 func (noneConverter) convert(_ context.Context, objs []*unstructured.Unstructured, to string) ([]*unstructured.Unstructured, error) {
 	out := make([]*unstructured.Unstructured, len(objs))
 	for i, u := range objs {
-		c := &unstructured.Unstructured{Object: make(map[string]any, len(u.Object))}
-		for k, v := range u.Object {
-			c.Object[k] = v
-		}
+		c := &unstructured.Unstructured{Object: maps.Clone(u.Object)}
 		c.SetAPIVersion(to)
 		out[i] = c
 	}

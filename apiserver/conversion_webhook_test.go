@@ -420,3 +420,23 @@ func TestConversionWebhookFailures(t *testing.T) {
 	create[unstructured.Unstructured](t, env, hostsV1, hostV1("stored", "stored.local:80"))
 	wantV1(t, "get at v1, webhook down", get[unstructured.Unstructured](t, env, hostsV1+"/stored").Object, "stored.local:80")
 }
+
+// An object stored while v2 was the storage version (the definition has
+// moved its storage to v1 since) is converted from v2, the version it was
+// stored in: the webhook is asked to turn v2's shape into v1's, for the
+// watch cache and for a read from etcd alike.
+func TestConversionWebhookConvertsFromTheVersionStored(t *testing.T) {
+	env := testenv.Start(t)
+	cs := newConversionServer(t)
+	createCRD(t, env, hostCRD(cs.srv.URL+"/convert", cs.caBundle, "v1"))
+	old := `{"apiVersion":"example.com/v2","kind":"Host","metadata":{"name":"old","namespace":"default","uid":"u-old",` +
+		`"creationTimestamp":"2026-01-01T00:00:00Z"},"spec":{"host":"old.local","port":7070}}`
+	rev, err := env.Store.Create(t.Context(), hostsKey+"old", []byte(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"", "?resourceVersion=" + strconv.FormatInt(rev, 10)} { // etcd, then the watch cache
+		wantV1(t, "get at v1"+q, get[unstructured.Unstructured](t, env, hostsV1+"/old"+q).Object, "old.local:7070")
+		wantV2(t, "get at v2"+q, get[unstructured.Unstructured](t, env, hostsV2+"/old"+q).Object, "old.local", 7070)
+	}
+}
