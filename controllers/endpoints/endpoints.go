@@ -279,7 +279,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 
 	pods := c.podLister.ByNamespace(namespace).List(labels.SelectorFromValidatedSet(svc.Spec.Selector))
-	triggerTime := c.triggerTimes.compute(key, svc, pods)
+	triggerTime, seen := c.triggerTimes.compute(key, svc, pods)
 	subsets, ready, notReady := desiredSubsets(svc, pods)
 	wantLabels := endpointsLabels(svc)
 
@@ -291,6 +291,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if exists && apiequality.Semantic.DeepEqual(cur.Subsets, subsets) && apiequality.Semantic.DeepEqual(cur.Labels, wantLabels) {
 		c.log.Debug(fmt.Sprintf("%d ready, %d not ready → unchanged", ready, notReady),
 			slog.String("object", key), slog.Int("ready", ready), slog.Int("notReady", notReady))
+		c.triggerTimes.remember(key, seen)
 		return nil
 	}
 
@@ -319,6 +320,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	switch {
 	case err == nil:
+		c.triggerTimes.remember(key, seen)
 		return nil
 	case !exists && client.IsForbidden(err):
 		// The namespace is terminating: nothing may be created in it, and

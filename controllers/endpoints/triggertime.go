@@ -14,7 +14,10 @@ import (
 //
 // A pod's trigger time is when its Ready condition last changed; the
 // service's is its creation. A sync's trigger time is the earliest of
-// those that moved since the previous sync of the same service. Pod
+// those that moved since the last sync of the same service that took
+// effect: what a sync saw is remembered only once its write succeeded (or
+// nothing needed writing), so a write that failed, say against a cache
+// that was behind, leaves the change to be measured by its retry. Pod
 // deletions leave no time behind and are not measured, as upstream.
 //
 // Syncs of one service never overlap (the workqueue sees to it); mu only
@@ -34,8 +37,8 @@ func newTriggerTimes() *triggerTimes {
 }
 
 // compute returns the trigger time of this sync of svc, zero when none is
-// known, and remembers what it saw for the next one.
-func (tt *triggerTimes) compute(key string, svc *corev1.Service, pods []*corev1.Pod) time.Time {
+// known, and what it saw, for remember once the sync has taken effect.
+func (tt *triggerTimes) compute(key string, svc *corev1.Service, pods []*corev1.Pod) (time.Time, triggerState) {
 	tt.mu.Lock()
 	last, known := tt.states[key]
 	tt.mu.Unlock()
@@ -61,13 +64,17 @@ func (tt *triggerTimes) compute(key string, svc *corev1.Service, pods []*corev1.
 		moved(next.service)
 	}
 
-	tt.mu.Lock()
-	tt.states[key] = next
-	tt.mu.Unlock()
 	if !known {
-		return svc.CreationTimestamp.Time // a service seen for the first time
+		return svc.CreationTimestamp.Time, next // a service seen for the first time
 	}
-	return earliest
+	return earliest, next
+}
+
+// remember records what a sync of key saw, once that sync took effect.
+func (tt *triggerTimes) remember(key string, seen triggerState) {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	tt.states[key] = seen
 }
 
 // forget drops what was remembered of a deleted service.

@@ -19,21 +19,33 @@ func TestTriggerTimes(t *testing.T) {
 	}
 	tt := newTriggerTimes()
 	key := "default/web"
+	// sync computes and, as a sync whose write succeeded, remembers.
+	sync := func(pods ...*corev1.Pod) time.Time {
+		got, seen := tt.compute(key, svc, pods)
+		tt.remember(key, seen)
+		return got
+	}
 
-	if got := tt.compute(key, svc, []*corev1.Pod{readyAt("a", t0.Add(time.Second))}); !got.Equal(t0) {
+	if got := sync(readyAt("a", t0.Add(time.Second))); !got.Equal(t0) {
 		t.Errorf("first sync: %v, want the service's creation %v", got, t0)
 	}
-	if got := tt.compute(key, svc, []*corev1.Pod{readyAt("a", t0.Add(time.Second))}); !got.IsZero() {
+	if got := sync(readyAt("a", t0.Add(time.Second))); !got.IsZero() {
 		t.Errorf("nothing moved: %v, want zero", got)
 	}
-	got := tt.compute(key, svc, []*corev1.Pod{
-		readyAt("a", t0.Add(5*time.Second)), readyAt("b", t0.Add(3*time.Second)), pod("c", "10.0.0.3", true),
-	})
-	if !got.Equal(t0.Add(3 * time.Second)) {
+	// A sync whose write failed is not remembered: its retry measures the
+	// same change.
+	moved := []*corev1.Pod{readyAt("a", t0.Add(5*time.Second)), readyAt("b", t0.Add(3*time.Second)), pod("c", "10.0.0.3", true)}
+	if got, _ := tt.compute(key, svc, moved); !got.Equal(t0.Add(3 * time.Second)) {
 		t.Errorf("two pods moved: %v, want the earlier, %v", got, t0.Add(3*time.Second))
 	}
+	if got := sync(moved...); !got.Equal(t0.Add(3 * time.Second)) {
+		t.Errorf("retry of a failed write: %v, want the same change, %v", got, t0.Add(3*time.Second))
+	}
+	if got := sync(moved...); !got.IsZero() {
+		t.Errorf("after the retry took effect: %v, want zero", got)
+	}
 	tt.forget(key)
-	if got := tt.compute(key, svc, nil); !got.Equal(t0) {
+	if got := sync(); !got.Equal(t0) {
 		t.Errorf("after forget: %v, want the service's creation", got)
 	}
 }
