@@ -5,8 +5,10 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -14,7 +16,7 @@ import (
 // functions each entry names live in the file of its kind group: pod.go,
 // podtemplate.go, replicationcontroller.go, service.go, core.go (namespaces, nodes, endpoints, events), config.go
 // (configmaps, secrets), quota.go (resourcequotas, limitranges),
-// coordination.go, apps.go, admissionregistration.go and apiextensions.go; their Table
+// coordination.go, apps.go, daemonset.go, batch.go, policy.go, admissionregistration.go and apiextensions.go; their Table
 // columns live in table.go.
 var (
 	Namespaces = &Resource{
@@ -149,6 +151,34 @@ var (
 		Scale:                  deploymentScale,
 		Table:                  deploymentTable,
 	}
+	DaemonSets = &Resource{
+		Group: "apps", Version: "v1", Kind: "DaemonSet", Plural: "daemonsets", Singular: "daemonset", Namespaced: true,
+		ShortNames: []string{"ds"}, Categories: []string{"all"}, Subresources: []string{"status"},
+		New:              func() Object { return &appsv1.DaemonSet{} },
+		PrepareForCreate: defaulter(prepareDaemonSetForCreate), PrepareForUpdate: updatePreparer(prepareDaemonSetForUpdate),
+	}
+	ControllerRevisions = &Resource{
+		Group: "apps", Version: "v1", Kind: "ControllerRevision", Plural: "controllerrevisions", Singular: "controllerrevision", Namespaced: true,
+		New: func() Object { return &appsv1.ControllerRevision{} },
+	}
+	Jobs = &Resource{
+		Group: "batch", Version: "v1", Kind: "Job", Plural: "jobs", Singular: "job", Namespaced: true,
+		Categories: []string{"all"}, Subresources: []string{"status"},
+		New:              func() Object { return &batchv1.Job{} },
+		PrepareForCreate: defaulter(prepareJobForCreate), PrepareForUpdate: updatePreparer(prepareJobForUpdate),
+	}
+	CronJobs = &Resource{
+		Group: "batch", Version: "v1", Kind: "CronJob", Plural: "cronjobs", Singular: "cronjob", Namespaced: true,
+		ShortNames: []string{"cj"}, Categories: []string{"all"}, Subresources: []string{"status"},
+		New:              func() Object { return &batchv1.CronJob{} },
+		PrepareForCreate: defaulter(prepareCronJobForCreate), PrepareForUpdate: updatePreparer(prepareCronJobForUpdate),
+	}
+	PodDisruptionBudgets = &Resource{
+		Group: "policy", Version: "v1", Kind: "PodDisruptionBudget", Plural: "poddisruptionbudgets", Singular: "poddisruptionbudget", Namespaced: true,
+		ShortNames: []string{"pdb"}, Subresources: []string{"status"},
+		New:              func() Object { return &policyv1.PodDisruptionBudget{} },
+		PrepareForCreate: defaulter(preparePodDisruptionBudgetForCreate), PrepareForUpdate: updatePreparer(preparePodDisruptionBudgetForUpdate),
+	}
 	MutatingWebhookConfigurations = &Resource{
 		Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration",
 		Plural: "mutatingwebhookconfigurations", Singular: "mutatingwebhookconfiguration",
@@ -186,7 +216,8 @@ var (
 
 var all = Catalogue{
 	Namespaces, Pods, PodTemplates, ReplicationControllers, Nodes, Services, Endpoints, ConfigMaps, Secrets, ServiceAccounts,
-	Events, ResourceQuotas, LimitRanges, Leases, ReplicaSets, Deployments,
+	Events, ResourceQuotas, LimitRanges, Leases, ReplicaSets, Deployments, DaemonSets, ControllerRevisions,
+	Jobs, CronJobs, PodDisruptionBudgets,
 	MutatingWebhookConfigurations, ValidatingWebhookConfigurations,
 	ValidatingAdmissionPolicies, ValidatingAdmissionPolicyBindings, CustomResourceDefinitions,
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
+	"github.com/minictl/minictl/kubelet/containerlog"
 )
 
 // The annotations that break a simulated node or pod on purpose, set and
@@ -143,6 +144,9 @@ type Kubelet struct {
 	// annotation changed.
 	kick chan struct{}
 
+	// logs is what the node's simulated containers printed.
+	logs *containerlog.Logs
+
 	// lease is the Lease as last written; the heartbeat goroutine's own.
 	lease *coordinationv1.Lease
 
@@ -216,6 +220,7 @@ func New(opts Options) (*Kubelet, error) {
 		bootID:    uuid.NewString(),
 		kick:      make(chan struct{}, 1),
 		memos:     map[string]*podMemo{},
+		logs:      containerlog.New(),
 		// The queue exists before any handler can fire.
 		queue: workqueue.New[string]("kubelet-"+opts.NodeName, workqueue.Options{Clock: opts.Clock}),
 	}

@@ -37,7 +37,8 @@ func TestDiscoveryOfRealServer(t *testing.T) {
 	for _, want := range []string{
 		"pods.", "podtemplates.", "services.", "endpoints.", "configmaps.", "secrets.", "serviceaccounts.", "events.",
 		"resourcequotas.", "limitranges.", "leases.coordination.k8s.io", "replicasets.apps", "deployments.apps",
-		"replicationcontrollers.",
+		"replicationcontrollers.", "daemonsets.apps", "controllerrevisions.apps", "jobs.batch", "cronjobs.batch",
+		"poddisruptionbudgets.policy",
 	} {
 		rt, ok := got[want]
 		if !ok {
@@ -54,7 +55,7 @@ func TestDiscoveryOfRealServer(t *testing.T) {
 			t.Errorf("cluster-scoped %s discovered", name)
 		}
 	}
-	if len(got) != 14 {
+	if len(got) != 19 {
 		t.Errorf("discovered %d resources: %v", len(got), res.resources)
 	}
 }
