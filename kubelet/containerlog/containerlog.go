@@ -3,8 +3,8 @@
 // and of the run before it (what `kubectl logs --previous` shows), as a
 // container runtime keeps a container's log files.
 //
-// The kubelet's container simulation writes (Start, Print); the kubelet's
-// HTTP server reads.
+// The kubelet's container simulation writes (Start, Print, End); the
+// kubelet's HTTP server reads.
 package containerlog
 
 import (
@@ -44,6 +44,7 @@ type containerLog struct {
 type run struct {
 	lines []Line
 	bytes int
+	ended bool
 }
 
 // New returns empty logs.
@@ -82,6 +83,16 @@ func (l *Logs) Print(uid types.UID, container string, at time.Time, text string)
 	for r.bytes > MaxRunBytes && len(r.lines) > 1 {
 		r.bytes -= len(r.lines[0].Text) + 1
 		r.lines = r.lines[1:]
+	}
+}
+
+// End marks the current run of container as ended: it prints nothing
+// more, and whoever follows its log reaches the end.
+func (l *Logs) End(uid types.UID, container string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c := l.containers[containerKey{uid, container}]; c != nil && c.current != nil {
+		c.current.ended = true
 	}
 }
 
