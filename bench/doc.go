@@ -25,6 +25,8 @@
 //   - apply.go: server-side apply of an unchanged Deployment.
 //   - customresource.go: pod-sized custom objects created alternately
 //     with pods; the time from a definition's create to its first object.
+//   - workloads.go: a Job of 1,000 completions at parallelism 100; a
+//     DaemonSet on 100 nodes.
 //
 // Properties:
 //

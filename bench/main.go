@@ -29,6 +29,10 @@ type config struct {
 	storedPods       int
 	applies          int
 	crds             int
+	jobCompletions   int
+	jobParallelism   int
+	jobNodes         int
+	dsNodes          int
 	settle           time.Duration
 	reconcileTimeout time.Duration
 }
@@ -36,12 +40,14 @@ type config struct {
 var full = config{
 	reps: 3, createPods: 5000, lists: 10, watchers: 1000, watchPods: 200,
 	replicas: 2000, nodes: 20, nsPods: 1000, nsNodes: 10, storedPods: 30000, applies: 2000, crds: 20,
+	jobCompletions: 1000, jobParallelism: 100, jobNodes: 10, dsNodes: 100,
 	settle: 2 * time.Second, reconcileTimeout: 180 * time.Second,
 }
 
 var quick = config{
 	reps: 1, createPods: 1000, lists: 5, watchers: 100, watchPods: 50,
 	replicas: 200, nodes: 2, nsPods: 100, nsNodes: 1, storedPods: 3000, applies: 500, crds: 5,
+	jobCompletions: 100, jobParallelism: 20, jobNodes: 2, dsNodes: 20,
 	settle: time.Second, reconcileTimeout: 60 * time.Second,
 }
 
@@ -63,6 +69,8 @@ var targets = map[string]*target{
 	"apply/unchanged Deployment p99":                           {op: "<", value: 10},
 	"crcreate/custom objects / pods":                           {op: ">=", value: 90},
 	"crdestablish/definition to first object p99":              {op: "<", value: 100},
+	"job/Job of 1000 completions: Complete":                    {op: "<", value: 10},
+	"daemonset/DaemonSet on 100 nodes: all Running":            {op: "<", value: 3},
 }
 
 // notes say how a figure was set up, where the name does not.
@@ -78,6 +86,8 @@ var notes = map[string]string{
 	"crcreate/custom objects created":                          "32 clients, pod-sized, every field in the schema",
 	"crdestablish/definition to first object p50":              "one definition at a time",
 	"crdestablish/definition to first object p99":              "one definition at a time",
+	"job/Job of 1000 completions: Complete":                    "parallelism 100, --nodes 10, each pod exit 0",
+	"daemonset/DaemonSet on 100 nodes: all Running":            "--nodes 100",
 }
 
 type harness struct {
@@ -108,7 +118,7 @@ func run() error {
 	isQuick := flag.Bool("quick", false, "smaller counts and one repetition, for a fast look")
 	reps := flag.Int("reps", 0, "repetitions of each scenario (default 3, 1 with -quick)")
 	jsonPath := flag.String("json", "", "also write the results as JSON to this file")
-	only := flag.String("only", "", "comma-separated scenarios to run (create, watch, reconcile, namespace, startup, apply, crcreate, crdestablish); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (create, watch, reconcile, namespace, startup, apply, crcreate, crdestablish, job, daemonset); default all")
 	pprofDir := flag.String("pprof", "", "start minictl with --profiling and save CPU and allocation profiles of each scenario's first repetition here")
 	logDir := flag.String("logs", "", "keep each minictl's stderr log (and its /metrics at the end) in this directory")
 	createPods := flag.Int("create-pods", 0, "pods the create scenario creates (default 5000, 1000 with -quick)")
@@ -157,6 +167,8 @@ func run() error {
 		{"apply", h.runApply},
 		{"crcreate", h.runCRCreate},
 		{"crdestablish", h.runCRDEstablish},
+		{"job", h.runJob},
+		{"daemonset", h.runDaemonSet},
 	}
 	selected := map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {

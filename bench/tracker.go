@@ -180,6 +180,16 @@ func (t *podTracker) runningLocked() int {
 	return n
 }
 
+func (t *podTracker) succeededLocked() int {
+	n := 0
+	for _, p := range t.pods {
+		if p.phase == "Succeeded" {
+			n++
+		}
+	}
+	return n
+}
+
 // names returns the names of the running pods.
 func (t *podTracker) runningNames() []string {
 	t.mu.Lock()
