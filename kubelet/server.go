@@ -91,24 +91,24 @@ func (k *Kubelet) serveContainerLogs(w http.ResponseWriter, r *http.Request) {
 	}
 	opts, err := api.PodLogOptionsFromQuery(query)
 	if err != nil {
-		http.Error(w, `{"message": "Unable to decode query."}`, http.StatusBadRequest)
+		writeError(w, `{"message": "Unable to decode query."}`, http.StatusBadRequest)
 		return
 	}
 	if errs := api.ValidatePodLogOptions(opts); len(errs) > 0 {
-		http.Error(w, `{"message": "Invalid request."}`, http.StatusUnprocessableEntity)
+		writeError(w, `{"message": "Invalid request."}`, http.StatusUnprocessableEntity)
 		return
 	}
 	pod, err := k.podLister.Get(namespace, name)
 	if err != nil {
-		http.Error(w, fmt.Sprintf("pod %q does not exist", name), http.StatusNotFound)
+		writeError(w, fmt.Sprintf("pod %q does not exist", name), http.StatusNotFound)
 		return
 	}
 	if !podHasContainer(pod, container) {
-		http.Error(w, fmt.Sprintf("container %q not found in pod %q", container, name), http.StatusNotFound)
+		writeError(w, fmt.Sprintf("container %q not found in pod %q", container, name), http.StatusNotFound)
 		return
 	}
 	if err := containerLogStatus(pod, container, opts.Previous); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		writeError(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	read := containerlog.Options{
@@ -132,8 +132,16 @@ func (k *Kubelet) serveContainerLogs(w http.ResponseWriter, r *http.Request) {
 	}
 	err = k.logs.Read(r.Context(), pod.UID, container, read, out)
 	if errors.Is(err, containerlog.ErrNoPreviousRun) && !out.started {
-		http.Error(w, fmt.Sprintf("previous terminated container %q in pod %q not found", container, name), http.StatusBadRequest)
+		writeError(w, fmt.Sprintf("previous terminated container %q in pod %q not found", container, name), http.StatusBadRequest)
 	}
+}
+
+// writeError answers with msg as plain text and code, as the kubelet's
+// API writes its errors (with no newline after it).
+func writeError(w http.ResponseWriter, msg string, code int) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(msg))
 }
 
 // logResponse is a log answer: 200 and text/plain from its first write or

@@ -122,10 +122,10 @@ func TestContainerLogs(t *testing.T) {
 		{"sinceTime", "app?sinceTime=2026-11-28T12:00:01Z", 200, "two\nthree\n"},
 		{"sinceSeconds", "worker?sinceSeconds=3600", 200, "just now\n"},
 		{"a container that printed nothing", "sidecar", 200, ""},
-		{"previous of a container run once", "app?previous=true", 400, `previous terminated container "app" in pod "web" not found` + "\n"},
-		{"an unknown container", "db", 404, `container "db" not found in pod "web"` + "\n"},
-		{"a negative tail", "app?tailLines=-1", 422, `{"message": "Invalid request."}` + "\n"},
-		{"a tail not a number", "app?tailLines=x", 400, `{"message": "Unable to decode query."}` + "\n"},
+		{"previous of a container run once", "app?previous=true", 400, `previous terminated container "app" in pod "web" not found`},
+		{"an unknown container", "db", 404, `container "db" not found in pod "web"`},
+		{"a negative tail", "app?tailLines=-1", 422, `{"message": "Invalid request."}`},
+		{"a tail not a number", "app?tailLines=x", 400, `{"message": "Unable to decode query."}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, body := get(t, logs+tc.path)
@@ -134,7 +134,7 @@ func TestContainerLogs(t *testing.T) {
 			}
 		})
 	}
-	if code, body := get(t, base+"/containerLogs/default/nope/app"); code != 404 || body != "pod \"nope\" does not exist\n" {
+	if code, body := get(t, base+"/containerLogs/default/nope/app"); code != 404 || body != "pod \"nope\" does not exist" {
 		t.Errorf("an unknown pod: %d %q", code, body)
 	}
 }
