@@ -145,7 +145,11 @@ func logContainer(pod *corev1.Pod, name string) (string, error) {
 // kubeletLocation is where the kubelet of node serves: its InternalIP and
 // the port its Node reports.
 func (s *Server) kubeletLocation(ctx context.Context, node string) (*url.URL, error) {
-	obj, err := s.serving().stores[api.Nodes].get(ctx, "", node)
+	nodes := s.serving().stores[api.Nodes]
+	if nodes == nil { // a catalogue without nodes: no node is known
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "nodes"}, node)
+	}
+	obj, err := nodes.get(ctx, "", node)
 	if err != nil {
 		return nil, err
 	}
