@@ -125,6 +125,7 @@ var (
 		"scale":    {"get", "patch", "update"},
 		"binding":  {"create"},
 		"finalize": {"update"},
+		"log":      {"get"},
 	}
 )
 

@@ -57,6 +57,10 @@
 //     and Fairness defaults, so that the system's own components (leases,
 //     node status, bindings) keep seats no flood of users can take.
 //   - subresources.go serves status, scale, binding and finalize.
+//   - podlog.go serves pods/log: kube-apiserver's options, container
+//     choice and errors, then the kubelet's /containerLogs of the pod's
+//     node (InternalIP, daemonEndpoints port), its text streamed back as
+//     it comes. connect.go answers exec, attach, portforward and proxy.
 //   - discovery.go serves /api, /apis and the resource lists, generated from
 //     the catalogue.
 //   - table.go answers reads in the form the Accept header asks for: the
@@ -76,7 +80,8 @@
 // answers 500 and the server keeps serving; a resourceVersion is an etcd
 // revision, so versions only grow, across restarts too.
 //
-// Outages: every request but a watch ends within Config.RequestTimeout
+// Outages: every request but a long-running one (a watch, a pod's log)
+// ends within Config.RequestTimeout
 // (504 Timeout), or at once with 503 ServiceUnavailable while etcd is
 // known not to answer; /readyz fails within seconds and recovers by itself.
 // Watches stay open, reads at resourceVersion=0 are served from the cache,

@@ -184,11 +184,11 @@ func (fc *flowControl) classify(r *http.Request) (*flowSchema, bool) {
 }
 
 // exempt reports whether r is outside every limit: a health probe,
-// /metrics, /debug/, or long-running (a watch). ri is r's resource, nil
-// for other paths.
+// /metrics, /debug/, or long-running (a watch, a pod's log). ri is r's
+// resource, nil for other paths.
 func exempt(r *http.Request, ri *requestInfo) bool {
 	if ri != nil {
-		return ri.verb == "watch"
+		return ri.longRunning()
 	}
 	p := r.URL.Path
 	for _, prefix := range []string{"/healthz", "/livez", "/readyz", "/metrics", "/debug/"} {

@@ -28,7 +28,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, group, ve
 	}
 	ri.verb = verb
 	ctx := r.Context()
-	if verb != "watch" {
+	if !ri.longRunning() {
 		// As kube-apiserver's request deadline: every request but a
 		// long-running one ends by the request timeout, and so does every
 		// call to etcd it makes.
@@ -42,7 +42,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, group, ve
 	start := time.Now()
 	defer func() {
 		s.metrics.requests.WithLabelValues(verb, ri.res.Plural, ri.subresource, strconv.Itoa(rec.code)).Inc()
-		if verb != "watch" {
+		if !ri.longRunning() {
 			s.metrics.latency.WithLabelValues(verb, ri.res.Plural).Observe(time.Since(start).Seconds())
 		}
 	}()
@@ -91,6 +91,8 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, ri *requestInf
 		return s.serveBinding(w, r, ri)
 	case "finalize":
 		return s.serveFinalize(w, r, ri)
+	case "log":
+		return s.servePodLog(w, r, ri)
 	}
 	switch ri.verb {
 	case "get":

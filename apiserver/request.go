@@ -25,6 +25,17 @@ type requestInfo struct {
 	terminating bool
 }
 
+// longRunning reports whether the request may outlast the request
+// timeout and holds no seat of the in-flight limit, as kube-apiserver's
+// long-running check says: a watch, and a pod's log and connections.
+func (ri *requestInfo) longRunning() bool {
+	switch ri.subresource {
+	case "log", "attach", "exec", "portforward", "proxy":
+		return true
+	}
+	return ri.verb == "watch"
+}
+
 // isCollection reports whether the request targets the whole collection.
 func (ri *requestInfo) isCollection() bool { return ri.name == "" }
 

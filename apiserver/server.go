@@ -130,7 +130,9 @@ type Server struct {
 
 	// webhooks calls admission webhooks; mutatingHooks and validatingHooks
 	// are their configurations as the watch caches last had them.
-	webhooks                       *webhook.Client
+	webhooks *webhook.Client
+	// kubelets reaches the kubelets, for pods' logs (podlog.go).
+	kubelets                       *http.Client
 	mutatingHooks, validatingHooks hookSet
 	// policies are the ValidatingAdmissionPolicies and their bindings,
 	// compiled, as the watch caches last had them.
@@ -205,6 +207,7 @@ func New(cfg Config) (*Server, error) {
 	s.webhooks = webhook.NewClient(webhook.Options{
 		Resolver: webhook.ResolverFunc(s.resolveService), MaxResponseBytes: 2 * s.maxBody,
 	})
+	s.kubelets = newKubeletClient()
 	s.flow = newFlowControl(func() api.Catalogue { return s.serving().resources }, flowControlConfig{
 		maxReadOnly: inflightLimit(cfg.MaxRequestsInflight, DefaultMaxRequestsInflight),
 		maxMutating: inflightLimit(cfg.MaxMutatingRequestsInflight, DefaultMaxMutatingRequestsInflight),
@@ -394,6 +397,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	err := srv.Shutdown(shutdownCtx)
 	<-errc
 	s.webhooks.Close() // its requests ended with the server's
+	s.kubelets.CloseIdleConnections()
 	return err
 }
 

@@ -516,3 +516,60 @@ spec:
 		return strings.TrimSpace(out) == "", out
 	})
 }
+
+// TestKubectlLogs: kubectl logs reads a container's output through the
+// API server's pods/log from the pod's kubelet: all of it, the last lines
+// (--tail), with timestamps, and with -f until the container's run ends;
+// and a container the pod lacks, or a previous run there never was, is
+// the server's error.
+func TestKubectlLogs(t *testing.T) {
+	const ns = "compat-logs"
+	kubectl(t, "create", "namespace", ns)
+	t.Cleanup(func() { kubectlRun(t, "", nil, "delete", "namespace", ns, "--wait=false") })
+	kubectlIn(t, `apiVersion: v1
+kind: Pod
+metadata: {name: talker, namespace: `+ns+`}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: talk
+    image: busybox
+    command: [sh, -c, "echo hello from minictl; sleep 2; echo bye"]
+`, "create", "-f", "-")
+	eventually(t, 30*time.Second, "pod talker started", func() (bool, string) {
+		phase := kubectl(t, "get", "pod", "talker", "-n", ns, "-o", "jsonpath={.status.phase}")
+		return phase == "Running" || phase == "Succeeded", phase
+	})
+
+	// Followed from the start, the log ends with the run.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	follow := kubectlCmd(ctx, "logs", "-f", "talker", "-n", ns)
+	var out, errOut strings.Builder
+	follow.Stdout, follow.Stderr = &out, &errOut
+	if err := follow.Run(); err != nil || ctx.Err() != nil {
+		t.Errorf("kubectl logs -f did not end with the run: %v (%v)\nstdout:\n%s\nstderr:\n%s", err, ctx.Err(), out.String(), errOut.String())
+	} else if got := out.String(); got != "hello from minictl\nbye\n" {
+		t.Errorf("kubectl logs -f printed %q", got)
+	}
+
+	if got := kubectl(t, "logs", "talker", "-n", ns); got != "hello from minictl\nbye\n" {
+		t.Errorf("kubectl logs printed %q", got)
+	}
+	if got := kubectl(t, "logs", "talker", "-n", ns, "--tail=1"); got != "bye\n" {
+		t.Errorf("kubectl logs --tail=1 printed %q", got)
+	}
+	stamped := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z hello from minictl\n\S+ bye\n$`)
+	if got := kubectl(t, "logs", "talker", "-n", ns, "--timestamps"); !stamped.MatchString(got) {
+		t.Errorf("kubectl logs --timestamps printed %q", got)
+	}
+
+	r := kubectlRun(t, "", nil, "logs", "talker", "-n", ns, "-c", "nope")
+	if r.err == nil || !strings.Contains(r.stderr, "container nope is not valid for pod talker") {
+		t.Errorf("kubectl logs -c nope: err %v, stderr:\n%s", r.err, r.stderr)
+	}
+	r = kubectlRun(t, "", nil, "logs", "talker", "-n", ns, "--previous")
+	if want := `previous terminated container "talk" in pod "talker" not found`; r.err == nil || !strings.Contains(r.stderr, want) {
+		t.Errorf("kubectl logs --previous: err %v, stderr:\n%s\nwant %q", r.err, r.stderr, want)
+	}
+}

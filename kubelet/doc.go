@@ -11,13 +11,27 @@
 //   - status.go: the next status of a pod: its phases, containers and
 //     conditions (the kubelet's status manager, in one pure function).
 //   - ipam.go: pod IPs from the node's pod CIDR (host-local IPAM).
+//   - server.go: the kubelet's HTTP API on the node address:
+//     /containerLogs (what the API server's pods/log proxies to) and
+//     /healthz.
+//   - containerlog/: what the simulated containers printed, read back as
+//     kubectl logs asks (tail, since, timestamps, limitBytes, previous,
+//     follow).
 //
 // Properties:
 //
 //   - The Node is registered Ready, with the capacity given (allocatable
 //     the same), labels kubernetes.io/hostname, kubernetes.io/os,
-//     kubernetes.io/arch and type=sim, a simulated InternalIP on which
-//     nothing listens, and nodeInfo kubeletVersion v1.36.0-minictl.
+//     kubernetes.io/arch and type=sim, a simulated InternalIP (by default
+//     127.0.1.<n>, a loopback address of its own on Linux), and nodeInfo
+//     kubeletVersion v1.36.0-minictl.
+//   - The kubelet listens on its InternalIP before it registers, and the
+//     Node's status.daemonEndpoints.kubeletEndpoint.Port is the port it
+//     listens on. GET /containerLogs/{namespace}/{pod}/{container} answers
+//     with the container's log as text/plain (streamed with follow=true
+//     until the run ends), with the kubelet's query parameters, codes and
+//     messages; the server stops, and every follower with it, when Run's
+//     context ends.
 //   - The Lease kube-node-lease/<node>, owned by the Node, is renewed every
 //     HeartbeatInterval (leaseDurationSeconds 40); the node status, with
 //     fresh lastHeartbeatTimes, is written every StatusUpdateInterval.

@@ -111,8 +111,14 @@ type Options struct {
 	// the number the node name ends with (or a hash of the name).
 	PodCIDR string
 	// Address is the node's simulated InternalIP, also the hostIP of its
-	// pods; "" is 127.0.1.<n>. Nothing listens there.
+	// pods, and where the kubelet serves its API (/containerLogs,
+	// /healthz); "" is 127.0.1.<n>, on Linux a loopback address of its
+	// own.
 	Address string
+	// Port is the port the kubelet serves its API on, reported in the
+	// Node's status.daemonEndpoints (kubelet's --port, DefaultPort); 0 is
+	// any free port.
+	Port int
 	// TerminationDelay is how long a deleted pod stays Terminating, its
 	// containers stopped, before the kubelet removes it; 0 removes it at
 	// once.
@@ -146,6 +152,9 @@ type Kubelet struct {
 
 	// logs is what the node's simulated containers printed.
 	logs *containerlog.Logs
+	// port is the port the kubelet's API listens on, set by Run before
+	// anything reads it.
+	port int32
 
 	// lease is the Lease as last written; the heartbeat goroutine's own.
 	lease *coordinationv1.Lease
@@ -275,21 +284,37 @@ func (k *Kubelet) kickHeartbeat() {
 	}
 }
 
-// Run registers the Node, then heartbeats and runs the pods bound to it
-// until ctx is done:
+// Run serves the kubelet's API, registers the Node, then heartbeats and
+// runs the pods bound to it until ctx is done:
 //
-//  1. register the Node (retrying until the API server answers);
-//  2. start its own informers, if it has them, and wait for the caches;
-//  3. start the heartbeat loop (Lease and node status) and the pod
+//  1. listen on the node address and serve /containerLogs and /healthz;
+//  2. register the Node, with the port in its daemonEndpoints (retrying
+//     until the API server answers);
+//  3. start its own informers, if it has them, and wait for the caches;
+//  4. start the heartbeat loop (Lease and node status) and the pod
 //     workers;
-//  4. when ctx is done, stop the workers and the heartbeat loop, and its
-//     own informers, and return.
+//  5. when ctx is done, stop the workers and the heartbeat loop, its own
+//     informers and its server, and return.
 //
-// It returns an error only if ctx ended before the node registered or the
-// caches synced.
+// It returns an error only if it cannot listen, or ctx ended before the
+// node registered or the caches synced.
 func (k *Kubelet) Run(ctx context.Context) error {
 	defer k.queue.ShutDown()
 	k.log.Info("starting", slog.String("object", k.name), slog.String("podCIDR", k.opts.PodCIDR), slog.String("address", k.opts.Address))
+	ln, err := k.listen()
+	if err != nil {
+		return err
+	}
+	serveCtx, stopServing := context.WithCancel(ctx)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		k.serve(serveCtx, ln)
+	}()
+	defer func() {
+		stopServing()
+		<-served
+	}()
 	node, err := k.registerNode(ctx)
 	if err != nil {
 		return err

@@ -20,10 +20,6 @@ import (
 	"github.com/minictl/minictl/client"
 )
 
-// kubeletPort is the port a kubelet serves on; a simulated one serves
-// nothing, but reports it as a real one would.
-const kubeletPort = 10250
-
 // registrationRetry is the wait between attempts to register the Node.
 const registrationRetry = time.Second
 
@@ -87,7 +83,7 @@ func (k *Kubelet) nodeStatus(node *corev1.Node, now metav1.Time) corev1.NodeStat
 		{Type: corev1.NodeInternalIP, Address: k.opts.Address},
 		{Type: corev1.NodeHostName, Address: k.name},
 	}
-	st.DaemonEndpoints = corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: kubeletPort}}
+	st.DaemonEndpoints = corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: k.port}}
 	st.NodeInfo = corev1.NodeSystemInfo{
 		MachineID:               strings.ReplaceAll(uuid.NewSHA1(uuid.NameSpaceOID, []byte("minictl/"+k.name)).String(), "-", ""),
 		SystemUUID:              uuid.NewSHA1(uuid.NameSpaceOID, []byte("minictl/system/"+k.name)).String(),

@@ -32,7 +32,10 @@ type clusterFlags struct {
 	nodes             int
 	heartbeatInterval time.Duration
 	statusInterval    time.Duration
-	fast              bool
+	// kubeletPort is where each kubelet serves /containerLogs on its node
+	// address: 0 (any free port) in up, --port alone.
+	kubeletPort int
+	fast        bool
 }
 
 func (f *clusterFlags) bind(fs *flag.FlagSet) {
@@ -185,6 +188,7 @@ func runKubelet(ctx context.Context, rc *client.RESTClient, name string, cf clus
 	k, err := kubelet.New(kubelet.Options{
 		Client: rc, NodeName: name, Recorder: rec, Logger: log,
 		HeartbeatInterval: cf.heartbeatInterval, StatusUpdateInterval: cf.statusInterval,
+		Port: cf.kubeletPort,
 	})
 	if err != nil {
 		return err
@@ -278,6 +282,7 @@ func runKubeletCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var cf clusterFlags
 	cf.bindKubelet(fs)
 	name := fs.String("name", "", "the node's name (required)")
+	fs.IntVar(&cf.kubeletPort, "port", kubelet.DefaultPort, "the port the kubelet serves /containerLogs and /healthz on, at its node address (127.0.1.<n>); 0: any free port")
 	var lf logFlags
 	lf.bind(fs)
 	if err := fs.Parse(args); err != nil {
