@@ -177,7 +177,9 @@ var (
 		Group: "policy", Version: "v1", Kind: "PodDisruptionBudget", Plural: "poddisruptionbudgets", Singular: "poddisruptionbudget", Namespaced: true,
 		ShortNames: []string{"pdb"}, Subresources: []string{"status"},
 		New:              func() Object { return &policyv1.PodDisruptionBudget{} },
+		Validate:         validator(validatePodDisruptionBudget),
 		PrepareForCreate: defaulter(preparePodDisruptionBudgetForCreate), PrepareForUpdate: updatePreparer(preparePodDisruptionBudgetForUpdate),
+		Table: podDisruptionBudgetTable,
 	}
 	MutatingWebhookConfigurations = &Resource{
 		Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration",
