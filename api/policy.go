@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	policyv1 "k8s.io/api/policy/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -89,4 +90,23 @@ func PodDisruptionBudgetMatches(pdb *policyv1.PodDisruptionBudget, podLabels map
 		return false
 	}
 	return sel.Matches(labels.Set(podLabels))
+}
+
+// SetDisruptionAllowedCondition sets pdb's DisruptionAllowed condition from
+// its disruptionsAllowed, as kube's UpdateDisruptionAllowedCondition does:
+// True with SufficientPods while it allows a disruption, False with
+// InsufficientPods otherwise. The eviction subresource and the disruption
+// controller both call it.
+func SetDisruptionAllowedCondition(pdb *policyv1.PodDisruptionBudget) {
+	c := metav1.Condition{
+		Type: policyv1.DisruptionAllowedCondition, Status: metav1.ConditionFalse, Reason: policyv1.InsufficientPodsReason,
+		ObservedGeneration: pdb.Status.ObservedGeneration,
+	}
+	if pdb.Status.DisruptionsAllowed > 0 {
+		c.Status, c.Reason = metav1.ConditionTrue, policyv1.SufficientPodsReason
+	}
+	if pdb.Status.Conditions == nil {
+		pdb.Status.Conditions = []metav1.Condition{}
+	}
+	apimeta.SetStatusCondition(&pdb.Status.Conditions, c)
 }

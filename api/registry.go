@@ -32,7 +32,7 @@ var (
 	Pods = &Resource{
 		Version: "v1", Kind: "Pod", Plural: "pods", Singular: "pod", Namespaced: true,
 		ShortNames: []string{"po"}, Categories: []string{"all"},
-		Subresources: []string{"status", "binding", "attach", "exec", "portforward", "proxy"},
+		Subresources: []string{"status", "binding", "eviction", "attach", "exec", "portforward", "proxy"},
 		New:          func() Object { return &corev1.Pod{} },
 		Default:      defaulter(defaultPod), Validate: validator(validatePod), ValidateUpdate: updateValidator(validatePodUpdate),
 		PrepareForCreate: defaulter(preparePodForCreate), PrepareForUpdate: updatePreparer(preparePodForUpdate),
