@@ -107,17 +107,9 @@ func (s *Server) readEviction(r *http.Request, ri *requestInfo) (*policyv1.Evict
 
 // evict is the eviction of one pod, once the request is understood.
 func (s *Server) evict(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions) error {
-	pods := s.serving().stores[api.Pods]
-	obj, err := pods.get(ctx, namespace, name)
-	if err != nil {
+	pod, done, err := s.deleteIfUndisruptable(ctx, namespace, name, opts)
+	if done || err != nil {
 		return err
-	}
-	pod := obj.(*corev1.Pod)
-	if podDisrupted(pod) {
-		if podMayStillBecomeReady(pod) && opts.Preconditions == nil {
-			opts = requireResourceVersion(opts, pod.ResourceVersion) // not racing its becoming ready
-		}
-		return s.deleteEvicted(ctx, pod, opts)
 	}
 	pdbs, err := s.budgetsFor(ctx, pod)
 	if err != nil {
@@ -135,7 +127,7 @@ func (s *Server) evict(ctx context.Context, namespace, name string, opts *metav1
 		healthyEnough := pdb.Status.CurrentHealthy >= pdb.Status.DesiredHealthy && pdb.Status.DesiredHealthy > 0
 		alwaysAllow := pdb.Spec.UnhealthyPodEvictionPolicy != nil && *pdb.Spec.UnhealthyPodEvictionPolicy == policyv1.AlwaysAllow
 		if healthyEnough || alwaysAllow {
-			given := opts.Preconditions != nil && opts.Preconditions.ResourceVersion != nil
+			given := resourceVersionGiven(opts)
 			if !given {
 				opts = requireResourceVersion(opts, pod.ResourceVersion) // still the unready pod judged here
 			}
@@ -150,6 +142,41 @@ func (s *Server) evict(ctx context.Context, namespace, name string, opts *metav1
 		return err
 	}
 	return s.deleteEvicted(ctx, pod, opts)
+}
+
+// evictionRetries bounds how often a pod that changed under an eviction
+// is read and judged again (kube's EvictionsRetry).
+const evictionRetries = 20
+
+// deleteIfUndisruptable reads the pod and, if it is not what a budget
+// protects (podDisrupted), deletes it: done. A pod that changed between
+// the read and the delete is judged again, unless the client named the
+// resourceVersion it meant.
+func (s *Server) deleteIfUndisruptable(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions) (pod *corev1.Pod, done bool, err error) {
+	pods := s.serving().stores[api.Pods]
+	for range evictionRetries {
+		obj, err := pods.get(ctx, namespace, name)
+		if err != nil {
+			return nil, false, err
+		}
+		pod = obj.(*corev1.Pod)
+		if !podDisrupted(pod) {
+			return pod, false, nil
+		}
+		o := opts
+		if podMayStillBecomeReady(pod) && !resourceVersionGiven(opts) {
+			o = requireResourceVersion(opts, pod.ResourceVersion) // not racing its becoming ready
+		}
+		err = s.deleteEvicted(ctx, pod, o)
+		if !apierrors.IsConflict(err) || resourceVersionGiven(opts) {
+			return pod, true, err
+		}
+	}
+	return nil, false, apierrors.NewTimeoutError(fmt.Sprintf("couldn't evict pod %q due to conflicts", name), 10)
+}
+
+func resourceVersionGiven(opts *metav1.DeleteOptions) bool {
+	return opts.Preconditions != nil && opts.Preconditions.ResourceVersion != nil
 }
 
 // budgetsFor lists the budgets of pod's namespace that select it, as they

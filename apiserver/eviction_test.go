@@ -213,6 +213,25 @@ func TestEvictionRefusals(t *testing.T) {
 		}
 	})
 
+	t.Run("a stale resourceVersion precondition: 409, not deleted", func(t *testing.T) {
+		create[corev1.Pod](t, env, podPath("default", ""), pod("pre-1", "node-1", map[string]string{"app": "pre"}))
+		stale := "1"
+		ev := eviction("pre-1")
+		ev.DeleteOptions = &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &stale}}
+		evict(t, env, "default", "pre-1", ev).wantStatus(t, http.StatusConflict, metav1.StatusReasonConflict)
+		if p := get[corev1.Pod](t, env, podPath("default", "pre-1")); p.DeletionTimestamp != nil || len(p.Status.Conditions) != 0 {
+			t.Errorf("the pod was touched: %+v", p.Status)
+		}
+	})
+
+	t.Run("a budget still being processed says when to retry", func(t *testing.T) {
+		r := evict(t, env, "default", "db-1", eviction("db-1"))
+		r.wantStatus(t, http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests)
+		if got := r.header.Get("Retry-After"); got != "10" {
+			t.Errorf("Retry-After %q, want 10", got)
+		}
+	})
+
 	t.Run("no such pod: 404", func(t *testing.T) {
 		evict(t, env, "default", "ghost", eviction("ghost")).wantStatus(t, http.StatusNotFound, metav1.StatusReasonNotFound)
 	})
