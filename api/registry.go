@@ -32,7 +32,7 @@ var (
 	Pods = &Resource{
 		Version: "v1", Kind: "Pod", Plural: "pods", Singular: "pod", Namespaced: true,
 		ShortNames: []string{"po"}, Categories: []string{"all"},
-		Subresources: []string{"status", "binding", "attach", "exec", "log", "portforward", "proxy"},
+		Subresources: []string{"status", "binding", "eviction", "attach", "exec", "log", "portforward", "proxy"},
 		New:          func() Object { return &corev1.Pod{} },
 		Default:      defaulter(defaultPod), Validate: validator(validatePod), ValidateUpdate: updateValidator(validatePodUpdate),
 		PrepareForCreate: defaulter(preparePodForCreate), PrepareForUpdate: updatePreparer(preparePodForUpdate),
@@ -177,7 +177,9 @@ var (
 		Group: "policy", Version: "v1", Kind: "PodDisruptionBudget", Plural: "poddisruptionbudgets", Singular: "poddisruptionbudget", Namespaced: true,
 		ShortNames: []string{"pdb"}, Subresources: []string{"status"},
 		New:              func() Object { return &policyv1.PodDisruptionBudget{} },
+		Validate:         validator(validatePodDisruptionBudget),
 		PrepareForCreate: defaulter(preparePodDisruptionBudgetForCreate), PrepareForUpdate: updatePreparer(preparePodDisruptionBudgetForUpdate),
+		Table: podDisruptionBudgetTable,
 	}
 	MutatingWebhookConfigurations = &Resource{
 		Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration",

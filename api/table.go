@@ -13,9 +13,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // Table is how a kind prints in `kubectl get`: the columns kube-apiserver's
@@ -359,6 +361,23 @@ var deploymentTable = printer([]metav1.TableColumnDefinition{
 		int64(d.Status.UpdatedReplicas), int64(d.Status.AvailableReplicas), age(d.CreationTimestamp, now),
 		names, images, selector,
 	}
+})
+
+// podDisruptionBudgetTable is kube-apiserver's: a bound not set reads N/A.
+var podDisruptionBudgetTable = printer([]metav1.TableColumnDefinition{
+	nameColumn,
+	{Name: "Min Available", Type: "string", Description: "The minimum number of pods that must be available."},
+	{Name: "Max Unavailable", Type: "string", Description: "The maximum number of pods that may be unavailable."},
+	{Name: "Allowed Disruptions", Type: "integer", Description: "Calculated number of pods that may be disrupted at this time."},
+	ageColumn,
+}, func(pdb *policyv1.PodDisruptionBudget, now time.Time) []any {
+	bound := func(v *intstr.IntOrString) string {
+		if v == nil {
+			return "N/A"
+		}
+		return v.String()
+	}
+	return []any{pdb.Name, bound(pdb.Spec.MinAvailable), bound(pdb.Spec.MaxUnavailable), int64(pdb.Status.DisruptionsAllowed), age(pdb.CreationTimestamp, now)}
 })
 
 func deref[T any](p *T) T {

@@ -7,8 +7,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 var tableNow = time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
@@ -211,6 +213,13 @@ func TestWorkloadAndClusterRows(t *testing.T) {
 				Spec:   corev1.ReplicationControllerSpec{Replicas: &three, Selector: map[string]string{"app": "web"}, Template: &template},
 				Status: corev1.ReplicationControllerStatus{Replicas: 2, ReadyReplicas: 1}},
 			want: []any{"web", int64(3), int64(2), int64(1), "60s", "web,log", "nginx:1.27,busybox", "app=web"},
+		},
+		{
+			name: "poddisruptionbudget", res: PodDisruptionBudgets,
+			obj: &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", CreationTimestamp: ago(time.Minute)},
+				Spec:   policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &intstr.IntOrString{Type: intstr.String, StrVal: "25%"}, Selector: selector},
+				Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1}},
+			want: []any{"web", "N/A", "25%", int64(1), "60s"},
 		},
 		{
 			name: "node", res: Nodes,

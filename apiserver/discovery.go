@@ -124,6 +124,7 @@ var (
 		"status":   {"get", "patch", "update"},
 		"scale":    {"get", "patch", "update"},
 		"binding":  {"create"},
+		"eviction": {"create"},
 		"finalize": {"update"},
 		"log":      {"get"},
 	}
@@ -165,6 +166,8 @@ func apiResources(res *api.Resource) []metav1.APIResource {
 			ar.Group, ar.Version, ar.Kind = "autoscaling", "v1", "Scale"
 		case "binding":
 			ar.Kind = "Binding"
+		case "eviction": // whose kind kubectl drain looks for
+			ar.Group, ar.Version, ar.Kind = "policy", "v1", "Eviction"
 		}
 		if c, ok := connections[sub]; ok { // serveConnect answers them
 			ar.Kind, ar.Verbs = c.kind, c.verbs

@@ -69,6 +69,9 @@ func TestDiscovery(t *testing.T) {
 		if b := find(t, l, "pods/binding"); b.Kind != "Binding" || !slices.Equal(b.Verbs, metav1.Verbs{"create"}) {
 			t.Errorf("pods/binding: %+v", b)
 		}
+		if e := find(t, l, "pods/eviction"); e.Group != "policy" || e.Version != "v1" || e.Kind != "Eviction" || !slices.Equal(e.Verbs, metav1.Verbs{"create"}) {
+			t.Errorf("pods/eviction: %+v, want policy/v1 Eviction, create (what kubectl drain looks for)", e)
+		}
 		if e := find(t, l, "pods/exec"); e.Kind != "PodExecOptions" || !slices.Equal(e.Verbs, metav1.Verbs{"create", "get"}) {
 			t.Errorf("pods/exec: %+v", e)
 		}

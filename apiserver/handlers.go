@@ -89,6 +89,8 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, ri *requestInf
 		return s.serveScale(w, r, ri)
 	case "binding":
 		return s.serveBinding(w, r, ri)
+	case "eviction":
+		return s.serveEviction(w, r, ri)
 	case "finalize":
 		return s.serveFinalize(w, r, ri)
 	case "log":

@@ -13,6 +13,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,7 +38,7 @@ const mimeProtobuf = api.ProtobufMediaType
 var servedScheme = sync.OnceValues(func() (*runtime.Scheme, error) {
 	sc := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, policyv1.AddToScheme, coordinationv1.AddToScheme, autoscalingv1.AddToScheme,
+		corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, policyv1.AddToScheme, policyv1beta1.AddToScheme, coordinationv1.AddToScheme, autoscalingv1.AddToScheme,
 		admissionregistrationv1.AddToScheme, apiextensionsv1.AddToScheme, metav1.AddMetaToScheme,
 	} {
 		if err := add(sc); err != nil {

@@ -117,8 +117,9 @@ func verbFor(r *http.Request, ri *requestInfo) (string, bool) {
 		if ri.isCollection() {
 			return "create", true
 		}
-		// POST on an object is only meaningful for pods/binding.
-		if ri.subresource == "binding" {
+		// POST on an object is only meaningful for pods/binding and
+		// pods/eviction.
+		if ri.subresource == "binding" || ri.subresource == "eviction" {
 			return "create", true
 		}
 	case http.MethodPut:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,11 @@ func writeStatus(w http.ResponseWriter, err error) {
 	status.APIVersion = "v1"
 	if status.Code == 0 {
 		status.Code = http.StatusInternalServerError
+	}
+	// A Status that says when to retry says it in the header too, as
+	// kube-apiserver's does (an eviction a budget refuses, for one).
+	if d := status.Details; d != nil && d.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(d.RetryAfterSeconds)))
 	}
 	writeJSON(w, int(status.Code), &status)
 }

@@ -14,6 +14,8 @@
 //     edit, scale, delete, describe, events, explain, validation; a
 //     ReplicationController, and exec answered by the simulated containers;
 //     logs, --tail, --timestamps and -f through pods/log and the kubelet;
+//     drain, evicting through the eviction subresource and held back by a
+//     PodDisruptionBudget, and get pdb;
 //   - clientgo_test.go: create, get, update with conflict retry, patch,
 //     delete through kubernetes.Clientset, and shared informers that sync,
 //     follow churn and end equal to a fresh list.

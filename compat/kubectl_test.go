@@ -39,6 +39,7 @@ func TestKubectlAPIResources(t *testing.T) {
 		{"replicasets", "rs", "apps/v1", "true", "ReplicaSet"},
 		{"replicationcontrollers", "rc", "v1", "true", "ReplicationController"},
 		{"leases", "", "coordination.k8s.io/v1", "true", "Lease"},
+		{"poddisruptionbudgets", "pdb", "policy/v1", "true", "PodDisruptionBudget"},
 	} {
 		got := tb.find(t, "NAME", want[0])
 		if strings.Join(got, " ") != strings.Join(want, " ") {
@@ -571,5 +572,108 @@ spec:
 	r = kubectlRun(t, "", nil, "logs", "talker", "-n", ns, "--previous")
 	if want := `previous terminated container "talk" in pod "talker" not found`; r.err == nil || !strings.Contains(r.stderr, want) {
 		t.Errorf("kubectl logs --previous: err %v, stderr:\n%s\nwant %q", r.err, r.stderr, want)
+	}
+}
+
+// TestKubectlDrain: `kubectl drain` cordons a node and evicts its pods
+// through the eviction subresource, waiting on the budget: with a budget
+// that allows a disruption the node's pods go and their ReplicaSet makes
+// them again elsewhere; with one that allows none, drain keeps being
+// refused with the budget's message until its timeout. `kubectl get pdb`
+// prints kube-apiserver's columns.
+func TestKubectlDrain(t *testing.T) {
+	const ns = "compat-drain"
+	kubectl(t, "create", "namespace", ns)
+	t.Cleanup(func() { kubectlRun(t, "", nil, "delete", "namespace", ns, "--wait=false") })
+	kubectlIn(t, `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: drainme, namespace: `+ns+`}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: drainme}}
+  template:
+    metadata: {labels: {app: drainme}}
+    spec: {containers: [{name: app, image: nginx:1.27}]}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: drainme, namespace: `+ns+`}
+spec:
+  maxUnavailable: 1
+  selector: {matchLabels: {app: drainme}}
+`, "create", "-f", "-")
+
+	// podNodes waits for 3 Ready pods and the budget allowing want
+	// disruptions, and returns the node of each pod.
+	podNodes := func(allowed string) map[string]string {
+		t.Helper()
+		var nodes map[string]string
+		eventually(t, 60*time.Second, "3 pods ready and the budget allowing "+allowed, func() (bool, string) {
+			out := kubectl(t, "get", "pods", "-n", ns, "-l", "app=drainme", "-o",
+				`jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName} {.status.conditions[?(@.type=="Ready")].status} {.metadata.deletionTimestamp}{"\n"}{end}`)
+			nodes = map[string]string{}
+			for line := range strings.Lines(out) {
+				if f := strings.Fields(line); len(f) == 3 && f[2] == "True" {
+					nodes[f[0]] = f[1]
+				}
+			}
+			pdb := kubectl(t, "get", "pdb", "drainme", "-n", ns, "-o", "jsonpath={.status.disruptionsAllowed}")
+			return len(nodes) == 3 && pdb == allowed, fmt.Sprintf("pods %v, disruptionsAllowed %q", nodes, pdb)
+		})
+		return nodes
+	}
+	nodes := podNodes("1")
+
+	tb := parseTable(t, kubectl(t, "get", "pdb", "-n", ns))
+	wantHeader(t, tb, "NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE")
+	if row := tb.find(t, "NAME", "drainme"); strings.Join(row[1:4], " ") != "N/A 1 1" {
+		t.Errorf("pdb row %q, want N/A 1 1", row)
+	}
+
+	var victim, node string
+	for pod, n := range nodes {
+		victim, node = pod, n
+		break
+	}
+	t.Cleanup(func() { kubectlRun(t, "", nil, "uncordon", node) })
+	// The selector keeps drain to this test's pods: the node may also run
+	// other tests' pods, which are not drain's to evict here.
+	r := kubectlRun(t, "", nil, "drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
+		"--pod-selector=app=drainme", "--timeout=60s")
+	if r.err != nil {
+		t.Fatalf("kubectl drain: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"node/" + node + " cordoned", "evicting pod " + ns + "/" + victim, "pod/" + victim + " evicted", "node/" + node + " drained"} {
+		if !strings.Contains(r.stdout+r.stderr, want) {
+			t.Errorf("kubectl drain printed no %q:\n%s%s", want, r.stdout, r.stderr)
+		}
+	}
+	if got := kubectl(t, "get", "node", node, "-o", "jsonpath={.spec.unschedulable}"); got != "true" {
+		t.Errorf("node %s unschedulable %q after drain, want true", node, got)
+	}
+	for pod, n := range podNodes("1") {
+		if n == node || pod == victim {
+			t.Errorf("pod %s on %s: the drained node's pods are replaced elsewhere", pod, n)
+		}
+	}
+	kubectl(t, "uncordon", node)
+
+	// A budget that allows no disruption: drain is refused until it gives up.
+	kubectl(t, "patch", "pdb", "drainme", "-n", ns, "--type=merge", "-p", `{"spec":{"maxUnavailable":0}}`)
+	nodes = podNodes("0")
+	for _, n := range nodes {
+		node = n
+		break
+	}
+	r = kubectlRun(t, "", nil, "drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
+		"--pod-selector=app=drainme", "--timeout=8s")
+	if r.err == nil {
+		t.Fatalf("kubectl drain succeeded past a budget allowing nothing:\n%s%s", r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "Cannot evict pod as it would violate the pod's disruption budget") {
+		t.Errorf("kubectl drain stderr lacks the budget's refusal:\n%s", r.stderr)
+	}
+	if len(podNodes("0")) != 3 {
+		t.Error("a refused drain evicted a pod")
 	}
 }

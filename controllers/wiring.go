@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"github.com/minictl/minictl/controllers/deployment"
+	"github.com/minictl/minictl/controllers/disruption"
 	"github.com/minictl/minictl/controllers/endpoints"
 	"github.com/minictl/minictl/controllers/garbagecollector"
 	"github.com/minictl/minictl/controllers/namespace"
@@ -35,6 +36,13 @@ var knownControllers = []descriptor{
 		name: deployment.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-deployment-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return deployment.New(deployment.Options{Common: cc.Common})
+		},
+	},
+	{
+		// kube-controller-manager runs one worker and has no flag for it.
+		name: disruption.Name, defaultOn: true, workers: 1,
+		build: func(cc *controllerContext) (runner, error) {
+			return disruption.New(disruption.Options{Common: cc.Common})
 		},
 	},
 	{
