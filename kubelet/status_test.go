@@ -29,7 +29,7 @@ func TestNextStatus(t *testing.T) {
 		Status: corev1.PodStatus{Phase: corev1.PodPending},
 	}
 	start := simulation{now: t0, hostIP: "127.0.1.1", podIP: "10.88.1.2"}
-	running, events, story := nextStatus(pending, start)
+	running, events, story := nextStatusParts(pending, start)
 
 	t.Run("start", func(t *testing.T) {
 		if running.Phase != corev1.PodRunning || running.PodIP != "10.88.1.2" || running.HostIP != "127.0.1.1" || !running.StartTime.Equal(&t0) {
@@ -62,14 +62,14 @@ func TestNextStatus(t *testing.T) {
 	started.Status = running
 
 	t.Run("nothing to do is no change", func(t *testing.T) {
-		again, events, story := nextStatus(started, simulation{now: t1})
+		again, events, story := nextStatusParts(started, simulation{now: t1})
 		if !apiequality.Semantic.DeepEqual(again, running) || len(events) != 0 || story != "" {
 			t.Errorf("a second step changed the status: %q, %+v", story, events)
 		}
 	})
 
 	t.Run("unready", func(t *testing.T) {
-		st, _, story := nextStatus(started, simulation{now: t1, unready: true})
+		st, _, story := nextStatusParts(started, simulation{now: t1, unready: true})
 		if !hasConditionStatus(st, corev1.PodReady, corev1.ConditionFalse) || st.ContainerStatuses[0].Ready || st.Phase != corev1.PodRunning {
 			t.Errorf("unready: %+v", st)
 		}
@@ -85,7 +85,7 @@ func TestNextStatus(t *testing.T) {
 	exit := func(code int32, policy corev1.RestartPolicy) corev1.PodStatus {
 		p := started.DeepCopy()
 		p.Spec.RestartPolicy = policy
-		st, _, _ := nextStatus(p, simulation{now: t1, exit: &code})
+		st, _, _ := nextStatusParts(p, simulation{now: t1, exit: &code})
 		return st
 	}
 	for _, tt := range []struct {
@@ -119,7 +119,7 @@ func TestNextStatus(t *testing.T) {
 	}
 
 	t.Run("stop", func(t *testing.T) {
-		st, events, _ := nextStatus(started, simulation{now: t1, stop: true})
+		st, events, _ := nextStatusParts(started, simulation{now: t1, stop: true})
 		if st.Phase != corev1.PodSucceeded || st.ContainerStatuses[0].State.Terminated == nil || st.InitContainerStatuses[1].State.Terminated == nil {
 			t.Errorf("stopped: %+v", st)
 		}
@@ -186,4 +186,10 @@ func TestNodeNumber(t *testing.T) {
 	if a, b := nodeNumber("alpha"), nodeNumber("alpha"); a != b || a < 0 || a > 255 {
 		t.Errorf("nodeNumber(alpha) = %d then %d", a, b)
 	}
+}
+
+// nextStatusParts is nextStatus's status, events and story.
+func nextStatusParts(pod *corev1.Pod, step simulation) (corev1.PodStatus, []podEvent, string) {
+	out := nextStatus(pod, step)
+	return out.status, out.events, out.story
 }
