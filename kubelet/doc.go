@@ -40,10 +40,11 @@
 //   - A container runs what its command and args say (sh -c scripts of
 //     sleep, exit, true, false, echo with ;, && and ||; see
 //     containerScript): it exits by itself at the time and with the code
-//     they give. What minictl does not simulate (nginx, no command) runs
-//     until stopped, or, in an init container, completes at once. Runs
-//     are timed from the status's times, which are to the second; the
-//     kubelet wakes for them through its workqueue, on its clock.
+//     they give. What minictl does not simulate (nginx, neither command
+//     nor args) runs until stopped, or, in an init container, completes
+//     at once. Runs are timed from the status's times, which are to the
+//     second; the kubelet wakes for them through its workqueue, on its
+//     clock.
 //   - An exited container is restarted by restartPolicy Always, or
 //     OnFailure with a non-zero code (an init container on failure only):
 //     the first time at once, then after a back-off of BackOffBase

@@ -88,8 +88,8 @@ func startLine(c *corev1.Container, init bool) string {
 	if init {
 		notSimulated = "taken to complete at once"
 	}
-	if len(c.Command) == 0 {
-		return fmt.Sprintf("[minictl] started %s: its entrypoint is not simulated, %s", c.Image, notSimulated)
+	if len(c.Command) == 0 && len(c.Args) == 0 {
+		return fmt.Sprintf("[minictl] started %s: its command is not simulated, %s", c.Image, notSimulated)
 	}
 	words := make([]string, 0, len(c.Command)+len(c.Args))
 	for _, w := range append(append([]string(nil), c.Command...), c.Args...) {

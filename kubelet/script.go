@@ -48,13 +48,14 @@ const (
 // shells are the programs whose -c argument is read as a script.
 var shells = map[string]bool{"sh": true, "/bin/sh": true, "bash": true, "/bin/bash": true, "/usr/bin/sh": true, "/usr/bin/bash": true}
 
-// containerScript reads c's command and args (the image's entrypoint,
-// when c has no command, is not known: it runs until stopped). `sh -c
-// "<script>"` (or bash) runs the script; other words run as one simple
-// command. $VAR and ${VAR} expand to c's env values.
+// containerScript reads c's command and args: the words of both, or the
+// args alone when c has no command, as for an image with no entrypoint
+// (with neither, the image's own command is not known: it runs until
+// stopped). `sh -c "<script>"` (or bash) runs the script; other words run
+// as one simple command. $VAR and ${VAR} expand to c's env values.
 func containerScript(c *corev1.Container) script {
 	words := append(append([]string(nil), c.Command...), c.Args...)
-	if len(c.Command) == 0 || len(words) == 0 {
+	if len(words) == 0 {
 		return script{}
 	}
 	env := map[string]string{}

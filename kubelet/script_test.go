@@ -36,7 +36,8 @@ func TestContainerScript(t *testing.T) {
 	}{
 		// What is not simulated runs until stopped.
 		{nil, nil, "runs until stopped"},
-		{nil, []string{"sleep", "1"}, "runs until stopped"}, // the image's entrypoint
+		{nil, []string{"sleep", "1"}, "exit 0 at 1s"}, // args alone, as with no entrypoint
+		{nil, []string{"sh", "-c", "exit 2"}, "exit 2 at 0s"},
 		{[]string{"nginx", "-g", "daemon off;"}, nil, "runs until stopped"},
 		{[]string{"sh"}, nil, "runs until stopped"},
 		{sh("cat /etc/hosts | grep x"), nil, "runs until stopped"},
