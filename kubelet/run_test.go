@@ -381,3 +381,34 @@ func logLines(t *testing.T, k *Kubelet, uid types.UID, container, run string) []
 	}
 	return nil
 }
+
+func TestRestartedKubeletEndsARunOnTime(t *testing.T) {
+	rc := newClient(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	first, err := New(Options{Client: rc, NodeName: "node-1", Logger: testLogger(),
+		HeartbeatInterval: testHeartbeat, StatusUpdateInterval: testStatus})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- first.Run(ctx) }()
+	createPod(t, rc, shPod("job", corev1.RestartPolicyNever, "sleep 2; exit 4"))
+	waitPod(t, rc, "job", "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("first kubelet: %v", err)
+	}
+
+	// The next kubelet reads the run's start from the status and ends it
+	// when it is due, not again from its own start.
+	startKubelet(t, rc, "node-1", nil)
+	got := waitPod(t, rc, "job", "finished", finished)
+	cs := got.Status.ContainerStatuses[0]
+	end := cs.State.Terminated
+	if got.Status.Phase != corev1.PodFailed || end == nil || end.ExitCode != 4 || cs.RestartCount != 0 {
+		t.Fatalf("phase %s, container %+v; want Failed, exit 4, no restart", got.Status.Phase, cs)
+	}
+	if d := end.FinishedAt.Sub(end.StartedAt.Time); d != 2*time.Second {
+		t.Errorf("the run lasted %s, want the 2s it sleeps", d)
+	}
+}
