@@ -18,20 +18,28 @@ test:
 	$(MAKE) fuzz FUZZTIME=3s
 	cd compat && $(GO) test -count=1 -timeout 20m ./...
 
-# fuzz runs each fuzz target of the request decoders, patches, selectors and
-# continue tokens for FUZZTIME (Go fuzzes one target per invocation); test
-# runs them for a few seconds each. The instrumented test binary is built
-# once. A crash is written under apiserver/testdata/fuzz and from then on
-# runs as a regression test with the package's tests.
+# fuzz runs each fuzz target of the request decoders, patches, selectors,
+# continue tokens and the kubelet's command scripts for FUZZTIME (Go fuzzes
+# one target per invocation); test runs them for a few seconds each. The
+# instrumented test binary of each package is built once. A crash is
+# written under <package>/testdata/fuzz and from then on runs as a
+# regression test with the package's tests.
 FUZZTIME ?= 60s
 FUZZ_TARGETS = FuzzDecodeJSON FuzzDecodeYAML FuzzDecodeProtobuf FuzzMergePatch \
 	FuzzStrategicMergePatch FuzzJSONPatch FuzzLabelSelector FuzzFieldSelector FuzzContinueToken
+# The kubelet's targets: the container command scripts it simulates.
+KUBELET_FUZZ_TARGETS = FuzzScript
 
 fuzz:
 	$(GO) test -c -fuzz=. -o bin/apiserver.fuzz ./apiserver/
 	cd apiserver && for t in $(FUZZ_TARGETS); do \
 		../bin/apiserver.fuzz -test.run='^$$' -test.fuzz="^$$t\$$" -test.fuzztime=$(FUZZTIME) \
 			-test.fuzzcachedir="$$($(GO) env GOCACHE)/fuzz/github.com/minictl/minictl/apiserver" || exit 1; \
+	done
+	$(GO) test -c -fuzz=. -o bin/kubelet.fuzz ./kubelet/
+	cd kubelet && for t in $(KUBELET_FUZZ_TARGETS); do \
+		../bin/kubelet.fuzz -test.run='^$$' -test.fuzz="^$$t\$$" -test.fuzztime=$(FUZZTIME) \
+			-test.fuzzcachedir="$$($(GO) env GOCACHE)/fuzz/github.com/minictl/minictl/kubelet" || exit 1; \
 	done
 
 test-compat:

@@ -9,7 +9,12 @@
 //   - node.go: registering the Node, renewing its Lease, reporting its
 //     status.
 //   - status.go: the next status of a pod: its phases, containers and
-//     conditions (the kubelet's status manager, in one pure function).
+//     conditions (the kubelet's status manager and container runtime, in
+//     one pure function).
+//   - script.go: what a container's command does: a small shell read
+//     into the lines it prints and when, and when it exits.
+//   - backoff.go: the containers' restart back-off (CrashLoopBackOff).
+//   - runlog.go: the containers' logs, written as their runs go.
 //   - ipam.go: pod IPs from the node's pod CIDR (host-local IPAM).
 //   - server.go: the kubelet's HTTP API on the node address:
 //     /containerLogs (what the API server's pods/log proxies to) and
@@ -35,11 +40,52 @@
 //   - The Lease kube-node-lease/<node>, owned by the Node, is renewed every
 //     HeartbeatInterval (leaseDurationSeconds 40); the node status, with
 //     fresh lastHeartbeatTimes, is written every StatusUpdateInterval.
-//   - A pod bound to the node goes Pending → Running at once: startTime,
-//     hostIP, a pod IP no other unfinished pod of the node has, containers
-//     running (image "sim://<image>", containerID "sim://<uid>/<name>"),
-//     conditions PodScheduled, Initialized, PodReadyToStartContainers,
+//   - A pod bound to the node is admitted at once, unless a host port it
+//     asks for is taken by another pod admitted on the node and not
+//     finished: then it is Failed, reason NodePorts, message "Pod was
+//     rejected: Predicate NodePorts failed: ...". An admitted pod gets
+//     startTime, hostIP and a pod IP no other unfinished pod of the node
+//     has; its init containers run one at a time, in order, to completion
+//     (sidecars only start), Pending and Initialized False (reason
+//     ContainersNotInitialized) meanwhile; then its containers start
+//     (image "sim://<image>", containerID "sim://<uid>/<name>") and it is
+//     Running, with PodScheduled, Initialized, PodReadyToStartContainers,
 //     ContainersReady and Ready True.
+//   - A container runs what its command and args say (sh -c scripts of
+//     sleep, exit, true, false, echo with ;, && and ||; see
+//     containerScript): it exits by itself at the time and with the code
+//     they give. What minictl does not simulate (nginx, neither command
+//     nor args) runs until stopped, or, in an init container, completes
+//     at once. Runs are timed from the status's times, which are to the
+//     second; the kubelet wakes for them through its workqueue, on its
+//     clock.
+//   - An exited container is restarted by restartPolicy Always, or
+//     OnFailure with a non-zero code (an init container on failure only):
+//     the first time at once, then after a back-off of BackOffBase
+//     doubling to MaxBackOff (10s to 5m by default), meanwhile waiting
+//     CrashLoopBackOff, "back-off 10s restarting failed container=<name>
+//     pod=<name>_<namespace>(<uid>)", with a BackOff event. Each restart
+//     adds one to restartCount and keeps the ended run as lastState
+//     terminated (exitCode, reason Completed or Error, startedAt,
+//     finishedAt). A run longer than twice MaxBackOff resets the
+//     back-off. Otherwise the container stays terminated, and the pod ends
+//     Succeeded (all exited 0) or Failed, as the kubelet's getPhase reads
+//     the containers; a failed init container under Never fails it.
+//   - spec.activeDeadlineSeconds after startTime, the running containers
+//     are killed (exit code 137) and the pod is Failed, reason
+//     DeadlineExceeded, "Pod was active on the node longer than the
+//     specified deadline", with a DeadlineExceeded event.
+//   - A container with a readinessProbe is ready initialDelaySeconds
+//     after it started (the probe always succeeds); one without is ready
+//     at once.
+//   - Each run of a container has a log (package containerlog): a first
+//     line saying what runs, what it echoes at the time it does, and a
+//     last line with its exit code; the run before is kept. A pod's logs
+//     go when the pod is gone.
+//   - A kubelet that restarts carries on from the pods' statuses: runs end
+//     when their startedAt says, exits already shown are not applied
+//     again; only the back-off, kept in memory as a kubelet does, starts
+//     over.
 //   - A pod being deleted has its containers stopped (exit code 0, phase
 //     Succeeded) and is then removed (grace period 0, uid precondition),
 //     after TerminationDelay.

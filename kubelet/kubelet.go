@@ -27,6 +27,7 @@ import (
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
 	"github.com/minictl/minictl/kubelet/containerlog"
+	"github.com/minictl/minictl/scheduler/nodeports"
 )
 
 // The annotations that break a simulated node or pod on purpose, set and
@@ -127,6 +128,11 @@ type Options struct {
 	// Lease renewals, pod conditions), its waits and its workqueue; nil is
 	// the real clock.
 	Clock clock.Clock
+	// BackOffBase is the first delay before a container that keeps
+	// exiting is restarted again (CrashLoopBackOff); it doubles with each
+	// restart up to MaxBackOff. 0 is DefaultBackOffBase, and
+	// DefaultMaxBackOff.
+	BackOffBase, MaxBackOff time.Duration
 }
 
 // Kubelet is one simulated node agent. See the package doc.
@@ -159,12 +165,15 @@ type Kubelet struct {
 	// lease is the Lease as last written; the heartbeat goroutine's own.
 	lease *coordinationv1.Lease
 
-	// mu guards memos and ips.
+	// mu guards memos, logged and ips.
 	mu sync.Mutex
 	// memos holds what the kubelet remembers of each pod it runs, by key,
 	// from its first sync until the pod is gone or finished.
 	memos map[string]*podMemo
-	ips   ipAllocator
+	// logged is the uid of each pod, by key, whose containers have logs,
+	// until the pod is gone.
+	logged map[string]types.UID
+	ips    ipAllocator
 }
 
 // podMemo is what the kubelet remembers of one pod.
@@ -181,6 +190,14 @@ type podMemo struct {
 	exitHandled string
 	// stoppedAt is when the pod's containers were stopped for deletion.
 	stoppedAt time.Time
+	// admitted says the node admitted the pod: its host ports are taken,
+	// before the status saying it started is written.
+	admitted bool
+	// backOff is the restart back-off of the pod's containers.
+	backOff backOff
+	// printed is how many lines of its script the current run of each
+	// container printed, by container name.
+	printed map[string]int
 }
 
 // New returns a kubelet for opts.NodeName. Nothing happens until Run.
@@ -212,6 +229,12 @@ func New(opts Options) (*Kubelet, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.BackOffBase <= 0 {
+		opts.BackOffBase = DefaultBackOffBase
+	}
+	if opts.MaxBackOff <= 0 {
+		opts.MaxBackOff = max(DefaultMaxBackOff, opts.BackOffBase)
+	}
 	if opts.Recorder == nil {
 		opts.Recorder = record.Discard
 	}
@@ -229,6 +252,7 @@ func New(opts Options) (*Kubelet, error) {
 		bootID:    uuid.NewString(),
 		kick:      make(chan struct{}, 1),
 		memos:     map[string]*podMemo{},
+		logged:    map[string]types.UID{},
 		logs:      containerlog.New(),
 		// The queue exists before any handler can fire.
 		queue: workqueue.New[string]("kubelet-"+opts.NodeName, workqueue.Options{Clock: opts.Clock}),
@@ -373,8 +397,8 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 	}
 	pod, err := k.podLister.Get(namespace, name)
 	if apierrors.IsNotFound(err) {
-		k.forget(key)
-		return nil // pod is gone; its IP is free
+		k.forgetLogs(key)
+		return nil // pod is gone; its IP is free, its logs too
 	}
 	if err != nil {
 		return err
@@ -433,7 +457,8 @@ func (k *Kubelet) writeStatus(ctx context.Context, key string, pod *corev1.Pod, 
 			k.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 			return err
 		}
-		status, events, story := nextStatus(pod, step)
+		out := nextStatus(pod, step)
+		status := out.status
 		if !apiequality.Semantic.DeepEqual(status, pod.Status) {
 			cp := pod.DeepCopy()
 			cp.Status = status
@@ -442,15 +467,19 @@ func (k *Kubelet) writeStatus(ctx context.Context, key string, pod *corev1.Pod, 
 		switch {
 		case err == nil:
 			k.exitApplied(key, pod.UID, exitValue)
-			if story != "" {
+			k.ran(key, pod, out, step.now.Time)
+			if out.story != "" {
 				attrs := []any{slog.String("object", key)}
 				if status.Phase != pod.Status.Phase {
 					attrs = append(attrs, slog.String("from", string(pod.Status.Phase)), slog.String("to", string(status.Phase)))
 				}
-				k.log.Info(story, attrs...)
+				k.log.Info(out.story, attrs...)
 			}
-			for _, e := range events {
+			for _, e := range out.events {
 				k.recorder.Eventf(pod, e.eventType, e.reason, "%s", e.message)
+			}
+			if !out.wake.IsZero() {
+				return workqueue.RequeueAfter(out.wake.Sub(step.now.Time), "its containers have more to do")
 			}
 			return nil
 		case client.IsNotFound(err):
@@ -470,10 +499,11 @@ func (k *Kubelet) writeStatus(ctx context.Context, key string, pod *corev1.Pod, 
 	}
 }
 
-// plan decides the pod's next step: an IP if it starts now, an exit if its
-// exit-code annotation has a value not applied yet (returned, to be marked
-// applied once the status is written), readiness from its ready
-// annotation.
+// plan decides the pod's next step: admission (its host ports free on the
+// node) and an IP if it starts now, an exit if its exit-code annotation
+// has a value not applied yet (returned, to be marked applied once the
+// status is written), readiness from its ready annotation, and the
+// containers' restart back-off.
 func (k *Kubelet) plan(key string, pod *corev1.Pod, stop bool) (simulation, *string, error) {
 	step := simulation{now: metav1.NewTime(k.clock.Now()), stop: stop}
 	if stop {
@@ -484,7 +514,13 @@ func (k *Kubelet) plan(key string, pod *corev1.Pod, stop bool) (simulation, *str
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	m := k.memoLocked(key, pod.UID)
+	step.backOff = m.backOff
 	if !started(pod) {
+		if !m.admitted && !k.hostPortsFreeLocked(pod) {
+			step.refusal = &refusal{reason: nodeports.Name, message: fmt.Sprintf("Predicate %s failed: %s", nodeports.Name, nodeports.ErrReason)}
+			return step, nil, nil
+		}
+		m.admitted = true
 		step.hostIP, step.podIP = k.opts.Address, k.opts.Address
 		if !pod.Spec.HostNetwork {
 			ip, err := k.podIPLocked(m)
@@ -545,7 +581,11 @@ func (k *Kubelet) exitApplied(key string, uid types.UID, value *string) {
 func (k *Kubelet) memoLocked(key string, uid types.UID) *podMemo {
 	m, ok := k.memos[key]
 	if !ok || m.uid != uid {
-		m = &podMemo{uid: uid}
+		m = &podMemo{
+			uid:     uid,
+			backOff: backOff{base: k.opts.BackOffBase, max: k.opts.MaxBackOff},
+			printed: map[string]int{},
+		}
 		k.memos[key] = m
 	}
 	return m
@@ -556,6 +596,35 @@ func (k *Kubelet) forget(key string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	delete(k.memos, key)
+}
+
+// forgetLogs forgets a pod that is gone: its memo and its containers'
+// logs.
+func (k *Kubelet) forgetLogs(key string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.memos, key)
+	if uid, ok := k.logged[key]; ok {
+		k.logs.Forget(uid)
+		delete(k.logged, key)
+	}
+}
+
+// hostPortsFreeLocked reports whether the host ports pod asks for are
+// free on the node: not taken by another pod admitted there and not
+// finished, as the kubelet's admission checks them.
+func (k *Kubelet) hostPortsFreeLocked(pod *corev1.Pod) bool {
+	var others []*corev1.Pod
+	for _, other := range k.podLister.List(nil) {
+		if other.UID == pod.UID || api.IsPodTerminal(other) {
+			continue
+		}
+		m := k.memos[other.Namespace+"/"+other.Name]
+		if started(other) || (m != nil && m.uid == other.UID && m.admitted) {
+			others = append(others, other)
+		}
+	}
+	return nodeports.Fits(pod, others)
 }
 
 // podIPLocked returns the memo's IP, choosing one first if it has none:

@@ -28,6 +28,7 @@ const (
 	testHeartbeat = 100 * time.Millisecond
 	testStatus    = 200 * time.Millisecond
 	testDeadline  = 15 * time.Second
+	testBackOff   = 200 * time.Millisecond
 )
 
 func testLogger() *slog.Logger {
@@ -56,6 +57,8 @@ func startKubelet(t *testing.T, rc *client.RESTClient, name string, adjust func(
 		Logger:               testLogger(),
 		HeartbeatInterval:    testHeartbeat,
 		StatusUpdateInterval: testStatus,
+		BackOffBase:          testBackOff,
+		MaxBackOff:           4 * testBackOff,
 	}
 	if adjust != nil {
 		adjust(&opts)

@@ -89,7 +89,7 @@ func TestRunFailsWhenItCannotListen(t *testing.T) {
 	}
 }
 
-func TestContainerLogs(t *testing.T) {
+func TestServedContainerLogs(t *testing.T) {
 	rc := newClient(t)
 	k := startKubelet(t, rc, "node-1", nil)
 	base := kubeletURL(t, rc, "node-1")

@@ -29,7 +29,7 @@ func TestNextStatus(t *testing.T) {
 		Status: corev1.PodStatus{Phase: corev1.PodPending},
 	}
 	start := simulation{now: t0, hostIP: "127.0.1.1", podIP: "10.88.1.2"}
-	running, events, story := nextStatus(pending, start)
+	running, events, story := nextStatusParts(pending, start)
 
 	t.Run("start", func(t *testing.T) {
 		if running.Phase != corev1.PodRunning || running.PodIP != "10.88.1.2" || running.HostIP != "127.0.1.1" || !running.StartTime.Equal(&t0) {
@@ -62,14 +62,14 @@ func TestNextStatus(t *testing.T) {
 	started.Status = running
 
 	t.Run("nothing to do is no change", func(t *testing.T) {
-		again, events, story := nextStatus(started, simulation{now: t1})
+		again, events, story := nextStatusParts(started, simulation{now: t1})
 		if !apiequality.Semantic.DeepEqual(again, running) || len(events) != 0 || story != "" {
 			t.Errorf("a second step changed the status: %q, %+v", story, events)
 		}
 	})
 
 	t.Run("unready", func(t *testing.T) {
-		st, _, story := nextStatus(started, simulation{now: t1, unready: true})
+		st, _, story := nextStatusParts(started, simulation{now: t1, unready: true})
 		if !hasConditionStatus(st, corev1.PodReady, corev1.ConditionFalse) || st.ContainerStatuses[0].Ready || st.Phase != corev1.PodRunning {
 			t.Errorf("unready: %+v", st)
 		}
@@ -85,7 +85,7 @@ func TestNextStatus(t *testing.T) {
 	exit := func(code int32, policy corev1.RestartPolicy) corev1.PodStatus {
 		p := started.DeepCopy()
 		p.Spec.RestartPolicy = policy
-		st, _, _ := nextStatus(p, simulation{now: t1, exit: &code})
+		st, _, _ := nextStatusParts(p, simulation{now: t1, exit: &code})
 		return st
 	}
 	for _, tt := range []struct {
@@ -119,7 +119,7 @@ func TestNextStatus(t *testing.T) {
 	}
 
 	t.Run("stop", func(t *testing.T) {
-		st, events, _ := nextStatus(started, simulation{now: t1, stop: true})
+		st, events, _ := nextStatusParts(started, simulation{now: t1, stop: true})
 		if st.Phase != corev1.PodSucceeded || st.ContainerStatuses[0].State.Terminated == nil || st.InitContainerStatuses[1].State.Terminated == nil {
 			t.Errorf("stopped: %+v", st)
 		}
@@ -186,4 +186,67 @@ func TestNodeNumber(t *testing.T) {
 	if a, b := nodeNumber("alpha"), nodeNumber("alpha"); a != b || a < 0 || a > 255 {
 		t.Errorf("nodeNumber(alpha) = %d then %d", a, b)
 	}
+}
+
+// nextStatusParts is nextStatus's status, events and story.
+func nextStatusParts(pod *corev1.Pod, step simulation) (corev1.PodStatus, []podEvent, string) {
+	out := nextStatus(pod, step)
+	return out.status, out.events, out.story
+}
+
+func TestNextStatusRunsTheCommandAndBacksOff(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "crash", UID: "u1"},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyAlways,
+			Containers:    []corev1.Container{{Name: "app", Image: "busybox", Command: []string{"sh", "-c", "sleep 2; exit 1"}}},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	b := backOff{base: 10 * time.Second, max: 40 * time.Second}
+	// step runs the kubelet at t0+at and checks when it asks to wake.
+	step := func(at, wake time.Duration) corev1.ContainerStatus {
+		t.Helper()
+		out := nextStatus(pod, simulation{now: metav1.NewTime(t0.Add(at)), hostIP: "127.0.1.1", podIP: "10.88.1.2", backOff: b})
+		pod = pod.DeepCopy()
+		pod.Status, b = out.status, out.backOff
+		if want := t0.Add(wake); !out.wake.Equal(want) {
+			t.Errorf("at %s: wake at %s, want %s", at, out.wake.Sub(t0), wake)
+		}
+		if pod.Status.Phase != corev1.PodRunning {
+			t.Errorf("at %s: phase %s, want Running", at, pod.Status.Phase)
+		}
+		return pod.Status.ContainerStatuses[0]
+	}
+	running := func(cs corev1.ContainerStatus, since time.Duration, restarts int32) {
+		t.Helper()
+		if cs.State.Running == nil || !cs.State.Running.StartedAt.Time.Equal(t0.Add(since)) || cs.RestartCount != restarts {
+			t.Errorf("container = %+v, want running since %s, restartCount %d", cs, since, restarts)
+		}
+	}
+	backingOff := func(cs corev1.ContainerStatus, delay string, restarts int32, finished time.Duration) {
+		t.Helper()
+		w, last := cs.State.Waiting, cs.LastTerminationState.Terminated
+		want := "back-off " + delay + " restarting failed container=app pod=crash_default(u1)"
+		if w == nil || w.Reason != "CrashLoopBackOff" || w.Message != want || cs.RestartCount != restarts || cs.Ready {
+			t.Errorf("container = %+v, want waiting CrashLoopBackOff %q, restartCount %d", cs, want, restarts)
+		}
+		if last == nil || last.ExitCode != 1 || last.Reason != "Error" || !last.FinishedAt.Time.Equal(t0.Add(finished)) {
+			t.Errorf("lastState = %+v, want exit 1 Error at %s", last, finished)
+		}
+	}
+
+	running(step(0, 2*time.Second), 0, 0)
+	running(step(2*time.Second, 4*time.Second), 2*time.Second, 1) // the first exit restarts at once
+	backingOff(step(4*time.Second, 14*time.Second), "10s", 1, 4*time.Second)
+	backingOff(step(5*time.Second, 14*time.Second), "10s", 1, 4*time.Second) // nothing new
+	running(step(14*time.Second, 16*time.Second), 14*time.Second, 2)
+	backingOff(step(16*time.Second, 36*time.Second), "20s", 2, 16*time.Second)
+	// A kubelet that wakes late restarts the container when it wakes.
+	running(step(39*time.Second, 41*time.Second), 39*time.Second, 3)
+	backingOff(step(41*time.Second, 81*time.Second), "40s", 3, 41*time.Second)
+	backingOff(step(81*time.Second-time.Millisecond, 81*time.Second), "40s", 3, 41*time.Second)
+	running(step(81*time.Second, 83*time.Second), 81*time.Second, 4)
+	backingOff(step(83*time.Second, 123*time.Second), "40s", 4, 83*time.Second) // the maximum
 }

@@ -12,6 +12,8 @@
 //     FitError).
 //   - score.go: which of those is best (the LeastAllocated score).
 //   - resources.go: what a pod requests and what a node's pods use.
+//   - nodeports/: which host ports a pod takes and when two conflict
+//     (kube-scheduler's NodePorts plugin), shared with the kubelet.
 //
 // Properties:
 //
@@ -20,7 +22,9 @@
 //     scheduling gates.
 //   - A node fits when it is not cordoned, is Ready, has no NoSchedule or
 //     NoExecute taint the pod does not tolerate, matches the pod's
-//     nodeSelector and required node affinity, and has room for the pod's
+//     nodeSelector and required node affinity, has free every host port
+//     the pod's containers ask for (see package nodeports; the kubelet
+//     admits pods by the same rule), and has room for the pod's
 //     requests (cpu, memory, any other resource it asks for, and one more
 //     pod) after those of the unfinished pods bound to it.
 //   - Of the nodes that fit, the one left with the most free cpu and

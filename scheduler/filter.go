@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/minictl/minictl/scheduler/nodeports"
 )
 
 // The reasons a node is filtered out, in kube-scheduler's words, so that
@@ -33,7 +35,9 @@ const (
 //     node.kubernetes.io/unreachable (Ready Unknown or missing) with effect
 //     NoSchedule, as the node lifecycle controller taints it.
 //  3. NodeAffinity: spec.nodeSelector and required node affinity.
-//  4. NodeResourcesFit: the pod count, and each resource the pod requests,
+//  4. NodePorts: every host port the pod asks for (protocol, port, host
+//     IP, 0.0.0.0 meaning all) is free on the node.
+//  5. NodeResourcesFit: the pod count, and each resource the pod requests,
 //     against the node's allocatable minus what its pods request.
 func filter(pod *corev1.Pod, node *corev1.Node, used *nodeUsage) []string {
 	if node.Spec.Unschedulable && !tolerates(pod.Spec.Tolerations, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
@@ -49,6 +53,9 @@ func filter(pod *corev1.Pod, node *corev1.Node, used *nodeUsage) []string {
 	}
 	if !matchesNodeSelector(pod, node) {
 		return []string{reasonNodeAffinity}
+	}
+	if used != nil && !used.ports.Fit(nodeports.Of(pod)) {
+		return []string{nodeports.ErrReason}
 	}
 	return insufficientResources(pod, node, used)
 }

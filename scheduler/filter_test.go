@@ -82,6 +82,15 @@ func TestFilter(t *testing.T) {
 		u.pods = pods
 		return u
 	}
+	hostPort := func(p *corev1.Pod, port int32) *corev1.Pod {
+		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: port}}
+		return p
+	}
+	portsUsed := func(port int32) *nodeUsage {
+		u := newNodeUsage()
+		u.add(usageOf(hostPort(testPod("other", "", ""), port)))
+		return u
+	}
 
 	tests := []struct {
 		name string
@@ -139,6 +148,11 @@ func TestFilter(t *testing.T) {
 		{"exactly full fits", testPod("p", "500m", ""), testNode("n", "4", "8Gi", "110"), used("3500m", 3), nil},
 		{"too many pods", testPod("p", "", ""), testNode("n", "4", "8Gi", "2"), used("0", 2),
 			[]string{"Too many pods"}},
+		{"host port taken", hostPort(testPod("p", "", ""), 8080), testNode("n", "4", "8Gi", "110"), portsUsed(8080),
+			[]string{"node(s) didn't have free ports for the requested pod ports"}},
+		{"another host port is free", hostPort(testPod("p", "", ""), 8081), testNode("n", "4", "8Gi", "110"), portsUsed(8080), nil},
+		{"host ports before resources", hostPort(testPod("p", "64", ""), 8080), testNode("n", "4", "8Gi", "110"), portsUsed(8080),
+			[]string{"node(s) didn't have free ports for the requested pod ports"}},
 		{"taint before resources", testPod("p", "64", ""), tainted(testNode("n", "4", "8Gi", "110"), gpu), nil,
 			[]string{"node(s) had untolerated taint {dedicated: gpu}"}},
 	}

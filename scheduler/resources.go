@@ -3,6 +3,8 @@ package scheduler
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/minictl/minictl/scheduler/nodeports"
 )
 
 // Requests a pod without any for cpu or memory is counted with when nodes
@@ -108,10 +110,11 @@ type nodeUsage struct {
 	requested amounts // for filtering: the pods' real requests
 	nonZero   amounts // for scoring: with the defaults for unset cpu and memory
 	pods      int64
+	ports     nodeports.Used
 }
 
 func newNodeUsage() *nodeUsage {
-	return &nodeUsage{requested: amounts{}, nonZero: amounts{}}
+	return &nodeUsage{requested: amounts{}, nonZero: amounts{}, ports: nodeports.Used{}}
 }
 
 func (u *nodeUsage) addPod(pod *corev1.Pod) { u.add(usageOf(pod)) }
@@ -119,22 +122,25 @@ func (u *nodeUsage) addPod(pod *corev1.Pod) { u.add(usageOf(pod)) }
 // podUsage is what one pod takes from its node.
 type podUsage struct {
 	requested, nonZero amounts
+	ports              []nodeports.HostPort
 }
 
 func usageOf(pod *corev1.Pod) podUsage {
-	return podUsage{requested: podRequests(pod, false), nonZero: podRequests(pod, true)}
+	return podUsage{requested: podRequests(pod, false), nonZero: podRequests(pod, true), ports: nodeports.Of(pod)}
 }
 
 func (u *nodeUsage) add(p podUsage) {
 	u.requested.add(p.requested)
 	u.nonZero.add(p.nonZero)
 	u.pods++
+	u.ports.Add(p.ports, 1)
 }
 
 func (u *nodeUsage) sub(p podUsage) {
 	u.requested.sub(p.requested)
 	u.nonZero.sub(p.nonZero)
 	u.pods--
+	u.ports.Add(p.ports, -1)
 }
 
 // clone returns a copy of u; a nil u is an empty usage.
@@ -142,5 +148,9 @@ func (u *nodeUsage) clone() *nodeUsage {
 	if u == nil {
 		return newNodeUsage()
 	}
-	return &nodeUsage{requested: u.requested.clone(), nonZero: u.nonZero.clone(), pods: u.pods}
+	ports := make(nodeports.Used, len(u.ports))
+	for p, n := range u.ports {
+		ports[p] = n
+	}
+	return &nodeUsage{requested: u.requested.clone(), nonZero: u.nonZero.clone(), pods: u.pods, ports: ports}
 }

@@ -539,3 +539,27 @@ func TestStoppingSchedulerLeavesTheQueue(t *testing.T) {
 		t.Errorf("queue length %d, want 1: b left alone", s.queue.Len())
 	}
 }
+
+func TestHostPortsSpreadPodsAndThenLeaveThemPending(t *testing.T) {
+	rc := newClient(t)
+	for _, name := range []string{"node-1", "node-2"} {
+		createNode(t, rc, testNode(name, "4", "8Gi", "110"))
+	}
+	startScheduler(t, rc)
+	withPort := func(name string) *corev1.Pod {
+		pod := testPod(name, "", "")
+		pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}}
+		return pod
+	}
+	createPod(t, rc, withPort("web-0"))
+	first := waitBound(t, rc, "web-0")
+	createPod(t, rc, withPort("web-1"))
+	if second := waitBound(t, rc, "web-1"); second == first {
+		t.Errorf("web-0 and web-1 both on %s, with the same host port", first)
+	}
+	createPod(t, rc, withPort("web-2"))
+	want := "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports."
+	if msg := waitEvent(t, rc, "web-2", "FailedScheduling"); msg != want {
+		t.Errorf("FailedScheduling message = %q, want %q", msg, want)
+	}
+}

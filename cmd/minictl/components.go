@@ -35,7 +35,10 @@ type clusterFlags struct {
 	// kubeletPort is where each kubelet serves /containerLogs on its node
 	// address: 0 (any free port) in up, --port alone.
 	kubeletPort int
-	fast        bool
+	// backOffBase and maxBackOff are the kubelets' container restart
+	// back-off; 0 is a kubelet's (10s doubling to 5m).
+	backOffBase, maxBackOff time.Duration
+	fast                    bool
 }
 
 func (f *clusterFlags) bind(fs *flag.FlagSet) {
@@ -45,12 +48,24 @@ func (f *clusterFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.cmAddress, "controller-manager-address", "127.0.0.1:10257", "where the controller manager serves /healthz and /metrics")
 	f.bindKubelet(fs)
 	fs.IntVar(&f.nodes, "nodes", 3, "how many simulated nodes (kubelets) to run")
-	fs.BoolVar(&f.fast, "fast", false, "scale every timing down (heartbeats, grace periods, leader election, tolerations) so a lesson's story plays out in seconds")
+	fs.BoolVar(&f.fast, "fast", false, "scale every timing down (heartbeats, grace periods, leader election, tolerations, container restart back-off) so a lesson's story plays out in seconds")
 }
 
 func (f *clusterFlags) bindKubelet(fs *flag.FlagSet) {
 	fs.DurationVar(&f.heartbeatInterval, "node-lease-renew-interval", kubelet.DefaultHeartbeatInterval, "how often each simulated kubelet renews its node Lease")
 	fs.DurationVar(&f.statusInterval, "node-status-update-frequency", kubelet.DefaultStatusUpdateInterval, "how often each simulated kubelet posts node status")
+}
+
+// fastKubelet is --fast for the simulated kubelets: heartbeats every
+// second, and a restart back-off of 1s doubling to 10s.
+func (f *clusterFlags) fastKubelet(set map[string]bool) {
+	if !set["node-lease-renew-interval"] {
+		f.heartbeatInterval = time.Second
+	}
+	if !set["node-status-update-frequency"] {
+		f.statusInterval = time.Second
+	}
+	f.backOffBase, f.maxBackOff = time.Second, 10*time.Second
 }
 
 // applyFast scales every timing the user did not set explicitly down to
@@ -61,12 +76,7 @@ func (f *clusterFlags) applyFast(fs *flag.FlagSet) {
 	}
 	set := setFlags(fs)
 	fastControllerManager(&f.cm, set)
-	if !set["node-lease-renew-interval"] {
-		f.heartbeatInterval = time.Second
-	}
-	if !set["node-status-update-frequency"] {
-		f.statusInterval = time.Second
-	}
+	f.fastKubelet(set)
 }
 
 // fastControllerManager is --fast for the controller manager: leader
@@ -188,7 +198,8 @@ func runKubelet(ctx context.Context, rc *client.RESTClient, name string, cf clus
 	k, err := kubelet.New(kubelet.Options{
 		Client: rc, NodeName: name, Recorder: rec, Logger: log,
 		HeartbeatInterval: cf.heartbeatInterval, StatusUpdateInterval: cf.statusInterval,
-		Port: cf.kubeletPort,
+		Port:        cf.kubeletPort,
+		BackOffBase: cf.backOffBase, MaxBackOff: cf.maxBackOff,
 	})
 	if err != nil {
 		return err
@@ -283,6 +294,7 @@ func runKubeletCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	cf.bindKubelet(fs)
 	name := fs.String("name", "", "the node's name (required)")
 	fs.IntVar(&cf.kubeletPort, "port", kubelet.DefaultPort, "the port the kubelet serves /containerLogs and /healthz on, at its node address (127.0.1.<n>); 0: any free port")
+	fast := fs.Bool("fast", false, "scale the kubelet's timings down (heartbeats, restart back-off), as minictl up --fast does")
 	var lf logFlags
 	lf.bind(fs)
 	if err := fs.Parse(args); err != nil {
@@ -290,6 +302,9 @@ func runKubeletCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if *name == "" {
 		return fmt.Errorf("--name is required")
+	}
+	if *fast {
+		cf.fastKubelet(setFlags(fs))
 	}
 	log, err := lf.logger(stderr, nil)
 	if err != nil {
