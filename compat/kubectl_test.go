@@ -542,7 +542,11 @@ spec:
 		return phase == "Running" || phase == "Succeeded", phase
 	})
 
-	// Followed from the start, the log ends with the run.
+	// Followed from the start, the log ends with the run: what the
+	// container echoed, between the lines its simulated kubelet writes
+	// when it starts and stops it.
+	const whole = "[minictl] started: sh -c \"echo hello from minictl; sleep 2; echo bye\"\n" +
+		"hello from minictl\nbye\n[minictl] exited with code 0\n"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	follow := kubectlCmd(ctx, "logs", "-f", "talker", "-n", ns)
@@ -550,17 +554,17 @@ spec:
 	follow.Stdout, follow.Stderr = &out, &errOut
 	if err := follow.Run(); err != nil || ctx.Err() != nil {
 		t.Errorf("kubectl logs -f did not end with the run: %v (%v)\nstdout:\n%s\nstderr:\n%s", err, ctx.Err(), out.String(), errOut.String())
-	} else if got := out.String(); got != "hello from minictl\nbye\n" {
-		t.Errorf("kubectl logs -f printed %q", got)
+	} else if got := out.String(); got != whole {
+		t.Errorf("kubectl logs -f printed %q, want %q", got, whole)
 	}
 
-	if got := kubectl(t, "logs", "talker", "-n", ns); got != "hello from minictl\nbye\n" {
-		t.Errorf("kubectl logs printed %q", got)
+	if got := kubectl(t, "logs", "talker", "-n", ns); got != whole {
+		t.Errorf("kubectl logs printed %q, want %q", got, whole)
 	}
-	if got := kubectl(t, "logs", "talker", "-n", ns, "--tail=1"); got != "bye\n" {
-		t.Errorf("kubectl logs --tail=1 printed %q", got)
+	if got := kubectl(t, "logs", "talker", "-n", ns, "--tail=2"); got != "bye\n[minictl] exited with code 0\n" {
+		t.Errorf("kubectl logs --tail=2 printed %q", got)
 	}
-	stamped := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z hello from minictl\n\S+ bye\n$`)
+	stamped := regexp.MustCompile(`^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z \S.*\n){1}\S+ hello from minictl\n\S+ bye\n\S+ \[minictl\] exited with code 0\n$`)
 	if got := kubectl(t, "logs", "talker", "-n", ns, "--timestamps"); !stamped.MatchString(got) {
 		t.Errorf("kubectl logs --timestamps printed %q", got)
 	}

@@ -114,6 +114,7 @@ func TestPodLogFollowerGoesAway(t *testing.T) {
 	k := startKubelet(t, rc, "node-1", nil)
 	pod := createPod(t, rc, newPod("web", "node-1"))
 	waitPod(t, rc, "web", "Running", runningAndReady)
+	k.logs.Start(pod.UID, "app") // a new run, without the kubelet's start line
 	k.logs.Print(pod.UID, "app", time.Now(), "hello")
 
 	ctx, cancel := context.WithCancel(context.Background())
