@@ -23,11 +23,11 @@ import (
 // the controller's 11-character suffix.
 const cronJobMaxNameLength = 63 - 11
 
-// ParseCronSchedule parses a CronJob's schedule as kube does: the standard
+// parseCronSchedule parses a CronJob's schedule as kube does: the standard
 // five fields (minute, hour, day of month, month, day of week) or a
 // descriptor such as @hourly or @every 1h30m. A schedule prefixed with
 // TZ= or CRON_TZ= is parsed in that time zone.
-func ParseCronSchedule(schedule string) (cron.Schedule, error) {
+func parseCronSchedule(schedule string) (cron.Schedule, error) {
 	return cron.ParseStandard(schedule)
 }
 
@@ -42,7 +42,7 @@ func CronJobSchedule(cj *batchv1.CronJob) (cron.Schedule, error) {
 			schedule = "TZ=" + *tz + " " + schedule
 		}
 	}
-	return ParseCronSchedule(schedule)
+	return parseCronSchedule(schedule)
 }
 
 // defaultCronJob is kube's SetDefaults_CronJob: Jobs may run concurrently,
@@ -123,7 +123,7 @@ func validateCronJobSpec(spec, oldSpec *batchv1.CronJobSpec, fldPath *field.Path
 // spec.timeZone.
 func validateCronSchedule(schedule string, allowTZ bool, timeZone *string, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if _, err := ParseCronSchedule(schedule); err != nil {
+	if _, err := parseCronSchedule(schedule); err != nil {
 		errs = append(errs, field.Invalid(fldPath, schedule, err.Error()))
 	}
 	switch {

@@ -43,8 +43,8 @@
 //     every schedule.
 //
 // Handlers only enqueue keys; every decision is made in sync and logged as
-// one line: "cronjob default/hello: scheduled 12:05:00 → create job
-// hello-29634725".
+// one line, with the CronJob as its object: "scheduled
+// 2026-05-10T12:05:00Z → create job hello-29634725".
 package cronjob
 
 import (
@@ -289,7 +289,7 @@ func (c *Controller) reconcileActive(ctx context.Context, cj *batchv1.CronJob, j
 		case !done && !listed:
 			c.recorder.Eventf(cj, corev1.EventTypeWarning, "UnexpectedJob", "Saw a job that the controller did not create or forgot: %s", j.Name)
 		case done && listed:
-			c.log.Info(fmt.Sprintf("%s: job %s is %s → no longer active", keyOf(cj), j.Name, how),
+			c.log.Info(fmt.Sprintf("job %s is %s → no longer active", j.Name, how),
 				slog.String("object", keyOf(cj)), slog.String("job", j.Name), slog.String("condition", string(how)))
 			removeActive(cj, j.UID)
 			c.recorder.Eventf(cj, corev1.EventTypeNormal, "SawCompletedJob", "Saw completed job: %s, condition: %v", j.Name, how)
@@ -310,7 +310,7 @@ func (c *Controller) reconcileActive(ctx context.Context, cj *batchv1.CronJob, j
 		_, err := c.jobClient.Get(ctx, ref.Namespace, ref.Name)
 		switch {
 		case apierrors.IsNotFound(err):
-			c.log.Info(fmt.Sprintf("%s: active job %s is gone → no longer active", keyOf(cj), ref.Name),
+			c.log.Info(fmt.Sprintf("active job %s is gone → no longer active", ref.Name),
 				slog.String("object", keyOf(cj)), slog.String("job", ref.Name))
 			c.recorder.Eventf(cj, corev1.EventTypeNormal, "MissingJob", "Active job went missing: %v", ref.Name)
 			removeActive(cj, ref.UID)
@@ -353,7 +353,7 @@ func (c *Controller) removeOldest(ctx context.Context, cj *batchv1.CronJob, jobs
 	slices.SortFunc(jobs, byStartTime)
 	changed := false
 	for _, j := range jobs[:excess] {
-		c.log.Info(fmt.Sprintf("%s: %d %s jobs, history limit %d → delete %s", keyOf(cj), len(jobs), what, limit, j.Name),
+		c.log.Info(fmt.Sprintf("%d %s jobs, history limit %d → delete %s", len(jobs), what, limit, j.Name),
 			slog.String("object", keyOf(cj)), slog.String("job", j.Name), slog.Int("limit", limit))
 		if c.deleteJob(ctx, cj, j) {
 			changed = true
@@ -398,7 +398,7 @@ func (c *Controller) syncSchedule(ctx context.Context, cj *batchv1.CronJob) (tim
 		}
 	}
 	if cj.Spec.Suspend != nil && *cj.Spec.Suspend {
-		c.log.Debug(key+": suspended → start nothing", slog.String("object", key))
+		c.log.Debug("suspended → start nothing", slog.String("object", key))
 		return 0, false, nil
 	}
 	if strings.Contains(cj.Spec.Schedule, "TZ") {
@@ -423,12 +423,12 @@ func (c *Controller) syncSchedule(ctx context.Context, cj *batchv1.CronJob) (tim
 	}
 	scheduled := *u.mostRecent
 	if u.missed > tooManyMissed {
-		c.log.Info(fmt.Sprintf("%s: %d start times missed → start only the last, %s", key, u.missed, scheduled.UTC().Format(time.RFC3339)),
+		c.log.Info(fmt.Sprintf("%d start times missed → start only the last, %s", u.missed, scheduled.UTC().Format(time.RFC3339)),
 			slog.String("object", key), slog.Int64("missed", u.missed))
 		c.recorder.Eventf(cj, corev1.EventTypeWarning, "TooManyMissedTimes",
 			"too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew")
 	}
-	story := fmt.Sprintf("%s: scheduled %s", key, scheduled.UTC().Format(time.RFC3339))
+	story := "scheduled " + scheduled.UTC().Format(time.RFC3339)
 	if d := cj.Spec.StartingDeadlineSeconds; d != nil && scheduled.Add(time.Duration(*d)*time.Second).Before(now) {
 		c.log.Info(story+fmt.Sprintf(", now %s is past the %ds deadline → missed", now.UTC().Format(time.RFC3339), *d),
 			slog.String("object", key))
@@ -492,7 +492,7 @@ func (c *Controller) createJob(ctx context.Context, cj *batchv1.CronJob, schedul
 		if !metav1.IsControlledBy(existing, cj) || inActive(cj, existing.UID) {
 			return nil, nil
 		}
-		c.log.Info(fmt.Sprintf("%s: job %s exists already → active again", key, existing.Name),
+		c.log.Info(fmt.Sprintf("job %s exists already → active again", existing.Name),
 			slog.String("object", key), slog.String("job", existing.Name))
 		return existing, nil
 	case err != nil:
@@ -502,7 +502,7 @@ func (c *Controller) createJob(ctx context.Context, cj *batchv1.CronJob, schedul
 		return nil, fmt.Errorf("create job: %w", err)
 	}
 	c.skew.Observe(created.CreationTimestamp.Sub(scheduled).Seconds())
-	c.log.Info(fmt.Sprintf("%s: scheduled %s → create job %s", key, scheduled.UTC().Format(time.RFC3339), created.Name),
+	c.log.Info(fmt.Sprintf("scheduled %s → create job %s", scheduled.UTC().Format(time.RFC3339), created.Name),
 		slog.String("object", key), slog.String("job", created.Name), slog.Time("scheduled", scheduled))
 	c.recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulCreate", "Created job %v", created.Name)
 	return created, nil
