@@ -423,3 +423,41 @@ func mustLoad(t *testing.T, name string) *time.Location {
 	}
 	return loc
 }
+
+func TestTooManyMissedTimesStartsOnlyTheLast(t *testing.T) {
+	r := runController(t)
+	cj := r.create(t, newCronJob("late", "*/1 * * * *"))
+	m1 := minuteAfter(cj.CreationTimestamp.Time)
+	// The controller was away for 200 minutes: the last time starts, and
+	// the gap is reported.
+	last := m1.Add(199 * time.Minute)
+	r.stepTo(t, last.Add(time.Second))
+	r.waitForJobs(t, cj, jobNameAt("late", last))
+	controllertest.Eventually(t, "TooManyMissedTimes", func() (bool, string) {
+		return len(r.events("TooManyMissedTimes")) == 1, strings.Join(r.recorder.Events(), "; ")
+	})
+}
+
+func TestAJobItDidNotCreateIsReported(t *testing.T) {
+	r := runController(t)
+	cj := r.create(t, newCronJob("manual", "@yearly"))
+	// What kubectl create job --from=cronjob/manual makes.
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "manual-now", Namespace: ns,
+			Annotations:     map[string]string{"cronjob.kubernetes.io/instantiate": "manual"},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cj, controllerKind)},
+		},
+		Spec: cj.Spec.JobTemplate.Spec,
+	}
+	if _, err := r.jobs.Create(testCtx(t), job); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Eventually(t, "UnexpectedJob", func() (bool, string) {
+		ev := r.events("UnexpectedJob")
+		return len(ev) > 0 && strings.Contains(ev[0], "manual-now"), strings.Join(r.recorder.Events(), "; ")
+	})
+	if got := r.get(t, "manual"); len(got.Status.Active) != 0 {
+		t.Errorf("active %v: a Job it did not start is not its to track", activeNames(got))
+	}
+}
