@@ -170,8 +170,10 @@ var (
 	CronJobs = &Resource{
 		Group: "batch", Version: "v1", Kind: "CronJob", Plural: "cronjobs", Singular: "cronjob", Namespaced: true,
 		ShortNames: []string{"cj"}, Categories: []string{"all"}, Subresources: []string{"status"},
-		New:              func() Object { return &batchv1.CronJob{} },
+		New:     func() Object { return &batchv1.CronJob{} },
+		Default: defaulter(defaultCronJob), ValidateObject: validateCronJobObject,
 		PrepareForCreate: defaulter(prepareCronJobForCreate), PrepareForUpdate: updatePreparer(prepareCronJobForUpdate),
+		Table: cronJobTable,
 	}
 	PodDisruptionBudgets = &Resource{
 		Group: "policy", Version: "v1", Kind: "PodDisruptionBudget", Plural: "poddisruptionbudgets", Singular: "poddisruptionbudget", Namespaced: true,

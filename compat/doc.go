@@ -16,6 +16,7 @@
 //     logs, --tail, --timestamps and -f through pods/log and the kubelet;
 //     drain, evicting through the eviction subresource and held back by a
 //     PodDisruptionBudget, and get pdb;
+//     a CronJob created, printed, and run once with create job --from;
 //   - clientgo_test.go: create, get, update with conflict retry, patch,
 //     delete through kubernetes.Clientset, and shared informers that sync,
 //     follow churn and end equal to a fresh list.

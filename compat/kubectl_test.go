@@ -681,3 +681,43 @@ spec:
 		t.Error("a refused drain evicted a pod")
 	}
 }
+
+func TestKubectlCronJob(t *testing.T) {
+	const ns = "compat-cj"
+	kubectl(t, "create", "namespace", ns)
+	t.Cleanup(func() { kubectlRun(t, "", nil, "delete", "namespace", ns, "--wait=false") })
+	kubectl(t, "create", "cronjob", "tick", "-n", ns, "--image=busybox", "--schedule=*/1 * * * *", "--", "date")
+
+	tb := parseTable(t, kubectl(t, "get", "cronjobs", "-n", ns, "-o", "wide"))
+	wantHeader(t, tb, "NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE", "CONTAINERS", "IMAGES", "SELECTOR")
+	if len(tb.rows) != 1 {
+		t.Fatalf("%d rows, want 1", len(tb.rows))
+	}
+	row := tb.rows[0]
+	for col, want := range map[string]string{
+		"NAME": "tick", "SCHEDULE": "*/1 * * * *", "TIMEZONE": "<none>", "SUSPEND": "False",
+		"CONTAINERS": "tick", "IMAGES": "busybox", "SELECTOR": "<none>",
+	} {
+		if got := tb.col(t, row, col); got != want {
+			t.Errorf("%s = %q, want %q (row %q)", col, got, want, row)
+		}
+	}
+	policy := kubectl(t, "get", "cronjob", "tick", "-n", ns, "-o", "jsonpath={.spec.concurrencyPolicy} {.spec.successfulJobsHistoryLimit} {.spec.jobTemplate.spec.template.spec.restartPolicy}")
+	if policy != "Allow 3 OnFailure" {
+		t.Errorf("defaults %q, want Allow 3 OnFailure", policy)
+	}
+
+	// A Job made now from the CronJob's template, as kubectl makes it:
+	// owned by the CronJob, annotated as a manual run.
+	kubectl(t, "create", "job", "--from=cronjob/tick", "tick-now", "-n", ns)
+	owner := kubectl(t, "get", "job", "tick-now", "-n", ns, "-o",
+		`jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name} {.metadata.annotations.cronjob\.kubernetes\.io/instantiate}`)
+	if owner != "CronJob/tick manual" {
+		t.Errorf("job tick-now: %q, want CronJob/tick manual", owner)
+	}
+
+	r := kubectlRun(t, "", nil, "create", "cronjob", "bad", "-n", ns, "--image=busybox", "--schedule=61 * * * *")
+	if r.err == nil || !strings.Contains(r.stderr, "spec.schedule") || !strings.Contains(r.stderr, "end of range (61) above maximum (59)") {
+		t.Errorf("a minute of 61: err %v, stderr:\n%s", r.err, r.stderr)
+	}
+}

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"github.com/minictl/minictl/controllers/cronjob"
 	"github.com/minictl/minictl/controllers/deployment"
 	"github.com/minictl/minictl/controllers/disruption"
 	"github.com/minictl/minictl/controllers/endpoints"
@@ -43,6 +44,12 @@ var knownControllers = []descriptor{
 		name: disruption.Name, defaultOn: true, workers: 1,
 		build: func(cc *controllerContext) (runner, error) {
 			return disruption.New(disruption.Options{Common: cc.Common})
+		},
+	},
+	{
+		name: cronjob.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-cron-job-syncs",
+		build: func(cc *controllerContext) (runner, error) {
+			return cronjob.New(cronjob.Options{Common: cc.Common})
 		},
 	},
 	{

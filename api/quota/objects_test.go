@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -21,6 +22,7 @@ func TestObjectCountNames(t *testing.T) {
 		"deployments.apps":           "count/deployments.apps",
 		"replicasets.apps":           "count/replicasets.apps",
 		"replicationcontrollers":     "count/replicationcontrollers",
+		"cronjobs.batch":             "count/cronjobs.batch",
 		"leases.coordination.k8s.io": "count/leases.coordination.k8s.io",
 	}
 	for _, res := range api.Resources() {
@@ -72,6 +74,7 @@ func TestObjectUsage(t *testing.T) {
 		{"replicationcontroller: the legacy name too", api.ReplicationControllers, &corev1.ReplicationController{ObjectMeta: meta},
 			list("count/replicationcontrollers", "1", "replicationcontrollers", "1")},
 		{"deployment", api.Deployments, &appsv1.Deployment{ObjectMeta: meta}, list("count/deployments.apps", "1")},
+		{"cronjob", api.CronJobs, &batchv1.CronJob{ObjectMeta: meta}, list("count/cronjobs.batch", "1")},
 		{"pod", api.Pods, podWith([]corev1.Container{container("app", list("cpu", "1"), nil)}),
 			list("count/pods", "1", "pods", "1", "cpu", "1", "requests.cpu", "1")},
 		{"ClusterIP service", api.Services, svc(corev1.ServiceTypeClusterIP, 2, nil),
