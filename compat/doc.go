@@ -13,6 +13,9 @@
 //     an edit (a strategic merge patch computed from minictl's OpenAPI),
 //     edit, scale, delete, describe, events, explain, validation; a
 //     ReplicationController, and exec answered by the simulated containers;
+//   - commands_test.go: pods whose commands the simulated kubelets run,
+//     as kubectl get pods shows them (Completed, Error, CrashLoopBackOff,
+//     Init:0/1);
 //   - clientgo_test.go: create, get, update with conflict retry, patch,
 //     delete through kubernetes.Clientset, and shared informers that sync,
 //     follow churn and end equal to a fresh list.
