@@ -17,6 +17,9 @@
 //     drain, evicting through the eviction subresource and held back by a
 //     PodDisruptionBudget, and get pdb;
 //     a CronJob created, printed, and run once with create job --from;
+//   - commands_test.go: pods whose commands the simulated kubelets run,
+//     as kubectl get pods shows them (Completed, Error, CrashLoopBackOff,
+//     Init:0/1);
 //   - clientgo_test.go: create, get, update with conflict retry, patch,
 //     delete through kubernetes.Clientset, and shared informers that sync,
 //     follow churn and end equal to a fresh list.

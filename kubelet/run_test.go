@@ -129,12 +129,12 @@ func TestCrashLoopBackOff(t *testing.T) {
 			t.Errorf("waiting message %q, want %q", msg, want)
 		}
 	}
-	backOffs := events.WithReason("BackOff")
-	if len(backOffs) == 0 || backOffs[0] != "Warning BackOff Back-off restarting failed container app in pod "+podName {
-		t.Errorf("BackOff events = %q", backOffs)
-	}
-	if n := len(events.WithReason("Started")); n < 3 {
-		t.Errorf("%d Started events, want one per run", n)
+	// Events follow the status writes.
+	waitFor(t, "BackOff and Started events", func() (bool, error) {
+		return len(events.WithReason("BackOff")) > 0 && len(events.WithReason("Started")) >= 3, nil
+	})
+	if backOff := events.WithReason("BackOff")[0]; backOff != "Warning BackOff Back-off restarting failed container app in pod "+podName {
+		t.Errorf("BackOff event = %q", backOff)
 	}
 }
 
@@ -258,9 +258,10 @@ func TestActiveDeadlineSeconds(t *testing.T) {
 	if active := got.Status.ContainerStatuses[0].State.Terminated.FinishedAt.Sub(got.Status.StartTime.Time); active < time.Second {
 		t.Errorf("killed %s after start, before the deadline", active)
 	}
-	if len(events.WithReason("DeadlineExceeded")) != 1 {
-		t.Errorf("events = %q, want one DeadlineExceeded", events.Events())
-	}
+	// The event follows the status write.
+	waitFor(t, "a DeadlineExceeded event", func() (bool, error) {
+		return len(events.WithReason("DeadlineExceeded")) == 1, nil
+	})
 }
 
 func TestHostPortTakenIsRefused(t *testing.T) {
