@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"github.com/minictl/minictl/controllers/daemonset"
 	"github.com/minictl/minictl/controllers/deployment"
 	"github.com/minictl/minictl/controllers/endpoints"
 	"github.com/minictl/minictl/controllers/garbagecollector"
@@ -35,6 +36,12 @@ var knownControllers = []descriptor{
 		name: deployment.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-deployment-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return deployment.New(deployment.Options{Common: cc.Common})
+		},
+	},
+	{
+		name: daemonset.Name, defaultOn: true, workers: 2, workersFlag: "concurrent-daemonset-syncs",
+		build: func(cc *controllerContext) (runner, error) {
+			return daemonset.New(daemonset.Options{Common: cc.Common})
 		},
 	},
 	{
