@@ -89,7 +89,10 @@ const Name = "daemonset"
 const (
 	// SelectingAllReason: the selector is empty and would select every pod.
 	SelectingAllReason = "SelectingAll"
-	// FailedPlacementReason: a pod cannot be placed on a node.
+	// FailedPlacementReason: a pod cannot be placed on a node. As in
+	// kube since the scheduler places daemon pods, the controller does not
+	// record it: the scheduler's FailedScheduling says why a pod pinned to
+	// a node does not fit there.
 	FailedPlacementReason = "FailedPlacement"
 	// FailedDaemonPodReason: a daemon pod failed and is deleted, to be
 	// replaced.
