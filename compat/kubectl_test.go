@@ -570,6 +570,15 @@ spec:
 	if !regexp.MustCompile(`(?m)^2\s+<none>\n3\s+<none>`).MatchString(history) {
 		t.Errorf("rollout history after undo:\n%s\nwant revisions 2 and 3", history)
 	}
+	// kubectl compares the revision's data with the patch it computes
+	// from the DaemonSet, byte for byte: the current revision matches.
+	if out := kubectl(t, "rollout", "undo", "ds/agent", "-n", ns, "--to-revision=3"); !strings.Contains(out, "skipped rollback (current template already matches revision 3)") {
+		t.Errorf("rollout undo to the current revision: %s", out)
+	}
+	if out := kubectl(t, "describe", "ds", "agent", "-n", ns); !strings.Contains(out, "Desired Number of Nodes Scheduled: 3") ||
+		!strings.Contains(out, "SuccessfulCreate") {
+		t.Errorf("describe ds:\n%s", out)
+	}
 	eventually(t, 30*time.Second, "every pod back on agent:1", func() (bool, string) {
 		out := kubectl(t, "get", "pods", "-n", ns, "-l", "app=agent", "-o", "jsonpath={.items[*].spec.containers[0].image}")
 		return out == "agent:1 agent:1 agent:1", out
