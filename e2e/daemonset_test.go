@@ -20,10 +20,10 @@ import (
 
 // TestDaemonSet runs a DaemonSet on the built binary: one Running pod on
 // every node but the one tainted NoSchedule; a node that joins later
-// (a kubelet started as its own process) gets its pod; a template change
-// replaces the pods one node at a time; a selector that does not match
-// the template is refused naming the field; and deleting the DaemonSet
-// takes its pods and revisions with it.
+// (a kubelet started as its own process) gets its pod, which goes when
+// the node does; a template change replaces the pods one node at a time;
+// a selector that does not match the template is refused naming the
+// field; and deleting the DaemonSet takes its pods and revisions with it.
 func TestDaemonSet(t *testing.T) {
 	c := up(t, minitest.FreeAddr(t), t.TempDir(), "--fast", "--nodes", "3")
 	rc := c.client(t)
@@ -102,7 +102,7 @@ func TestDaemonSet(t *testing.T) {
 	}
 
 	// A fourth node, its kubelet a process of its own, gets its pod.
-	minitest.Start(t, false, "kubelet", "--server", c.URL, "--name", "node-4")
+	kubelet := minitest.Start(t, false, "kubelet", "--server", c.URL, "--name", "node-4")
 	onNodes("agent:1", "node-1", "node-3", "node-4")
 	waitDS(t, dss, "3 desired, 3 available", func(s appsv1.DaemonSetStatus) bool {
 		return s.DesiredNumberScheduled == 3 && s.NumberAvailable == 3 && s.UpdatedNumberScheduled == 3
@@ -151,6 +151,19 @@ func TestDaemonSet(t *testing.T) {
 	if err != nil || len(history.Items) != 2 {
 		t.Fatalf("revisions: %v, %v; want 2", history, err)
 	}
+
+	// The fourth node goes away (its kubelet stopped, its Node deleted):
+	// its pod goes with it, and the DaemonSet wants one pod fewer.
+	if err := kubelet.Stop(); err != nil {
+		t.Errorf("the node-4 kubelet did not exit cleanly: %v\n%s", err, kubelet.Stderr)
+	}
+	if err := nodes.Delete(ctx, "", "node-4", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	onNodes("agent:2", "node-1", "node-3")
+	waitDS(t, dss, "2 desired, 2 available", func(s appsv1.DaemonSetStatus) bool {
+		return s.DesiredNumberScheduled == 2 && s.NumberAvailable == 2 && s.NumberMisscheduled == 0
+	})
 
 	// Deleting the DaemonSet takes its pods and revisions with it.
 	if err := dss.Delete(ctx, "default", "agent", metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationBackground)}); err != nil {
