@@ -154,12 +154,16 @@ var (
 	DaemonSets = &Resource{
 		Group: "apps", Version: "v1", Kind: "DaemonSet", Plural: "daemonsets", Singular: "daemonset", Namespaced: true,
 		ShortNames: []string{"ds"}, Categories: []string{"all"}, Subresources: []string{"status"},
-		New:              func() Object { return &appsv1.DaemonSet{} },
+		New:     func() Object { return &appsv1.DaemonSet{} },
+		Default: defaulter(defaultDaemonSet), Validate: validator(validateDaemonSet), ValidateUpdate: updateValidator(validateDaemonSetUpdate),
 		PrepareForCreate: defaulter(prepareDaemonSetForCreate), PrepareForUpdate: updatePreparer(prepareDaemonSetForUpdate),
+		Table: daemonSetTable,
 	}
 	ControllerRevisions = &Resource{
 		Group: "apps", Version: "v1", Kind: "ControllerRevision", Plural: "controllerrevisions", Singular: "controllerrevision", Namespaced: true,
-		New: func() Object { return &appsv1.ControllerRevision{} },
+		New:      func() Object { return &appsv1.ControllerRevision{} },
+		Validate: validator(validateControllerRevision), ValidateUpdate: updateValidator(validateControllerRevisionUpdate),
+		Table: controllerRevisionTable,
 	}
 	Jobs = &Resource{
 		Group: "batch", Version: "v1", Kind: "Job", Plural: "jobs", Singular: "job", Namespaced: true,

@@ -16,6 +16,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -378,6 +379,43 @@ var podDisruptionBudgetTable = printer([]metav1.TableColumnDefinition{
 		return v.String()
 	}
 	return []any{pdb.Name, bound(pdb.Spec.MinAvailable), bound(pdb.Spec.MaxUnavailable), int64(pdb.Status.DisruptionsAllowed), age(pdb.CreationTimestamp, now)}
+})
+
+var daemonSetTable = printer([]metav1.TableColumnDefinition{
+	nameColumn,
+	{Name: "Desired", Type: "integer", Description: appsv1.DaemonSetStatus{}.SwaggerDoc()["desiredNumberScheduled"]},
+	{Name: "Current", Type: "integer", Description: appsv1.DaemonSetStatus{}.SwaggerDoc()["currentNumberScheduled"]},
+	{Name: "Ready", Type: "integer", Description: appsv1.DaemonSetStatus{}.SwaggerDoc()["numberReady"]},
+	{Name: "Up-to-date", Type: "integer", Description: appsv1.DaemonSetStatus{}.SwaggerDoc()["updatedNumberScheduled"]},
+	{Name: "Available", Type: "integer", Description: appsv1.DaemonSetStatus{}.SwaggerDoc()["numberAvailable"]},
+	{Name: "Node Selector", Type: "string", Description: appsv1.DaemonSetSpec{}.SwaggerDoc()["template"]},
+	ageColumn, containersColumn, imagesColumn,
+	{Name: "Selector", Type: "string", Priority: 1, Description: appsv1.DaemonSetSpec{}.SwaggerDoc()["selector"]},
+}, func(ds *appsv1.DaemonSet, now time.Time) []any {
+	names, images := containerCells(ds.Spec.Template.Spec.Containers)
+	st := ds.Status
+	return []any{
+		ds.Name, int64(st.DesiredNumberScheduled), int64(st.CurrentNumberScheduled), int64(st.NumberReady),
+		int64(st.UpdatedNumberScheduled), int64(st.NumberAvailable), labels.FormatLabels(ds.Spec.Template.Spec.NodeSelector),
+		age(ds.CreationTimestamp, now), names, images, metav1.FormatLabelSelector(ds.Spec.Selector),
+	}
+})
+
+// controllerRevisionTable names the controller as kubectl names a
+// resource: "daemonset.apps/web".
+var controllerRevisionTable = printer([]metav1.TableColumnDefinition{
+	nameColumn,
+	{Name: "Controller", Type: "string", Description: "Controller of the object"},
+	{Name: "Revision", Type: "string", Description: appsv1.ControllerRevision{}.SwaggerDoc()["revision"]},
+	ageColumn,
+}, func(cr *appsv1.ControllerRevision, now time.Time) []any {
+	controller := "<none>"
+	if ref := metav1.GetControllerOfNoCopy(cr); ref != nil {
+		if gv, err := schema.ParseGroupVersion(ref.APIVersion); err == nil {
+			controller = strings.ToLower(gv.WithKind(ref.Kind).GroupKind().String()) + "/" + ref.Name
+		}
+	}
+	return []any{cr.Name, controller, cr.Revision, age(cr.CreationTimestamp, now)}
 })
 
 func deref[T any](p *T) T {

@@ -20,6 +20,7 @@
 //   - commands_test.go: pods whose commands the simulated kubelets run,
 //     as kubectl get pods shows them (Completed, Error, CrashLoopBackOff,
 //     Init:0/1);
+//     a DaemonSet's rollout status, history and undo;
 //   - clientgo_test.go: create, get, update with conflict retry, patch,
 //     delete through kubernetes.Clientset, and shared informers that sync,
 //     follow churn and end equal to a fresh list.

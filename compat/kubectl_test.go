@@ -721,3 +721,71 @@ func TestKubectlCronJob(t *testing.T) {
 		t.Errorf("a minute of 61: err %v, stderr:\n%s", r.err, r.stderr)
 	}
 }
+
+func TestKubectlDaemonSetRollout(t *testing.T) {
+	const ns = "compat-ds"
+	kubectl(t, "create", "namespace", ns)
+	t.Cleanup(func() { kubectlRun(t, "", nil, "delete", "namespace", ns, "--wait=false") })
+	kubectlIn(t, `apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: `+ns+`}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec: {containers: [{name: agent, image: agent:1}]}
+`, "create", "-f", "-")
+	if out := kubectl(t, "rollout", "status", "ds/agent", "-n", ns, "--timeout=60s"); !strings.Contains(out, `daemon set "agent" successfully rolled out`) {
+		t.Fatalf("rollout status: %s", out)
+	}
+	tb := parseTable(t, kubectl(t, "get", "ds", "-n", ns, "-o", "wide"))
+	wantHeader(t, tb, "NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "NODE SELECTOR", "AGE", "CONTAINERS", "IMAGES", "SELECTOR")
+	row := tb.rows[0]
+	if got := strings.Join(row[1:6], " "); got != "3 3 3 3 3" || tb.col(t, row, "NODE SELECTOR") != "<none>" || tb.col(t, row, "SELECTOR") != "app=agent" {
+		t.Errorf("ds row %q, want 3 of each, no node selector, selector app=agent", row)
+	}
+
+	kubectl(t, "set", "image", "ds/agent", "-n", ns, "agent=agent:2")
+	if out := kubectl(t, "rollout", "status", "ds/agent", "-n", ns, "--timeout=60s"); !strings.Contains(out, "successfully rolled out") {
+		t.Fatalf("rollout status after set image: %s", out)
+	}
+	tb = parseTable(t, kubectl(t, "get", "controllerrevisions", "-n", ns))
+	wantHeader(t, tb, "NAME", "CONTROLLER", "REVISION", "AGE")
+	if len(tb.rows) != 2 || tb.col(t, tb.rows[0], "CONTROLLER") != "daemonset.apps/agent" {
+		t.Errorf("controllerrevisions %q", tb.rows)
+	}
+	history := kubectl(t, "rollout", "history", "ds/agent", "-n", ns)
+	if !regexp.MustCompile(`(?m)^1\s+<none>\n2\s+<none>`).MatchString(history) {
+		t.Errorf("rollout history:\n%s\nwant revisions 1 and 2", history)
+	}
+	if one := kubectl(t, "rollout", "history", "ds/agent", "-n", ns, "--revision=1"); !strings.Contains(one, "Image:\tagent:1") && !strings.Contains(one, "agent:1") {
+		t.Errorf("rollout history --revision=1:\n%s\nwant image agent:1", one)
+	}
+
+	if out := kubectl(t, "rollout", "undo", "ds/agent", "-n", ns); !strings.Contains(out, "daemonset.apps/agent rolled back") {
+		t.Errorf("rollout undo: %s", out)
+	}
+	if out := kubectl(t, "rollout", "status", "ds/agent", "-n", ns, "--timeout=60s"); !strings.Contains(out, "successfully rolled out") {
+		t.Fatalf("rollout status after undo: %s", out)
+	}
+	if img := kubectl(t, "get", "ds", "agent", "-n", ns, "-o", "jsonpath={.spec.template.spec.containers[0].image}"); img != "agent:1" {
+		t.Errorf("image after undo %q, want agent:1", img)
+	}
+	history = kubectl(t, "rollout", "history", "ds/agent", "-n", ns)
+	if !regexp.MustCompile(`(?m)^2\s+<none>\n3\s+<none>`).MatchString(history) {
+		t.Errorf("rollout history after undo:\n%s\nwant revisions 2 and 3", history)
+	}
+	// kubectl compares the revision's data with the patch it computes
+	// from the DaemonSet, byte for byte: the current revision matches.
+	if out := kubectl(t, "rollout", "undo", "ds/agent", "-n", ns, "--to-revision=3"); !strings.Contains(out, "skipped rollback (current template already matches revision 3)") {
+		t.Errorf("rollout undo to the current revision: %s", out)
+	}
+	if out := kubectl(t, "describe", "ds", "agent", "-n", ns); !strings.Contains(out, "Desired Number of Nodes Scheduled: 3") ||
+		!strings.Contains(out, "SuccessfulCreate") {
+		t.Errorf("describe ds:\n%s", out)
+	}
+	eventually(t, 30*time.Second, "every pod back on agent:1", func() (bool, string) {
+		out := kubectl(t, "get", "pods", "-n", ns, "-l", "app=agent", "-o", "jsonpath={.items[*].spec.containers[0].image}")
+		return out == "agent:1 agent:1 agent:1", out
+	})
+}

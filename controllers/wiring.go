@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"github.com/minictl/minictl/controllers/cronjob"
+	"github.com/minictl/minictl/controllers/daemonset"
 	"github.com/minictl/minictl/controllers/deployment"
 	"github.com/minictl/minictl/controllers/disruption"
 	"github.com/minictl/minictl/controllers/endpoints"
@@ -50,6 +51,12 @@ var knownControllers = []descriptor{
 		name: cronjob.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-cron-job-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return cronjob.New(cronjob.Options{Common: cc.Common})
+		},
+	},
+	{
+		name: daemonset.Name, defaultOn: true, workers: 2, workersFlag: "concurrent-daemonset-syncs",
+		build: func(cc *controllerContext) (runner, error) {
+			return daemonset.New(daemonset.Options{Common: cc.Common})
 		},
 	},
 	{

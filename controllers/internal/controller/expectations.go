@@ -80,6 +80,20 @@ func (e *Expectations) ExpectDeletions(key string, podKeys []string) {
 	e.byKey[key] = &expectation{deleting: deleting, timestamp: e.clock.Now()}
 }
 
+// Expect records that n creates and the deletions of the pods podKeys are
+// on their way for key at once, replacing whatever key expected before:
+// for a controller that creates and deletes in one sync (the DaemonSet's
+// rolling update).
+func (e *Expectations) Expect(key string, n int, podKeys []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	deleting := make(map[string]struct{}, len(podKeys))
+	for _, k := range podKeys {
+		deleting[k] = struct{}{}
+	}
+	e.byKey[key] = &expectation{add: n, deleting: deleting, timestamp: e.clock.Now()}
+}
+
 // CreationObserved lowers key's outstanding creates by one: the informer
 // saw a pod key created, or a create was given up.
 func (e *Expectations) CreationObserved(key string) {

@@ -51,3 +51,17 @@ func TestExpectations(t *testing.T) {
 		t.Fatal("Delete did not forget the key")
 	}
 }
+
+func TestExpectCreatesAndDeletesTogether(t *testing.T) {
+	e := NewExpectations(nil)
+	const key = "default/agent"
+	e.Expect(key, 1, []string{"default/old"})
+	e.CreationObserved(key)
+	if e.Satisfied(key) {
+		t.Fatal("satisfied with a deletion outstanding")
+	}
+	e.DeletionObserved(key, "default/old")
+	if adds, dels := e.Pending(key); adds != 0 || dels != 0 || !e.Satisfied(key) {
+		t.Fatalf("pending %d creates, %d deletes after both were observed", adds, dels)
+	}
+}
