@@ -2,13 +2,11 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +15,7 @@ import (
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/kubelet/containerlog"
 )
 
 // shPod is a pod on node-1 whose one container runs sh -c script.
@@ -348,39 +347,22 @@ func TestContainerLogs(t *testing.T) {
 	})
 }
 
-// logLines reads the texts of one run ("current" or "previous") of a
+// logLines reads the lines of one run ("current" or "previous") of a
 // container from the kubelet's logs, nil if there is none.
 func logLines(t *testing.T, k *Kubelet, uid types.UID, container, run string) []string {
 	t.Helper()
-	logs := reflect.ValueOf(k.logs).Elem()
-	mu := logs.FieldByName("mu")
-	if mu.Type() != reflect.TypeOf(sync.Mutex{}) {
-		t.Fatalf("containerlog.Logs.mu is a %s", mu.Type())
+	var b strings.Builder
+	err := k.logs.Read(context.Background(), uid, container, containerlog.Options{Previous: run == "previous"}, &b)
+	if errors.Is(err, containerlog.ErrNoPreviousRun) {
+		return nil
 	}
-	lock := (*sync.Mutex)(unsafe.Pointer(mu.UnsafeAddr()))
-	lock.Lock()
-	defer lock.Unlock()
-	containers := logs.FieldByName("containers")
-	if !containers.IsValid() {
-		t.Fatal("containerlog.Logs has no containers field")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for it := containers.MapRange(); it.Next(); {
-		key := it.Key()
-		if types.UID(key.Field(0).String()) != uid || key.Field(1).String() != container {
-			continue
-		}
-		r := it.Value().Elem().FieldByName(run)
-		if !r.IsValid() || r.IsNil() {
-			return nil
-		}
-		lines := r.Elem().FieldByName("lines")
-		var out []string
-		for i := range lines.Len() {
-			out = append(out, lines.Index(i).FieldByName("Text").String())
-		}
-		return out
+	if b.Len() == 0 {
+		return nil
 	}
-	return nil
+	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
 }
 
 func TestRestartedKubeletEndsARunOnTime(t *testing.T) {
