@@ -60,7 +60,7 @@ wait_for "4 agent pods Running" equals 4 running agent
 expect "one per node" "$(placement agent)" '["node-1: 1","node-2: 1","node-3: 1","node-4: 1"]'
 
 step "3. Taint node-4 NoExecute: the agent does not tolerate it, and its pod goes"
-say PATCH $NODES/node-4 '{"spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoExecute"}]}}' >/dev/null
+say PATCH $NODES/node-4 '{"spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoExecute"}]}}' application/merge-patch+json >/dev/null
 wait_for "3 agent pods" equals '["node-1: 1","node-2: 1","node-3: 1"]' placement agent
 wait_for "status: 3 desired" jqtest $DS/agent '.status.desiredNumberScheduled == 3'
 
@@ -81,7 +81,7 @@ wait_for "the disruption controller's status: 3 healthy, 0 disruptions allowed" 
 get $PDB/web | jq -c '.status | {currentHealthy, desiredHealthy, expectedPods, disruptionsAllowed, conditions: [.conditions[] | {type, status, reason}]}'
 
 step "5. Drain node-1 by hand, as kubectl drain does: cordon, then evict"
-say PATCH $NODES/node-1 '{"spec": {"unschedulable": true}}' >/dev/null
+say PATCH $NODES/node-1 '{"spec": {"unschedulable": true}}' application/merge-patch+json >/dev/null
 expect "node-1 cordoned (and tainted unschedulable by the node lifecycle controller)" \
   "$(get $NODES/node-1 | jq .spec.unschedulable)" true
 victim=$(pods_on web node-1 | head -1)
@@ -103,6 +103,6 @@ expect "web pods on node-1" "$(pods_on web node-1 | wc -l)" 0
 expect "the DaemonSet's agent stays on node-1 (it tolerates unschedulable; drain skips it)" "$(pods_on agent node-1 | wc -l)" 1
 
 step "7. Uncordon node-1 and clean up"
-say PATCH $NODES/node-1 '{"spec": {"unschedulable": null}}' >/dev/null
+say PATCH $NODES/node-1 '{"spec": {"unschedulable": null}}' application/merge-patch+json >/dev/null
 for path in $PDB/web $D/web $DS/agent; do delete "$path" >/dev/null; done
 wait_for "no agent or web pods left" no_pods
