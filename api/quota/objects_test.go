@@ -21,6 +21,7 @@ func TestObjectCountNames(t *testing.T) {
 		"deployments.apps":           "count/deployments.apps",
 		"replicasets.apps":           "count/replicasets.apps",
 		"replicationcontrollers":     "count/replicationcontrollers",
+		"jobs.batch":                 "count/jobs.batch",
 		"leases.coordination.k8s.io": "count/leases.coordination.k8s.io",
 	}
 	for _, res := range api.Resources() {
