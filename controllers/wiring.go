@@ -4,6 +4,7 @@ import (
 	"github.com/minictl/minictl/controllers/deployment"
 	"github.com/minictl/minictl/controllers/endpoints"
 	"github.com/minictl/minictl/controllers/garbagecollector"
+	"github.com/minictl/minictl/controllers/job"
 	"github.com/minictl/minictl/controllers/namespace"
 	"github.com/minictl/minictl/controllers/nodeipam"
 	"github.com/minictl/minictl/controllers/nodelifecycle"
@@ -99,6 +100,15 @@ var knownControllers = []descriptor{
 			return nodeipam.New(nodeipam.Options{
 				Common:      cc.Common,
 				ClusterCIDR: cc.Timings.ClusterCIDR, NodeCIDRMaskSize: cc.Timings.NodeCIDRMaskSize,
+			})
+		},
+	},
+	{
+		name: job.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-job-syncs",
+		build: func(cc *controllerContext) (runner, error) {
+			return job.New(job.Options{
+				Common:      cc.Common,
+				BackoffBase: cc.Timings.JobBackoffBase, BackoffMax: cc.Timings.JobBackoffMax,
 			})
 		},
 	},
