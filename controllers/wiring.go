@@ -13,6 +13,7 @@ import (
 	"github.com/minictl/minictl/controllers/replicationcontroller"
 	"github.com/minictl/minictl/controllers/resourcequota"
 	"github.com/minictl/minictl/controllers/serviceaccount"
+	"github.com/minictl/minictl/controllers/ttlafterfinished"
 )
 
 // knownControllers is the manager's table: every controller it can run,
@@ -110,6 +111,12 @@ var knownControllers = []descriptor{
 				Common:      cc.Common,
 				BackoffBase: cc.Timings.JobBackoffBase, BackoffMax: cc.Timings.JobBackoffMax,
 			})
+		},
+	},
+	{
+		name: ttlafterfinished.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-ttl-after-finished-syncs",
+		build: func(cc *controllerContext) (runner, error) {
+			return ttlafterfinished.New(ttlafterfinished.Options{Common: cc.Common})
 		},
 	},
 }
