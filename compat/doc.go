@@ -13,6 +13,7 @@
 //     an edit (a strategic merge patch computed from minictl's OpenAPI),
 //     edit, scale, delete, describe, events, explain, validation; a
 //     ReplicationController, and exec answered by the simulated containers;
+//     Jobs: create, the server's columns, wait --for=condition=complete;
 //   - clientgo_test.go: create, get, update with conflict retry, patch,
 //     delete through kubernetes.Clientset, and shared informers that sync,
 //     follow churn and end equal to a fresh list.
