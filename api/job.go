@@ -24,8 +24,8 @@ import (
 // The labels a Job's generated selector and pod template carry, and the
 // Job's defaults.
 const (
-	JobControllerUIDLabel       = "batch.kubernetes.io/controller-uid"
-	JobNameLabel                = "batch.kubernetes.io/job-name"
+	JobControllerUIDLabel       = batchv1.ControllerUidLabel // batch.kubernetes.io/controller-uid
+	JobNameLabel                = batchv1.JobNameLabel       // batch.kubernetes.io/job-name
 	LegacyJobControllerUIDLabel = "controller-uid"
 	LegacyJobNameLabel          = "job-name"
 
