@@ -139,7 +139,7 @@ func New(opts Options) (*Controller, error) {
 		jobLister:    informer.NewLister[*batchv1.Job](jobInformer.GetIndexer()),
 		podIndexer:   podInformer.GetIndexer(),
 		queue:        controller.NewQueue[string](Name, opts.Common),
-		orphans:      controller.NewQueue[string]("orphan_pod", opts.Common),
+		orphans:      controller.NewQueue[string]("job_orphan_pod", opts.Common),
 		expectations: controller.NewExpectations(opts.Clock),
 		backoffBase:  opts.BackoffBase, backoffMax: opts.BackoffMax,
 		recorder: opts.Recorder, log: opts.Logger, metrics: m, clock: opts.Clock,
