@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -69,7 +70,7 @@ func defaultJob(job *batchv1.Job) {
 		}
 	}
 	if len(job.Labels) == 0 && spec.Template.Labels != nil {
-		job.Labels = spec.Template.Labels
+		job.Labels = maps.Clone(spec.Template.Labels)
 	}
 	if spec.CompletionMode == nil {
 		spec.CompletionMode = ptrTo(batchv1.NonIndexedCompletion)
@@ -102,14 +103,21 @@ func defaultJob(job *batchv1.Job) {
 // The template gets that label, the Job's name under
 // batch.kubernetes.io/job-name, and both under their legacy keys
 // (controller-uid, job-name), unless the user set them: a conflicting
-// value is then refused by validation. An update keeps the status and
+// value is then refused by validation. Labels the Job took from its
+// template take them too. An update keeps the status and
 // bumps the generation when the spec changed.
 
 func prepareJobForCreate(job *batchv1.Job) {
 	job.Generation = 1
 	job.Status = batchv1.JobStatus{}
 	if job.Spec.ManualSelector == nil || !*job.Spec.ManualSelector {
+		// Labels defaulted from the template take the generated ones too,
+		// as kube's Jobs show them: their name and uid.
+		fromTemplate := len(job.Labels) == 0 || maps.Equal(job.Labels, job.Spec.Template.Labels)
 		generateJobSelector(job)
+		if fromTemplate {
+			job.Labels = maps.Clone(job.Spec.Template.Labels)
+		}
 	}
 }
 

@@ -46,6 +46,9 @@ func TestDefaultJob(t *testing.T) {
 	if !reflect.DeepEqual(spec.Template.Labels, wantLabels) {
 		t.Errorf("template labels %v, want %v", spec.Template.Labels, wantLabels)
 	}
+	if !reflect.DeepEqual(job.Labels, wantLabels) {
+		t.Errorf("labels %v, want the template's, generated ones included: %v", job.Labels, wantLabels)
+	}
 	if want := map[string]string{JobControllerUIDLabel: uid}; !reflect.DeepEqual(spec.Selector.MatchLabels, want) {
 		t.Errorf("selector %v, want %v", spec.Selector.MatchLabels, want)
 	}
@@ -90,6 +93,12 @@ func TestDefaultJob(t *testing.T) {
 			t.Errorf("pattern status %q, want True", s)
 		}
 		checkErrors(t, Jobs.Validate(job))
+	})
+	t.Run("labels of its own stay", func(t *testing.T) {
+		job := createdJob(func(j *batchv1.Job) { j.Labels = map[string]string{"team": "a"} })
+		if !reflect.DeepEqual(job.Labels, map[string]string{"team": "a"}) {
+			t.Errorf("labels %v, want team=a only", job.Labels)
+		}
 	})
 	t.Run("a manual selector is kept as given", func(t *testing.T) {
 		job := createdJob(func(j *batchv1.Job) {

@@ -74,6 +74,9 @@ func TestJobs(t *testing.T) {
 		if l["batch.kubernetes.io/job-name"] != "pi" || l["job-name"] != "pi" || l["controller-uid"] != uid {
 			t.Errorf("template labels %v, want the job's name and uid", l)
 		}
+		if created.Labels["batch.kubernetes.io/job-name"] != "pi" || created.Labels["batch.kubernetes.io/controller-uid"] != uid {
+			t.Errorf("labels %v, want the template's, the generated ones", created.Labels)
+		}
 		if *created.Spec.Completions != 1 || *created.Spec.Parallelism != 1 || *created.Spec.BackoffLimit != 6 ||
 			*created.Spec.CompletionMode != batchv1.NonIndexedCompletion || *created.Spec.Suspend {
 			t.Errorf("spec %+v, want kube's defaults", created.Spec)
