@@ -114,6 +114,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	var manageErr error
 	if jc.finished != nil {
 		// Done one way or the other: nothing may run any more.
+		if n := len(jc.active); n > 0 {
+			c.log.Info(fmt.Sprintf("%s → delete %d active pods", jc.finished.Reason, n),
+				slog.String("object", key), slog.String("reason", jc.finished.Reason), slog.Int("delete", n))
+		}
 		deleted, deletedReady, err := c.deletePods(ctx, jc, jc.active, false)
 		if deleted != len(jc.active) || !satisfied {
 			jc.finished = nil // pods are still going, or the cache is behind: finish later
