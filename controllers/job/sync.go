@@ -369,7 +369,11 @@ func (c *Controller) manageJob(ctx context.Context, jc *jobContext) (int32, erro
 	}
 	if !hasBackoffLimitPerIndex(job) {
 		if wait := jc.backoff.remaining(c.clock.Now(), c.backoffBase, c.backoffMax); wait > 0 {
-			c.log.Info(fmt.Sprintf("%d failed pods in a row → back off %s before creating pods", jc.backoff.failures, wait.Round(time.Millisecond)),
+			level := slog.LevelDebug
+			if c.backoffs.firstTelling(key, jc.backoff) {
+				level = slog.LevelInfo
+			}
+			c.log.Log(ctx, level, fmt.Sprintf("%d failed pods in a row → back off %s before creating pods", jc.backoff.failures, wait.Round(time.Millisecond)),
 				slog.String("object", key), slog.Duration("wait", wait))
 			c.queue.AddAfter(key, wait)
 			return active, nil

@@ -375,10 +375,27 @@ func (r backoffRecord) remaining(now time.Time, base, maxDelay time.Duration) ti
 	return max(wait, 0)
 }
 
-// backoffStore keeps each Job's backoffRecord between syncs.
+// backoffStore keeps each Job's backoffRecord between syncs, and which
+// back-off it last told of.
 type backoffStore struct {
 	mu    sync.Mutex
 	byKey map[string]backoffRecord
+	told  map[string]backoffRecord
+}
+
+// firstTelling reports whether rec's back-off is news for key: the syncs
+// that wait it out say it once.
+func (s *backoffStore) firstTelling(key string, rec backoffRecord) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.told == nil {
+		s.told = map[string]backoffRecord{}
+	}
+	if s.told[key] == rec {
+		return false
+	}
+	s.told[key] = rec
+	return true
 }
 
 // next returns key's record with the newly finished pods added: a success
@@ -423,6 +440,7 @@ func (s *backoffStore) forget(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.byKey, key)
+	delete(s.told, key)
 }
 
 // removalExpectations remembers, per Job, the pods whose finalizer the
