@@ -463,3 +463,35 @@ func TestDeletedJobFreesItsPods(t *testing.T) {
 		return !slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer), fmt.Sprintf("%v", p.Finalizers)
 	})
 }
+
+// TestAdoptsAnOrphan: a Job with a manual selector adopts a matching pod,
+// with the tracking finalizer, runs no other, and counts its success.
+func TestAdoptsAnOrphan(t *testing.T) {
+	r := runController(t)
+	orphan, err := r.pods.Create(testCtx(t), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "stray", Namespace: ns, Labels: map[string]string{"app": "batch"}},
+		Spec:       corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "work", Image: "busybox"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := r.create(t, newJob("adopter", func(j *batchv1.Job) {
+		j.Spec.ManualSelector = new(true)
+		j.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "batch"}}
+		j.Spec.Template.Labels = map[string]string{"app": "batch"}
+	}))
+	controllertest.Eventually(t, "the orphan adopted with the tracking finalizer", func() (bool, string) {
+		p, err := r.pods.Get(testCtx(t), ns, "stray")
+		if err != nil {
+			return false, err.Error()
+		}
+		ref := metav1.GetControllerOf(p)
+		return ref != nil && ref.UID == j.UID && slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer),
+			fmt.Sprintf("owner %v finalizers %v", ref, p.Finalizers)
+	})
+	r.exit(t, orphan, 0)
+	j = r.waitCondition(t, "adopter", batchv1.JobComplete)
+	if pods := r.podsOf(t, j); len(pods) != 1 || j.Status.Succeeded != 1 {
+		t.Errorf("%d pods, succeeded %d; want the adopted one alone, counted", len(pods), j.Status.Succeeded)
+	}
+}

@@ -660,6 +660,7 @@ func (c *Controller) claimPods(ctx context.Context, job *batchv1.Job, selector l
 	}
 	m := &controller.RefManager[*corev1.Pod]{
 		Owner: job, OwnerKind: controllerKind, Selector: selector, Client: c.podClient,
+		Finalizers: []string{batchv1.JobTrackingFinalizer}, // an adopted pod is counted as one of ours
 		CanAdopt: controller.RecheckOwner(func(ctx context.Context) (*batchv1.Job, error) {
 			return c.jobClient.Get(ctx, namespace, name)
 		}, uid),
