@@ -10,16 +10,6 @@ import (
 // A new Job or CronJob starts at generation 1 with an empty status; an
 // update keeps the status and bumps the generation when the spec changed.
 
-func prepareJobForCreate(job *batchv1.Job) {
-	job.Generation = 1
-	job.Status = batchv1.JobStatus{}
-}
-
-func prepareJobForUpdate(job, old *batchv1.Job) {
-	job.Status = old.Status
-	job.Generation = nextGeneration(old, job.Spec, old.Spec)
-}
-
 func prepareCronJobForCreate(cj *batchv1.CronJob) {
 	cj.Generation = 1
 	cj.Status = batchv1.CronJobStatus{}

@@ -168,8 +168,11 @@ var (
 	Jobs = &Resource{
 		Group: "batch", Version: "v1", Kind: "Job", Plural: "jobs", Singular: "job", Namespaced: true,
 		Categories: []string{"all"}, Subresources: []string{"status"},
-		New:              func() Object { return &batchv1.Job{} },
+		New:     func() Object { return &batchv1.Job{} },
+		Default: defaulter(defaultJob), Validate: validator(validateJob), ValidateUpdate: updateValidator(validateJobUpdate),
 		PrepareForCreate: defaulter(prepareJobForCreate), PrepareForUpdate: updatePreparer(prepareJobForUpdate),
+		SelectableFields: selectable(jobFields), FieldLabels: jobFieldLabels,
+		Table: jobTable,
 	}
 	CronJobs = &Resource{
 		Group: "batch", Version: "v1", Kind: "CronJob", Plural: "cronjobs", Singular: "cronjob", Namespaced: true,

@@ -11,6 +11,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -343,6 +344,69 @@ var replicationControllerTable = printer([]metav1.TableColumnDefinition{
 		names, images, labels.FormatLabels(rc.Spec.Selector),
 	}
 })
+
+// jobTable is kube-apiserver's: STATUS is the first of Complete, Failed,
+// Terminating, Suspended, FailureTarget, SuccessCriteriaMet that holds,
+// else Running; COMPLETIONS is succeeded/completions ("1/1 of 3" for a
+// work queue of parallelism 3); DURATION runs from startTime to
+// completionTime, or to now.
+var jobTable = printer([]metav1.TableColumnDefinition{
+	nameColumn,
+	{Name: "Status", Type: "string", Description: "Status of the job."},
+	{Name: "Completions", Type: "string", Description: batchv1.JobStatus{}.SwaggerDoc()["succeeded"]},
+	{Name: "Duration", Type: "string", Description: "Time required to complete the job."},
+	ageColumn, containersColumn, imagesColumn,
+	{Name: "Selector", Type: "string", Priority: 1, Description: batchv1.JobSpec{}.SwaggerDoc()["selector"]},
+}, func(job *batchv1.Job, now time.Time) []any {
+	var completions string
+	switch parallelism := deref(job.Spec.Parallelism); {
+	case job.Spec.Completions != nil:
+		completions = fmt.Sprintf("%d/%d", job.Status.Succeeded, *job.Spec.Completions)
+	case parallelism > 1:
+		completions = fmt.Sprintf("%d/1 of %d", job.Status.Succeeded, parallelism)
+	default:
+		completions = fmt.Sprintf("%d/1", job.Status.Succeeded)
+	}
+	var took string
+	switch st := job.Status; {
+	case st.StartTime == nil:
+	case st.CompletionTime == nil:
+		took = duration.HumanDuration(now.Sub(st.StartTime.Time))
+	default:
+		took = duration.HumanDuration(st.CompletionTime.Sub(st.StartTime.Time))
+	}
+	names, images := containerCells(job.Spec.Template.Spec.Containers)
+	return []any{
+		job.Name, jobPrintStatus(job), completions, took, age(job.CreationTimestamp, now),
+		names, images, metav1.FormatLabelSelector(job.Spec.Selector),
+	}
+})
+
+func jobPrintStatus(job *batchv1.Job) string {
+	has := func(t batchv1.JobConditionType) bool {
+		for _, c := range job.Status.Conditions {
+			if c.Type == t && c.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has(batchv1.JobComplete):
+		return "Complete"
+	case has(batchv1.JobFailed):
+		return "Failed"
+	case job.DeletionTimestamp != nil:
+		return "Terminating"
+	case has(batchv1.JobSuspended):
+		return "Suspended"
+	case has(batchv1.JobFailureTarget):
+		return "FailureTarget"
+	case has(batchv1.JobSuccessCriteriaMet):
+		return "SuccessCriteriaMet"
+	}
+	return "Running"
+}
 
 var deploymentTable = printer([]metav1.TableColumnDefinition{
 	nameColumn,

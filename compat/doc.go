@@ -21,6 +21,7 @@
 //     as kubectl get pods shows them (Completed, Error, CrashLoopBackOff,
 //     Init:0/1);
 //     a DaemonSet's rollout status, history and undo;
+//     Jobs: create, the server's columns, wait --for=condition=complete;
 //   - clientgo_test.go: create, get, update with conflict retry, patch,
 //     delete through kubernetes.Clientset, and shared informers that sync,
 //     follow churn and end equal to a fresh list.

@@ -789,3 +789,40 @@ spec:
 		return out == "agent:1 agent:1 agent:1", out
 	})
 }
+
+// TestKubectlJobs: kubectl creates Jobs, prints them with the server's
+// columns, and waits for one to complete: its pods exit through the
+// simulated kubelet's exit-code annotation.
+func TestKubectlJobs(t *testing.T) {
+	const ns = "compat-job"
+	kubectl(t, "create", "namespace", ns)
+	t.Cleanup(func() { kubectlRun(t, "", nil, "delete", "namespace", ns, "--wait=false") })
+
+	kubectl(t, "create", "job", "forever", "-n", ns, "--image=busybox")
+	kubectlIn(t, `apiVersion: batch/v1
+kind: Job
+metadata: {name: done, namespace: `+ns+`}
+spec:
+  completions: 2
+  template:
+    metadata: {annotations: {sim.minictl.io/exit-code: "0"}}
+    spec: {restartPolicy: Never, containers: [{name: work, image: busybox}]}
+`, "create", "-f", "-")
+	kubectl(t, "wait", "--for=condition=complete", "job/done", "-n", ns, "--timeout=60s")
+
+	tb := parseTable(t, kubectl(t, "get", "jobs", "-n", ns, "-o", "wide"))
+	wantHeader(t, tb, "NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE", "CONTAINERS", "IMAGES", "SELECTOR")
+	rows := map[string][]string{}
+	for _, row := range tb.rows {
+		rows[row[0]] = row
+	}
+	if row := rows["done"]; row == nil || tb.col(t, row, "STATUS") != "Complete" || tb.col(t, row, "COMPLETIONS") != "2/2" ||
+		!strings.HasPrefix(tb.col(t, row, "SELECTOR"), "batch.kubernetes.io/controller-uid=") {
+		t.Errorf("job done: %v, want Complete 2/2 with the generated selector", row)
+	}
+	if row := rows["forever"]; row == nil || tb.col(t, row, "STATUS") != "Running" || tb.col(t, row, "COMPLETIONS") != "0/1" ||
+		tb.col(t, row, "IMAGES") != "busybox" {
+		t.Errorf("job forever: %v, want Running 0/1 of busybox", row)
+	}
+	kubectl(t, "delete", "job", "forever", "-n", ns)
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/minictl/minictl/client/leaderelection"
 	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/controllers/internal/controller"
+	"github.com/minictl/minictl/controllers/job"
 	"github.com/minictl/minictl/controllers/nodeipam"
 	"github.com/minictl/minictl/controllers/nodelifecycle"
 	"github.com/minictl/minictl/controllers/podgc"
@@ -74,6 +75,8 @@ type Timings struct {
 	LargeClusterSizeThreshold int           // --large-cluster-size-threshold
 	ClusterCIDR               string        // --cluster-cidr: where node podCIDRs come from
 	NodeCIDRMaskSize          int           // --node-cidr-mask-size
+	JobBackoffBase            time.Duration // the job controller's back-off after a Job's first failed pod, doubling after each
+	JobBackoffMax             time.Duration // the longest that back-off grows
 }
 
 // DefaultConfig is kube-controller-manager's defaults: the manager's own,
@@ -98,6 +101,8 @@ func DefaultConfig() Config {
 			NodeEvictionRate:          nodelifecycle.DefaultEvictionRate,
 			SecondaryNodeEvictionRate: nodelifecycle.DefaultSecondaryEvictionRate,
 			UnhealthyZoneThreshold:    nodelifecycle.DefaultUnhealthyZoneThreshold,
+			JobBackoffBase:            job.DefaultBackoffBase,
+			JobBackoffMax:             job.DefaultBackoffMax,
 			LargeClusterSizeThreshold: nodelifecycle.DefaultLargeClusterSizeThreshold,
 			ClusterCIDR:               nodeipam.DefaultClusterCIDR,
 			NodeCIDRMaskSize:          nodeipam.DefaultNodeCIDRMaskSize,

@@ -7,6 +7,7 @@ import (
 	"github.com/minictl/minictl/controllers/disruption"
 	"github.com/minictl/minictl/controllers/endpoints"
 	"github.com/minictl/minictl/controllers/garbagecollector"
+	"github.com/minictl/minictl/controllers/job"
 	"github.com/minictl/minictl/controllers/namespace"
 	"github.com/minictl/minictl/controllers/nodeipam"
 	"github.com/minictl/minictl/controllers/nodelifecycle"
@@ -15,6 +16,7 @@ import (
 	"github.com/minictl/minictl/controllers/replicationcontroller"
 	"github.com/minictl/minictl/controllers/resourcequota"
 	"github.com/minictl/minictl/controllers/serviceaccount"
+	"github.com/minictl/minictl/controllers/ttlafterfinished"
 )
 
 // knownControllers is the manager's table: every controller it can run,
@@ -122,6 +124,21 @@ var knownControllers = []descriptor{
 				Common:      cc.Common,
 				ClusterCIDR: cc.Timings.ClusterCIDR, NodeCIDRMaskSize: cc.Timings.NodeCIDRMaskSize,
 			})
+		},
+	},
+	{
+		name: job.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-job-syncs",
+		build: func(cc *controllerContext) (runner, error) {
+			return job.New(job.Options{
+				Common:      cc.Common,
+				BackoffBase: cc.Timings.JobBackoffBase, BackoffMax: cc.Timings.JobBackoffMax,
+			})
+		},
+	},
+	{
+		name: ttlafterfinished.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-ttl-after-finished-syncs",
+		build: func(cc *controllerContext) (runner, error) {
+			return ttlafterfinished.New(ttlafterfinished.Options{Common: cc.Common})
 		},
 	},
 }

@@ -23,6 +23,7 @@ func TestObjectCountNames(t *testing.T) {
 		"replicasets.apps":           "count/replicasets.apps",
 		"replicationcontrollers":     "count/replicationcontrollers",
 		"cronjobs.batch":             "count/cronjobs.batch",
+		"jobs.batch":                 "count/jobs.batch",
 		"leases.coordination.k8s.io": "count/leases.coordination.k8s.io",
 	}
 	for _, res := range api.Resources() {

@@ -96,6 +96,8 @@ func fastControllerManager(cm *controllers.Config, set map[string]bool) {
 	fast("node-eviction-rate", func() { cm.Timings.NodeEvictionRate = 1 })
 	cm.Timings.PodGCPeriod = 2 * time.Second
 	cm.Timings.PodGCQuarantine = 2 * time.Second
+	cm.Timings.JobBackoffBase = time.Second // a failed Job's retries in seconds, not minutes
+	cm.Timings.JobBackoffMax = 36 * time.Second
 }
 
 func setFlags(fs *flag.FlagSet) map[string]bool {

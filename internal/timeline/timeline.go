@@ -300,7 +300,7 @@ var componentColors = map[string]string{
 	"replicaset": "36", "replicationcontroller": "36", "deployment": "34", "scheduler": "35", "kubelet": "32",
 	"garbagecollector": "33", "nodelifecycle": "31", "namespace": "94", "endpoint": "96",
 	"resourcequota": "93", "podgc": "90", "serviceaccount": "90", "nodeipam": "90", "disruption": "95",
-	"daemonset": "96",
+	"daemonset": "92", "job": "91", "cronjob": "91", "ttl-after-finished": "90",
 }
 
 // Line formats one entry as a timeline line:

@@ -50,6 +50,10 @@ type RefManager[T api.Object] struct {
 	// CanAdopt, if set, is asked before the first adoption; an error
 	// stops every adoption of this RefManager. Use RecheckOwner.
 	CanAdopt func(ctx context.Context) error
+	// Finalizers, if set, are added to an object as it is adopted and
+	// removed from it as it is released: the Job controller's tracking
+	// finalizer, as upstream's ClaimPods takes it.
+	Finalizers []string
 
 	canAdoptOnce sync.Once
 	canAdoptErr  error
@@ -108,10 +112,14 @@ func (m *RefManager[T]) adopt(ctx context.Context, obj T) error {
 			return fmt.Errorf("adopt %s %s/%s: %w", kindOf(obj), obj.GetNamespace(), obj.GetName(), m.canAdoptErr)
 		}
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+	meta := map[string]any{
 		"ownerReferences": []metav1.OwnerReference{*NewControllerRef(m.Owner, m.OwnerKind)},
 		"uid":             obj.GetUID(),
-	}})
+	}
+	if len(m.Finalizers) > 0 {
+		meta["finalizers"] = m.Finalizers // merged into the object's own
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
 	if err != nil {
 		return err
 	}
@@ -122,10 +130,14 @@ func (m *RefManager[T]) adopt(ctx context.Context, obj T) error {
 }
 
 func (m *RefManager[T]) release(ctx context.Context, obj T) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+	meta := map[string]any{
 		"ownerReferences": []map[string]any{{"$patch": "delete", "uid": m.Owner.GetUID()}},
 		"uid":             obj.GetUID(),
-	}})
+	}
+	if len(m.Finalizers) > 0 {
+		meta["$deleteFromPrimitiveList/finalizers"] = m.Finalizers
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
 	if err != nil {
 		return err
 	}

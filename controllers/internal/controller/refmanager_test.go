@@ -194,3 +194,26 @@ func TestOwnedAndOrphans(t *testing.T) {
 		t.Errorf("got %v, want %v", names, want)
 	}
 }
+
+// TestRefManagerFinalizers: finalizers go on with an adoption and come
+// off with a release, in the same patch.
+func TestRefManagerFinalizers(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	p := &recordingPatcher{}
+	m := &RefManager[*corev1.Pod]{
+		Owner: owner(), OwnerKind: rsKind, Selector: labels.SelectorFromSet(web), Client: p,
+		Finalizers: []string{"example.com/track"},
+	}
+	if _, err := m.Claim(context.Background(), []*corev1.Pod{
+		claimPod("orphan", "default", web, ""),
+		claimPod("owned-unmatched", "default", map[string]string{"app": "db"}, "rs-uid"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.patches["orphan"]; !strings.Contains(got, `"finalizers":["example.com/track"]`) {
+		t.Errorf("adoption patch %s, want the finalizer added", got)
+	}
+	if got := p.patches["owned-unmatched"]; !strings.Contains(got, `"$deleteFromPrimitiveList/finalizers":["example.com/track"]`) {
+		t.Errorf("release patch %s, want the finalizer removed", got)
+	}
+}
