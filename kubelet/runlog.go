@@ -29,7 +29,7 @@ func (k *Kubelet) ran(key string, pod *corev1.Pod, out outcome, now time.Time) {
 		}
 		if r.started {
 			k.logs.Start(pod.UID, c.Name)
-			k.logs.Print(pod.UID, c.Name, r.at, startLine(c, isRegularInit(pod, c.Name)))
+			k.logs.Print(pod.UID, c.Name, r.at, startLine(pod, c, isRegularInit(pod, c.Name)))
 			m.printed[c.Name] = 0
 			continue
 		}
@@ -49,7 +49,7 @@ func (k *Kubelet) ran(key string, pod *corev1.Pod, out outcome, now time.Time) {
 // printDueLocked prints the lines of c's current run, started at start,
 // that are due by until and not printed yet.
 func (k *Kubelet) printDueLocked(m *podMemo, pod *corev1.Pod, c *corev1.Container, start, until time.Time) {
-	lines := containerScript(c).lines
+	lines := containerScript(pod, c).lines
 	for i := m.printed[c.Name]; i < len(lines); i++ {
 		at := start.Add(lines[i].at)
 		if at.After(until) {
@@ -83,7 +83,7 @@ func specContainer(pod *corev1.Pod, name string) *corev1.Container {
 // startLine is the first line of a run's log: what runs, and whether
 // minictl simulates it. What it does not simulate runs until stopped, or
 // completes at once in a (regular) init container.
-func startLine(c *corev1.Container, init bool) string {
+func startLine(pod *corev1.Pod, c *corev1.Container, init bool) string {
 	notSimulated := "runs until stopped"
 	if init {
 		notSimulated = "taken to complete at once"
@@ -99,7 +99,7 @@ func startLine(c *corev1.Container, init bool) string {
 		words = append(words, w)
 	}
 	line := "[minictl] started: " + strings.Join(words, " ")
-	if sc := containerScript(c); !sc.ends && !sc.sleepsForever {
+	if sc := containerScript(pod, c); !sc.ends && !sc.sleepsForever {
 		line += " (from where it is not simulated, " + notSimulated + ")"
 	}
 	const maxLine = 512

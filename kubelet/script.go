@@ -48,19 +48,21 @@ const (
 // shells are the programs whose -c argument is read as a script.
 var shells = map[string]bool{"sh": true, "/bin/sh": true, "bash": true, "/bin/bash": true, "/usr/bin/sh": true, "/usr/bin/bash": true}
 
-// containerScript reads c's command and args: the words of both, or the
-// args alone when c has no command, as for an image with no entrypoint
-// (with neither, the image's own command is not known: it runs until
-// stopped). `sh -c "<script>"` (or bash) runs the script; other words run
-// as one simple command. $VAR and ${VAR} expand to c's env values.
-func containerScript(c *corev1.Container) script {
+// containerScript reads c's command and args, as pod runs it: the words
+// of both, or the args alone when c has no command, as for an image with
+// no entrypoint (with neither, the image's own command is not known: it
+// runs until stopped). $(VAR) in them expands as the kubelet expands it;
+// `sh -c "<script>"` (or bash) runs the script, where $VAR and ${VAR}
+// expand as a shell does; other words run as one simple command. The
+// variables are c's environment (containerEnv).
+func containerScript(pod *corev1.Pod, c *corev1.Container) script {
 	words := append(append([]string(nil), c.Command...), c.Args...)
 	if len(words) == 0 {
 		return script{}
 	}
-	env := map[string]string{}
-	for _, e := range c.Env {
-		env[e.Name] = e.Value
+	env := containerEnv(pod, c)
+	for i, w := range words {
+		words[i] = expandRefs(w, env)
 	}
 	if shells[words[0]] {
 		if len(words) < 3 || !isCFlag(words[1]) {
@@ -76,6 +78,103 @@ func containerScript(c *corev1.Container) script {
 		s.exitAfter = r.elapsed
 	}
 	return s
+}
+
+// containerEnv is c's environment as the kubelet sets it: each variable's
+// value, its $(VAR) references to the variables before it expanded, or,
+// from valueFrom, the pod's own fields the downward API gives
+// (metadata.name, namespace, uid, labels['k'], annotations['k'],
+// spec.nodeName, spec.serviceAccountName, status.hostIP, status.podIP).
+// Values from ConfigMaps, Secrets and resources are not read: those
+// variables stay unset.
+func containerEnv(pod *corev1.Pod, c *corev1.Container) map[string]string {
+	env := map[string]string{}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			env[e.Name] = expandRefs(e.Value, env)
+		case e.ValueFrom.FieldRef != nil:
+			if v, ok := podField(pod, e.ValueFrom.FieldRef.FieldPath); ok {
+				env[e.Name] = v
+			}
+		}
+	}
+	return env
+}
+
+// podField is the value of one downward API field path of pod.
+func podField(pod *corev1.Pod, path string) (string, bool) {
+	if key, ok := subscript(path, "metadata.labels"); ok {
+		v, ok := pod.Labels[key]
+		return v, ok
+	}
+	if key, ok := subscript(path, "metadata.annotations"); ok {
+		v, ok := pod.Annotations[key]
+		return v, ok
+	}
+	switch path {
+	case "metadata.name":
+		return pod.Name, true
+	case "metadata.namespace":
+		return pod.Namespace, true
+	case "metadata.uid":
+		return string(pod.UID), true
+	case "spec.nodeName":
+		return pod.Spec.NodeName, true
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, true
+	case "status.hostIP":
+		return pod.Status.HostIP, true
+	case "status.podIP":
+		return pod.Status.PodIP, true
+	}
+	return "", false
+}
+
+// subscript reads path as prefix['key'].
+func subscript(path, prefix string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, prefix+"['")
+	if !ok || !strings.HasSuffix(rest, "']") {
+		return "", false
+	}
+	return strings.TrimSuffix(rest, "']"), true
+}
+
+// expandRefs expands $(VAR) in s as the kubelet does in a container's
+// command, args and env values: a defined VAR is replaced by its value,
+// an undefined one is left as written, and $$ is a literal $.
+func expandRefs(s string, env map[string]string) string {
+	if !strings.Contains(s, "$") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch next := s[i+1]; {
+		case next == '$':
+			b.WriteByte('$')
+			i++
+		case next == '(':
+			end := strings.IndexByte(s[i+2:], ')')
+			if end < 0 {
+				b.WriteString(s[i:])
+				return b.String()
+			}
+			name := s[i+2 : i+2+end]
+			if v, ok := env[name]; ok {
+				b.WriteString(v)
+			} else {
+				b.WriteString(s[i : i+3+end])
+			}
+			i += 2 + end
+		default:
+			b.WriteByte('$')
+		}
+	}
+	return b.String()
 }
 
 // isCFlag reports whether a shell's first argument is -c, alone or with

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // story writes a script as what a user would see: each printed line at
@@ -29,7 +30,13 @@ func (s script) story() string {
 
 func TestContainerScript(t *testing.T) {
 	sh := func(script string) []string { return []string{"sh", "-c", script} }
-	env := []corev1.EnvVar{{Name: "NAME", Value: "world"}, {Name: "N", Value: "7"}}
+	env := []corev1.EnvVar{{Name: "NAME", Value: "world"}, {Name: "N", Value: "7"},
+		{Name: "GREETING", Value: "hi $(NAME)"},
+		{Name: "INDEX", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}},
+		{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		{Name: "SECRET", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Key: "k"}}},
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "work-2", Annotations: map[string]string{"batch.kubernetes.io/job-completion-index": "2"}}}
 	for _, tt := range []struct {
 		command, args []string
 		want          string
@@ -73,9 +80,15 @@ func TestContainerScript(t *testing.T) {
 		{sh(`echo "hello, $NAME" '$NAME' ${N}x \$N $`), nil, `0s "hello, world $NAME 7x $N $"; exit 0 at 0s`},
 		{sh(`echo -n "a  b"   c`), nil, `0s "a  b c"; exit 0 at 0s`},
 		{sh(`echo $MISSING.`), nil, `0s "."; exit 0 at 0s`},
+
+		// The environment as the kubelet sets it: $(VAR) in values, command
+		// and args; the downward API's fields; what it does not read unset.
+		{sh(`echo "$POD is index $INDEX: $GREETING"`), nil, `0s "work-2 is index 2: hi world"; exit 0 at 0s`},
+		{[]string{"echo", "$(NAME)", "$(NOPE)", "$$(NAME)", "[$SECRET]"}, nil, `0s "world $(NOPE) $(NAME) [$SECRET]"; exit 0 at 0s`},
+		{[]string{"sh", "-c"}, []string{"echo [$SECRET]; exit $(N)"}, `0s "[]"; exit 7 at 0s`},
 	} {
 		c := &corev1.Container{Name: "app", Image: "busybox", Command: tt.command, Args: tt.args, Env: env}
-		if got := containerScript(c).story(); got != tt.want {
+		if got := containerScript(pod, c).story(); got != tt.want {
 			t.Errorf("%q %q:\n got %s\nwant %s", tt.command, tt.args, got, tt.want)
 		}
 	}

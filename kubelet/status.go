@@ -294,7 +294,7 @@ func (s *stepper) container(c *corev1.Container, cs *corev1.ContainerStatus, pol
 	for range maxTransitions {
 		switch {
 		case cs.State.Running != nil:
-			sc := containerScript(c)
+			sc := containerScript(s.pod, c)
 			if init && !isSidecar(c) && !sc.ends && !sc.sleepsForever {
 				// An init container whose command is not simulated is
 				// taken to do its work at once.
