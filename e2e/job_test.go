@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -16,19 +17,17 @@ import (
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/internal/minitest"
-	"github.com/minictl/minictl/kubelet"
 )
 
-// exitingJob is a Job whose pods' containers exit with code, through the
-// simulated kubelet's exit-code annotation.
-func exitingJob(name string, code int, mutate func(j *batchv1.Job)) *batchv1.Job {
+// shellJob is a Job whose pods' one container runs `sh -c script`, which
+// the simulated kubelet runs.
+func shellJob(name, script string, mutate func(j *batchv1.Job)) *batchv1.Job {
 	j := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{kubelet.AnnotationExitCode: fmt.Sprint(code)}},
 			Spec: corev1.PodSpec{
 				RestartPolicy: corev1.RestartPolicyNever,
-				Containers:    []corev1.Container{{Name: "work", Image: "busybox"}},
+				Containers:    []corev1.Container{{Name: "work", Image: "busybox", Command: []string{"sh", "-c", script}}},
 			},
 		}},
 	}
@@ -38,12 +37,14 @@ func exitingJob(name string, code int, mutate func(j *batchv1.Job)) *batchv1.Job
 	return j
 }
 
-// TestJobs runs Jobs on the built binary: a Job of 5 completions, 2 at a
-// time, never has more than 2 pods active (seen from a watch of its pods)
-// and completes with exactly 5 succeeded; a Job whose pods exit 1 fails
-// with BackoffLimitExceeded after backoffLimit+1 pods; an Indexed Job's
-// pods carry their index; a negative parallelism is refused naming the
-// field; a finished Job with ttlSecondsAfterFinished is deleted.
+// TestJobs runs Jobs on the built binary, their pods running what their
+// commands say: a Job of 5 completions, 2 at a time, each pod `sleep 1;
+// exit 0`, never has more than 2 pods active (seen from a watch of its
+// pods) and completes with exactly 5 succeeded; a Job whose pods exit 1
+// fails with BackoffLimitExceeded after backoffLimit+1 pods; an Indexed
+// Job's pods carry their index and echo it from $JOB_COMPLETION_INDEX; a
+// negative parallelism is refused naming the field; a finished Job with
+// ttlSecondsAfterFinished is deleted.
 func TestJobs(t *testing.T) {
 	c := up(t, minitest.FreeAddr(t), t.TempDir(), "--fast")
 	rc := c.client(t)
@@ -114,7 +115,7 @@ func TestJobs(t *testing.T) {
 				mu.Unlock()
 			}
 		}()
-		if _, err := jobs.Create(ctx, exitingJob("five", 0, func(j *batchv1.Job) {
+		if _, err := jobs.Create(ctx, shellJob("five", "sleep 1; exit 0", func(j *batchv1.Job) {
 			j.Spec.Completions, j.Spec.Parallelism = ptrTo(int32(5)), ptrTo(int32(2))
 		})); err != nil {
 			t.Fatal(err)
@@ -137,7 +138,7 @@ func TestJobs(t *testing.T) {
 	})
 
 	t.Run("pods exiting 1 with backoffLimit 2", func(t *testing.T) {
-		if _, err := jobs.Create(ctx, exitingJob("crash", 1, func(j *batchv1.Job) { j.Spec.BackoffLimit = ptrTo(int32(2)) })); err != nil {
+		if _, err := jobs.Create(ctx, shellJob("crash", "exit 1", func(j *batchv1.Job) { j.Spec.BackoffLimit = ptrTo(int32(2)) })); err != nil {
 			t.Fatal(err)
 		}
 		j := waitFinished("crash", batchv1.JobFailed)
@@ -153,7 +154,7 @@ func TestJobs(t *testing.T) {
 	})
 
 	t.Run("an Indexed Job's pods carry their index", func(t *testing.T) {
-		if _, err := jobs.Create(ctx, exitingJob("idx", 0, func(j *batchv1.Job) {
+		if _, err := jobs.Create(ctx, shellJob("idx", `echo "I am index $JOB_COMPLETION_INDEX"`, func(j *batchv1.Job) {
 			j.Spec.Completions, j.Spec.Parallelism = ptrTo(int32(3)), ptrTo(int32(3))
 			j.Spec.CompletionMode = ptrTo(batchv1.IndexedCompletion)
 		})); err != nil {
@@ -175,6 +176,16 @@ func TestJobs(t *testing.T) {
 			if p.Spec.Hostname != "idx-"+ix {
 				t.Errorf("pod %s hostname %q, want idx-%s", p.Name, p.Spec.Hostname, ix)
 			}
+			// What the container saw: its log, through pods/log.
+			resp, err := http.Get(c.URL + "/api/v1/namespaces/default/pods/" + p.Name + "/log")
+			if err != nil {
+				t.Fatal(err)
+			}
+			log, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if want := "\nI am index " + ix + "\n"; !strings.Contains(string(log), want) {
+				t.Errorf("pod %s log %q, want a line %q", p.Name, log, strings.TrimSpace(want))
+			}
 		}
 		slices.Sort(indexes)
 		if !slices.Equal(indexes, []string{"0", "1", "2"}) {
@@ -183,7 +194,7 @@ func TestJobs(t *testing.T) {
 	})
 
 	t.Run("ttlSecondsAfterFinished deletes a finished Job", func(t *testing.T) {
-		if _, err := jobs.Create(ctx, exitingJob("brief", 0, func(j *batchv1.Job) { j.Spec.TTLSecondsAfterFinished = ptrTo(int32(1)) })); err != nil {
+		if _, err := jobs.Create(ctx, shellJob("brief", "exit 0", func(j *batchv1.Job) { j.Spec.TTLSecondsAfterFinished = ptrTo(int32(1)) })); err != nil {
 			t.Fatal(err)
 		}
 		waitFinished("brief", batchv1.JobComplete)
