@@ -65,6 +65,9 @@ expect "pods" "$(pods_of flaky)" '["Failed","Failed","Failed"]'
 echo "  the pods' exit codes and when each was created (the gaps are the back-off):"
 get "$PODS?labelSelector=job-name%3Dflaky" | jq -r '.items | sort_by(.metadata.creationTimestamp)[] |
   "    \(.metadata.creationTimestamp)  \(.metadata.name)  exit \(.status.containerStatuses[0].state.terminated.exitCode)"'
+# The gaps between the creations: at least the back-off, which doubles (1s then 2s under --fast, 10s then 20s by default).
+gaps=$(get "$PODS?labelSelector=job-name%3Dflaky" | jq -c '[.items[].metadata.creationTimestamp | fromdate] | sort | [.[1] - .[0], .[2] - .[1]]')
+expect "the second try waited at least 1s, the third at least 2s" "$(jq -r 'if .[0] >= 1 and .[1] >= 2 then "yes" else "no: \(.)" end' <<<"$gaps")" yes
 
 step "3. A pod failure policy: exit code 42 means the work can never succeed; fail the Job at once"
 say POST $JOBS "$(job fatal 'echo bad input; exit 42' '{"backoffLimit": 6,
@@ -98,9 +101,11 @@ WAIT=75 wait_for "the first Job, at the next whole minute" equals 1 owned_jobs
 cj=$(get $CJ/tick)
 jq -c '.status' <<<"$cj"
 expect "status.active names the Job" "$(jq -r '.status.active[0].name' <<<"$cj")" "$(get "$JOBS" | jq -r '.items[] | select(.metadata.ownerReferences[0]?.name == "tick") | .metadata.name')"
-forbidden() { [ "$(events '.involvedObject.name == "tick" and .reason == "JobAlreadyActive"' | jq length)" -ge 1 ]; }
+# This CronJob's Events, by its uid: those of a "tick" an earlier run made are not its.
+uid=$(jq -r .metadata.uid <<<"$cj")
+forbidden() { [ "$(events ".involvedObject.uid == \"$uid\" and .reason == \"JobAlreadyActive\"" | jq length)" -ge 1 ]; }
 WAIT=75 wait_for "the next minute: the CronJob does not start a second Job (event JobAlreadyActive)" forbidden
-events '.involvedObject.name == "tick"' | jq -r '.[] | "  \(.reason): \(.message)"'
+events ".involvedObject.uid == \"$uid\"" | jq -r '.[] | "  \(.reason): \(.message)"'
 expect "Jobs of the CronJob" "$(owned_jobs)" 1
 
 step "6. Delete the CronJob: its Job and the Job's pods go with it"
