@@ -51,6 +51,10 @@ jq -c '.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecutio
 expect "pinned with matchFields metadata.name" "$(jq -r '.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0].values[0]' <<<"$p")" node-1
 expect "tolerates a not-ready and an unreachable node" \
   "$(jq -c '[.spec.tolerations[] | select(.effect == "NoExecute") | .key] | sort' <<<"$p")" '["node.kubernetes.io/not-ready","node.kubernetes.io/unreachable"]'
+expect "for ever (no tolerationSeconds)" "$(jq '[.spec.tolerations[] | select(.tolerationSeconds != null)] | length' <<<"$p")" 0
+expect "and is placed on a node under pressure or cordoned" \
+  "$(jq -c '[.spec.tolerations[] | select(.effect == "NoSchedule") | .key] | sort' <<<"$p")" \
+  '["node.kubernetes.io/disk-pressure","node.kubernetes.io/memory-pressure","node.kubernetes.io/pid-pressure","node.kubernetes.io/unschedulable"]'
 
 step "2. A fourth node joins: it gets its agent pod"
 background "$work/node-4" "$MINICTL" kubelet --server "$API" --name node-4
@@ -82,8 +86,9 @@ get $PDB/web | jq -c '.status | {currentHealthy, desiredHealthy, expectedPods, d
 
 step "5. Drain node-1 by hand, as kubectl drain does: cordon, then evict"
 say PATCH $NODES/node-1 '{"spec": {"unschedulable": true}}' application/merge-patch+json >/dev/null
-expect "node-1 cordoned (and tainted unschedulable by the node lifecycle controller)" \
-  "$(get $NODES/node-1 | jq .spec.unschedulable)" true
+expect "node-1 cordoned" "$(get $NODES/node-1 | jq .spec.unschedulable)" true
+wait_for "node-1 tainted unschedulable:NoSchedule by the node lifecycle controller" jqtest $NODES/node-1 \
+  'any(.spec.taints[]?; .key == "node.kubernetes.io/unschedulable" and .effect == "NoSchedule")'
 victim=$(pods_on web node-1 | head -1)
 [ -n "$victim" ] || { victim=$(pods_on web node-2 | head -1); echo "  (no web pod on node-1; evicting $victim instead)"; }
 echo "\$ curl -s -X POST $API$PODS/$victim/eviction -d '{\"apiVersion\": \"policy/v1\", \"kind\": \"Eviction\", \"metadata\": {\"name\": \"$victim\"}}'"
@@ -104,5 +109,7 @@ expect "the DaemonSet's agent stays on node-1 (it tolerates unschedulable; drain
 
 step "7. Uncordon node-1 and clean up"
 say PATCH $NODES/node-1 '{"spec": {"unschedulable": null}}' application/merge-patch+json >/dev/null
+wait_for "node-1's unschedulable taint removed" jqtest $NODES/node-1 \
+  'all(.spec.taints[]?; .key != "node.kubernetes.io/unschedulable")'
 for path in $PDB/web $D/web $DS/agent; do delete "$path" >/dev/null; done
 wait_for "no agent or web pods left" no_pods
