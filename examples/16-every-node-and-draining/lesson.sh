@@ -57,7 +57,7 @@ expect "and is placed on a node under pressure or cordoned" \
   '["node.kubernetes.io/disk-pressure","node.kubernetes.io/memory-pressure","node.kubernetes.io/pid-pressure","node.kubernetes.io/unschedulable"]'
 
 step "2. A fourth node joins: it gets its agent pod"
-background "$work/node-4" "$MINICTL" kubelet --server "$API" --name node-4
+background "$work/node-4" "$MINICTL" kubelet --server "$API" --name node-4 --fast
 at_exit "curl -s -X DELETE '$API$NODES/node-4' >/dev/null"
 wait_for "node-4 Ready" jqtest $NODES/node-4 'any(.status.conditions[]; .type == "Ready" and .status == "True")'
 wait_for "4 agent pods Running" equals 4 running agent
