@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -198,6 +199,9 @@ type podMemo struct {
 	// printed is how many lines of its script the current run of each
 	// container printed, by container name.
 	printed map[string]int
+	// startedAt is when the current run of each container started, by
+	// container name, to the nanosecond: a status keeps whole seconds.
+	startedAt map[string]time.Time
 }
 
 // New returns a kubelet for opts.NodeName. Nothing happens until Run.
@@ -515,6 +519,7 @@ func (k *Kubelet) plan(key string, pod *corev1.Pod, stop bool) (simulation, *str
 	defer k.mu.Unlock()
 	m := k.memoLocked(key, pod.UID)
 	step.backOff = m.backOff
+	step.startedAt = maps.Clone(m.startedAt)
 	if !started(pod) {
 		if !m.admitted && !k.hostPortsFreeLocked(pod) {
 			step.refusal = &refusal{reason: nodeports.Name, message: fmt.Sprintf("Predicate %s failed: %s", nodeports.Name, nodeports.ErrReason)}
@@ -582,9 +587,10 @@ func (k *Kubelet) memoLocked(key string, uid types.UID) *podMemo {
 	m, ok := k.memos[key]
 	if !ok || m.uid != uid {
 		m = &podMemo{
-			uid:     uid,
-			backOff: backOff{base: k.opts.BackOffBase, max: k.opts.MaxBackOff},
-			printed: map[string]int{},
+			uid:       uid,
+			backOff:   backOff{base: k.opts.BackOffBase, max: k.opts.MaxBackOff},
+			printed:   map[string]int{},
+			startedAt: map[string]time.Time{},
 		}
 		k.memos[key] = m
 	}

@@ -395,3 +395,33 @@ func TestRestartedKubeletEndsARunOnTime(t *testing.T) {
 		t.Errorf("the run lasted %s, want the 2s it sleeps", d)
 	}
 }
+
+// A run lasts what its script says to the nanosecond, though a status
+// keeps its times in whole seconds: the kubelet times a run from when it
+// started it, not from the second its status says.
+func TestRunsLastWhatTheirScriptsSay(t *testing.T) {
+	rc := newClient(t)
+	k := startKubelet(t, rc, "node-1", nil)
+	created := createPod(t, rc, shPod("timed", corev1.RestartPolicyNever, "echo one; sleep 1.5; echo two; exit 0"))
+	waitPod(t, rc, "timed", "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+
+	var b strings.Builder
+	if err := k.logs.Read(context.Background(), created.UID, "app", containerlog.Options{Timestamps: true}, &b); err != nil {
+		t.Fatal(err)
+	}
+	at := map[string]time.Time{}
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		stamp, text, _ := strings.Cut(line, " ")
+		ts, err := time.Parse(time.RFC3339Nano, stamp)
+		if err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		at[text] = ts
+	}
+	if got := at["two"].Sub(at["one"]); got != 1500*time.Millisecond {
+		t.Errorf("two came %v after one, want 1.5s:\n%s", got, b.String())
+	}
+	if got := at["[minictl] exited with code 0"].Sub(at["one"]); got != 1500*time.Millisecond {
+		t.Errorf("the run ended %v after it began, want 1.5s:\n%s", got, b.String())
+	}
+}

@@ -28,6 +28,7 @@ func (k *Kubelet) ran(key string, pod *corev1.Pod, out outcome, now time.Time) {
 			continue
 		}
 		if r.started {
+			m.startedAt[c.Name] = r.at
 			k.logs.Start(pod.UID, c.Name)
 			k.logs.Print(pod.UID, c.Name, r.at, startLine(pod, c, isRegularInit(pod, c.Name)))
 			m.printed[c.Name] = 0

@@ -28,6 +28,10 @@ type simulation struct {
 	refusal *refusal
 	// backOff is the containers' restart back-off before this step.
 	backOff backOff
+	// startedAt is when the kubelet started each container's current run,
+	// by name, to the nanosecond; nil or missing (after a restart of the
+	// kubelet), a run started when its status says, to the second.
+	startedAt map[string]time.Time
 }
 
 // refusal is why a node does not admit a pod, as the kubelet's admission
@@ -300,7 +304,7 @@ func (s *stepper) container(c *corev1.Container, cs *corev1.ContainerStatus, pol
 				// taken to do its work at once.
 				sc.ends, sc.exitCode = true, 0
 			}
-			started := cs.State.Running.StartedAt.Time
+			started := s.runStart(cs)
 			for _, l := range sc.lines {
 				if at := started.Add(l.at); at.After(s.now) {
 					s.wakeAt(at) // its log has more to say then
@@ -340,9 +344,21 @@ func restarts(policy corev1.RestartPolicy, code int32) bool {
 	return policy == corev1.RestartPolicyAlways || (policy == corev1.RestartPolicyOnFailure && code != 0)
 }
 
+// runStart is when a running container's current run started: the
+// kubelet's own time of it, if it has one for that run (the same second
+// as the status says), else the status's, whole seconds as the API keeps
+// them.
+func (s *stepper) runStart(cs *corev1.ContainerStatus) time.Time {
+	says := cs.State.Running.StartedAt.Time
+	if t, ok := s.step.startedAt[cs.Name]; ok && t.Truncate(time.Second).Equal(says.Truncate(time.Second)) {
+		return t
+	}
+	return says
+}
+
 // exit ends the container's run with code at the time given.
 func (s *stepper) exit(cs *corev1.ContainerStatus, code int32, at metav1.Time) {
-	runStart := cs.State.Running.StartedAt.Time
+	runStart := s.runStart(cs)
 	cs.State = corev1.ContainerState{Terminated: terminated(cs, code, at)}
 	cs.Started, cs.Ready = new(false), false
 	s.runs = append(s.runs, runEvent{container: cs.Name, at: at.Time, exitCode: code, runStart: runStart})
@@ -402,7 +418,7 @@ func (s *stepper) killAll(code int32, events bool) int {
 			if cs.State.Running == nil {
 				continue
 			}
-			runStart := cs.State.Running.StartedAt.Time
+			runStart := s.runStart(cs)
 			cs.State = corev1.ContainerState{Terminated: terminated(cs, code, s.step.now)}
 			cs.Started, cs.Ready = new(false), false
 			s.runs = append(s.runs, runEvent{container: cs.Name, at: s.now, exitCode: code, runStart: runStart})
@@ -446,7 +462,7 @@ func (s *stepper) probeDelayPassed(c *corev1.Container, cs *corev1.ContainerStat
 	if c.ReadinessProbe == nil {
 		return true
 	}
-	at := cs.State.Running.StartedAt.Add(time.Duration(c.ReadinessProbe.InitialDelaySeconds) * time.Second)
+	at := s.runStart(cs).Add(time.Duration(c.ReadinessProbe.InitialDelaySeconds) * time.Second)
 	if at.After(s.now) {
 		s.wakeAt(at)
 		return false
