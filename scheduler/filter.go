@@ -7,10 +7,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/minictl/minictl/scheduler/nodeports"
+	"github.com/minictl/minictl/scheduler/placement"
 )
 
 // The reasons a node is filtered out, in kube-scheduler's words, so that
@@ -40,18 +39,18 @@ const (
 //  5. NodeResourcesFit: the pod count, and each resource the pod requests,
 //     against the node's allocatable minus what its pods request.
 func filter(pod *corev1.Pod, node *corev1.Node, used *nodeUsage) []string {
-	if node.Spec.Unschedulable && !tolerates(pod.Spec.Tolerations, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
+	if node.Spec.Unschedulable && !placement.TolerationsTolerateTaint(pod.Spec.Tolerations, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
 		return []string{reasonUnschedulable}
 	}
 	for _, taint := range effectiveTaints(node) {
 		if taint.Effect != corev1.TaintEffectNoSchedule && taint.Effect != corev1.TaintEffectNoExecute {
 			continue
 		}
-		if !tolerates(pod.Spec.Tolerations, taint) {
+		if !placement.TolerationsTolerateTaint(pod.Spec.Tolerations, taint) {
 			return []string{fmt.Sprintf(reasonTaintFmt, taint.Key, taint.Value)}
 		}
 	}
-	if !matchesNodeSelector(pod, node) {
+	if !placement.MatchesNodeSelector(&pod.Spec, node) {
 		return []string{reasonNodeAffinity}
 	}
 	if used != nil && !used.ports.Fit(nodeports.Of(pod)) {
@@ -79,79 +78,6 @@ func effectiveTaints(node *corev1.Node) []corev1.Taint {
 		return node.Spec.Taints
 	}
 	return append(slices.Clone(node.Spec.Taints), corev1.Taint{Key: key, Effect: corev1.TaintEffectNoSchedule})
-}
-
-// tolerates reports whether one of tolerations tolerates taint: same
-// effect (or any, when the toleration names none), same key (or any, for
-// an empty key), and same value unless the operator is Exists. The Gt and
-// Lt operators are not supported and tolerate nothing.
-func tolerates(tolerations []corev1.Toleration, taint corev1.Taint) bool {
-	for _, t := range tolerations {
-		if t.Effect != "" && t.Effect != taint.Effect {
-			continue
-		}
-		if t.Key != "" && t.Key != taint.Key {
-			continue
-		}
-		switch t.Operator {
-		case corev1.TolerationOpExists:
-			return true
-		case "", corev1.TolerationOpEqual:
-			if t.Value == taint.Value {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// matchesNodeSelector reports whether node carries every label of the
-// pod's spec.nodeSelector and matches one of the terms of its required
-// node affinity (a term matches when all its expressions do; an empty
-// term matches nothing).
-func matchesNodeSelector(pod *corev1.Pod, node *corev1.Node) bool {
-	for k, v := range pod.Spec.NodeSelector {
-		if got, ok := node.Labels[k]; !ok || got != v {
-			return false
-		}
-	}
-	aff := pod.Spec.Affinity
-	if aff == nil || aff.NodeAffinity == nil || aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return true
-	}
-	return slices.ContainsFunc(aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms,
-		func(term corev1.NodeSelectorTerm) bool { return termMatches(term, node) })
-}
-
-var selectorOps = map[corev1.NodeSelectorOperator]selection.Operator{
-	corev1.NodeSelectorOpIn:           selection.In,
-	corev1.NodeSelectorOpNotIn:        selection.NotIn,
-	corev1.NodeSelectorOpExists:       selection.Exists,
-	corev1.NodeSelectorOpDoesNotExist: selection.DoesNotExist,
-	corev1.NodeSelectorOpGt:           selection.GreaterThan,
-	corev1.NodeSelectorOpLt:           selection.LessThan,
-}
-
-func termMatches(term corev1.NodeSelectorTerm, node *corev1.Node) bool {
-	if len(term.MatchExpressions) == 0 && len(term.MatchFields) == 0 {
-		return false
-	}
-	match := func(reqs []corev1.NodeSelectorRequirement, set labels.Set) bool {
-		for _, r := range reqs {
-			op, ok := selectorOps[r.Operator]
-			if !ok {
-				return false
-			}
-			req, err := labels.NewRequirement(r.Key, op, r.Values)
-			if err != nil || !req.Matches(set) {
-				return false
-			}
-		}
-		return true
-	}
-	// metadata.name is the only field a term may match.
-	return match(term.MatchExpressions, labels.Set(node.Labels)) &&
-		match(term.MatchFields, labels.Set{"metadata.name": node.Name})
 }
 
 // insufficientResources names each resource the node is short of for pod:

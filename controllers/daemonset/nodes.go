@@ -7,8 +7,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/minictl/minictl/scheduler/placement"
 )
 
 // Which nodes a DaemonSet's pod belongs on, as kube's
@@ -67,7 +67,7 @@ func nodeShouldRunDaemonPod(node *corev1.Node, ds *appsv1.DaemonSet) (shouldRun,
 		return false, false
 	}
 	addDefaultTolerations(spec)
-	if !matchesNodeSelector(spec, node) {
+	if !placement.MatchesNodeSelector(spec, node) {
 		return false, false
 	}
 	if untolerated(node.Spec.Taints, spec.Tolerations, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) {
@@ -83,77 +83,11 @@ func untolerated(taints []corev1.Taint, tolerations []corev1.Toleration, effects
 		if !slices.Contains(effects, taint.Effect) {
 			continue
 		}
-		if !slices.ContainsFunc(tolerations, func(t corev1.Toleration) bool { return tolerates(t, taint) }) {
+		if !placement.TolerationsTolerateTaint(tolerations, taint) {
 			return true
 		}
 	}
 	return false
-}
-
-// tolerates is kube's ToleratesTaint: the same effect (or any, when the
-// toleration names none), the same key (or any, for an empty key), and
-// the same value unless the operator is Exists.
-func tolerates(t corev1.Toleration, taint corev1.Taint) bool {
-	if t.Effect != "" && t.Effect != taint.Effect {
-		return false
-	}
-	if t.Key != "" && t.Key != taint.Key {
-		return false
-	}
-	switch t.Operator {
-	case corev1.TolerationOpExists:
-		return true
-	case "", corev1.TolerationOpEqual:
-		return t.Value == taint.Value
-	}
-	return false
-}
-
-// matchesNodeSelector reports whether node has every label of the pod's
-// nodeSelector and matches one term of its required node affinity (a term
-// matches when all its label expressions and field expressions do; an
-// empty term matches nothing).
-func matchesNodeSelector(spec *corev1.PodSpec, node *corev1.Node) bool {
-	if !labels.SelectorFromSet(spec.NodeSelector).Matches(labels.Set(node.Labels)) {
-		return false
-	}
-	aff := spec.Affinity
-	if aff == nil || aff.NodeAffinity == nil || aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return true
-	}
-	return slices.ContainsFunc(aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms,
-		func(term corev1.NodeSelectorTerm) bool { return termMatches(term, node) })
-}
-
-var selectorOps = map[corev1.NodeSelectorOperator]selection.Operator{
-	corev1.NodeSelectorOpIn:           selection.In,
-	corev1.NodeSelectorOpNotIn:        selection.NotIn,
-	corev1.NodeSelectorOpExists:       selection.Exists,
-	corev1.NodeSelectorOpDoesNotExist: selection.DoesNotExist,
-	corev1.NodeSelectorOpGt:           selection.GreaterThan,
-	corev1.NodeSelectorOpLt:           selection.LessThan,
-}
-
-func termMatches(term corev1.NodeSelectorTerm, node *corev1.Node) bool {
-	if len(term.MatchExpressions) == 0 && len(term.MatchFields) == 0 {
-		return false
-	}
-	match := func(reqs []corev1.NodeSelectorRequirement, set labels.Set) bool {
-		for _, r := range reqs {
-			op, ok := selectorOps[r.Operator]
-			if !ok {
-				return false
-			}
-			req, err := labels.NewRequirement(r.Key, op, r.Values)
-			if err != nil || !req.Matches(set) {
-				return false
-			}
-		}
-		return true
-	}
-	// metadata.name is the only field a term may match.
-	return match(term.MatchExpressions, labels.Set(node.Labels)) &&
-		match(term.MatchFields, labels.Set{metav1.ObjectNameField: node.Name})
 }
 
 // nodeAffinityFor is kube's ReplaceDaemonSetPodNodeNameNodeAffinity: the

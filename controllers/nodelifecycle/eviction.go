@@ -13,6 +13,7 @@ import (
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/informer"
+	"github.com/minictl/minictl/scheduler/placement"
 )
 
 // scheduledEviction is a pod's eviction waiting for its tolerations to run
@@ -50,7 +51,7 @@ func planEviction(taints []corev1.Taint, tolerations []corev1.Toleration, start 
 		matched, forever := false, false
 		var longest int64
 		for _, tol := range tolerations {
-			if !toleratesTaint(tol, taint) {
+			if !placement.ToleratesTaint(tol, taint) {
 				continue
 			}
 			if tol.TolerationSeconds == nil {
@@ -79,26 +80,6 @@ func planEviction(taints []corev1.Taint, tolerations []corev1.Toleration, start 
 		}
 	}
 	return plan
-}
-
-// toleratesTaint reports whether a toleration matches a taint: same effect
-// (or any, when it names none), same key (or any, for an empty key with
-// Exists), and the same value unless the operator is Exists. Gt and Lt are
-// not supported and match nothing.
-func toleratesTaint(tol corev1.Toleration, taint corev1.Taint) bool {
-	if tol.Effect != "" && tol.Effect != taint.Effect {
-		return false
-	}
-	if tol.Key != "" && tol.Key != taint.Key {
-		return false
-	}
-	switch tol.Operator {
-	case corev1.TolerationOpExists:
-		return true
-	case "", corev1.TolerationOpEqual:
-		return tol.Value == taint.Value
-	}
-	return false
 }
 
 // syncPodEviction decides one pod's eviction from the NoExecute taints of
