@@ -18,6 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
+// JobOrphanWarning is kube-apiserver's warning to a delete of a batch/v1
+// Job that names no propagation policy: such a delete orphans the Job's
+// pods, for backwards compatibility.
+const JobOrphanWarning = "child pods are preserved by default when jobs are deleted; " +
+	"set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning"
+
 // Jobs (batch/v1): pods run to completion. A Job's defaults are kube's
 // SetDefaults_Job, its validation kube's ValidateJob and ValidateJobUpdate,
 // its selector the one kube generates from its uid.

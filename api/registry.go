@@ -172,7 +172,8 @@ var (
 		Default: defaulter(defaultJob), Validate: validator(validateJob), ValidateUpdate: updateValidator(validateJobUpdate),
 		PrepareForCreate: defaulter(prepareJobForCreate), PrepareForUpdate: updatePreparer(prepareJobForUpdate),
 		SelectableFields: selectable(jobFields), FieldLabels: jobFieldLabels,
-		Table: jobTable,
+		Table:            jobTable,
+		OrphansByDefault: true, OrphanWarning: JobOrphanWarning,
 	}
 	CronJobs = &Resource{
 		Group: "batch", Version: "v1", Kind: "CronJob", Plural: "cronjobs", Singular: "cronjob", Namespaced: true,

@@ -127,10 +127,15 @@ type Resource struct {
 	// OrphansByDefault: a delete that names no propagation policy orphans
 	// the object's dependents (the "orphan" finalizer), unless the object
 	// already carries "foregroundDeletion". kube-apiserver keeps this
-	// default for v1 ReplicationControllers, for backwards compatibility;
-	// every other kind's dependents are deleted in the background. kubectl
-	// delete names a policy (Background) and so cascades either way.
+	// default for v1 ReplicationControllers and batch/v1 Jobs, for
+	// backwards compatibility; every other kind's dependents are deleted
+	// in the background. kubectl delete names a policy (Background) and so
+	// cascades either way.
 	OrphansByDefault bool
+	// OrphanWarning, if set, is the warning a delete or deletecollection
+	// that names no propagation policy is answered with (kube-apiserver's
+	// for Jobs, whose pods such a delete leaves behind).
+	OrphanWarning string
 	// DeleteFinalizers are added to an object when it is first deleted, so
 	// that the server's own controllers finish with it before it goes: a
 	// CustomResourceDefinition's cleanup finalizer, as kube-apiserver's

@@ -80,6 +80,7 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, ri *request
 	if err != nil {
 		return err
 	}
+	warnOrphans(r.Context(), ri.res, opts)
 	obj, removed, err := s.deleteObject(r.Context(), ri.store, ri.namespace, ri.name, opts)
 	if err != nil {
 		return err
@@ -97,6 +98,14 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, ri *request
 	}
 	writeJSON(w, code, obj)
 	return nil
+}
+
+// warnOrphans warns a delete of a kind with an OrphanWarning that names
+// no propagation policy, as kube-apiserver warns of a Job's.
+func warnOrphans(ctx context.Context, res *api.Resource, opts *metav1.DeleteOptions) {
+	if res.OrphanWarning != "" && opts.PropagationPolicy == nil {
+		addWarning(ctx, res.OrphanWarning)
+	}
 }
 
 // returnsDeletedObject: kube-apiserver answers a delete of these kinds
@@ -313,6 +322,7 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, r
 	if err != nil {
 		return err
 	}
+	warnOrphans(r.Context(), ri.res, opts)
 	lo, err := s.parseListOptions(r, ri)
 	if err != nil {
 		return err

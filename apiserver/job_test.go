@@ -128,3 +128,37 @@ func TestJobs(t *testing.T) {
 		}
 	})
 }
+
+// A Job deleted with no propagation policy keeps its pods, as batch/v1
+// always has: kube-apiserver orphans them (the "orphan" finalizer, for
+// the garbage collector to honour) and says so in a warning; a delete or
+// deletecollection that names a policy gets none.
+func TestJobDeleteOrphansByDefault(t *testing.T) {
+	env := testenv.Start(t)
+	const want = `299 - "child pods are preserved by default when jobs are deleted; ` +
+		`set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning"`
+	for _, name := range []string{"plain", "background", "listed"} {
+		create[batchv1.Job](t, env, jobPath("default", ""), job(name))
+	}
+
+	r := do(t, env, http.MethodDelete, jobPath("default", "plain"), "", nil).want(t, http.StatusOK)
+	if got := r.header.Values("Warning"); !slices.Equal(got, []string{want}) {
+		t.Errorf("delete with no policy: Warning headers %q, want %q", got, want)
+	}
+	var plain batchv1.Job
+	do(t, env, http.MethodGet, jobPath("default", "plain"), "", nil).want(t, http.StatusOK).into(t, &plain)
+	if plain.DeletionTimestamp == nil || !slices.Equal(plain.Finalizers, []string{metav1.FinalizerOrphanDependents}) {
+		t.Errorf("deleted with no policy: deletionTimestamp %v, finalizers %q; want the orphan finalizer", plain.DeletionTimestamp, plain.Finalizers)
+	}
+
+	r = do(t, env, http.MethodDelete, jobPath("default", "background")+"?propagationPolicy=Background", "", nil).want(t, http.StatusOK)
+	if got := r.header.Values("Warning"); len(got) != 0 {
+		t.Errorf("delete with a policy: Warning headers %q", got)
+	}
+	do(t, env, http.MethodGet, jobPath("default", "background"), "", nil).want(t, http.StatusNotFound)
+
+	r = do(t, env, http.MethodDelete, jobPath("default", "")+"?fieldSelector=metadata.name%3Dlisted", "", nil).want(t, http.StatusOK)
+	if got := r.header.Values("Warning"); !slices.Equal(got, []string{want}) {
+		t.Errorf("deletecollection with no policy: Warning headers %q, want %q", got, want)
+	}
+}

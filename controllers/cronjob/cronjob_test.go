@@ -406,7 +406,7 @@ func TestMissingActiveJobIsForgotten(t *testing.T) {
 	first := jobNameAt("gone", m1)
 	r.waitForActive(t, "gone", first)
 
-	if err := r.jobs.Delete(testCtx(t), ns, first, metav1.DeleteOptions{}); err != nil {
+	if err := r.jobs.Delete(testCtx(t), ns, first, metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)}); err != nil {
 		t.Fatal(err)
 	}
 	r.waitForActive(t, "gone")
