@@ -29,7 +29,7 @@ func TestPodLogThroughTheAPIServer(t *testing.T) {
 	pod := createPod(t, rc, newPod("web", "node-1"))
 	waitPod(t, rc, "web", "Running", runningAndReady)
 	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	k.logs.Start(pod.UID, "app")
+	freshRun(t, k, pod, "app")
 	for i, line := range []string{"one", "two", "three"} {
 		k.logs.Print(pod.UID, "app", t0.Add(time.Duration(i)*time.Second), line)
 	}
@@ -75,7 +75,7 @@ func TestPodLogFollowStreams(t *testing.T) {
 	k := startKubelet(t, rc, "node-1", nil)
 	pod := createPod(t, rc, newPod("web", "node-1"))
 	waitPod(t, rc, "web", "Running", runningAndReady)
-	k.logs.Start(pod.UID, "app")
+	freshRun(t, k, pod, "app")
 	k.logs.Print(pod.UID, "app", time.Now(), "before")
 
 	resp, err := http.Get(env.URL + "/api/v1/namespaces/default/pods/web/log?follow=true")
@@ -114,7 +114,7 @@ func TestPodLogFollowerGoesAway(t *testing.T) {
 	k := startKubelet(t, rc, "node-1", nil)
 	pod := createPod(t, rc, newPod("web", "node-1"))
 	waitPod(t, rc, "web", "Running", runningAndReady)
-	k.logs.Start(pod.UID, "app") // a new run, without the kubelet's start line
+	freshRun(t, k, pod, "app") // a new run, without the kubelet's start line
 	k.logs.Print(pod.UID, "app", time.Now(), "hello")
 
 	ctx, cancel := context.WithCancel(context.Background())

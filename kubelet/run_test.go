@@ -347,6 +347,21 @@ func TestContainerLogs(t *testing.T) {
 	})
 }
 
+// freshRun waits until the kubelet has started each container of pod and
+// written the line it begins a run's log with (it does so just after the
+// status saying the container runs), then begins a new run of each, empty,
+// for a test to print into.
+func freshRun(t *testing.T, k *Kubelet, pod *corev1.Pod, containers ...string) {
+	t.Helper()
+	for _, c := range containers {
+		waitFor(t, "the kubelet's start line of "+c, func() (bool, error) {
+			lines := logLines(t, k, pod.UID, c, "current")
+			return len(lines) > 0 && strings.HasPrefix(lines[0], "[minictl] started"), nil
+		})
+		k.logs.Start(pod.UID, c)
+	}
+}
+
 // logLines reads the lines of one run ("current" or "previous") of a
 // container from the kubelet's logs, nil if there is none.
 func logLines(t *testing.T, k *Kubelet, uid types.UID, container, run string) []string {

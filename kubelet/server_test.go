@@ -101,9 +101,7 @@ func TestServedContainerLogs(t *testing.T) {
 	waitPod(t, rc, "web", "Running", runningAndReady)
 	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	// New runs, without the line the kubelet printed when it started them.
-	for _, c := range []string{"app", "sidecar", "worker"} {
-		k.logs.Start(pod.UID, c)
-	}
+	freshRun(t, k, pod, "app", "sidecar", "worker")
 	for i, line := range []string{"one", "two", "three"} {
 		k.logs.Print(pod.UID, "app", t0.Add(time.Duration(i)*time.Second), line)
 	}
@@ -152,7 +150,7 @@ func TestContainerLogsFollow(t *testing.T) {
 	// The follower connects before anything is printed in a new run: it
 	// gets its 200 at once, then each line as it is printed, and the end
 	// with the run.
-	k.logs.Start(pod.UID, "app")
+	freshRun(t, k, pod, "app")
 	resp, err := http.Get(base + "/containerLogs/default/web/app?follow=true")
 	if err != nil {
 		t.Fatal(err)
