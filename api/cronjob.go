@@ -241,3 +241,16 @@ var cronJobTable = printer([]metav1.TableColumnDefinition{
 		names, images, metav1.FormatLabelSelector(cj.Spec.JobTemplate.Spec.Selector),
 	}
 })
+
+// A new CronJob starts at generation 1 with an empty status; an update
+// keeps the status and bumps the generation when the spec changed.
+
+func prepareCronJobForCreate(cj *batchv1.CronJob) {
+	cj.Generation = 1
+	cj.Status = batchv1.CronJobStatus{}
+}
+
+func prepareCronJobForUpdate(cj, old *batchv1.CronJob) {
+	cj.Status = old.Status
+	cj.Generation = nextGeneration(old, cj.Spec, old.Spec)
+}

@@ -16,7 +16,7 @@ import (
 // functions each entry names live in the file of its kind group: pod.go,
 // podtemplate.go, replicationcontroller.go, service.go, core.go (namespaces, nodes, endpoints, events), config.go
 // (configmaps, secrets), quota.go (resourcequotas, limitranges),
-// coordination.go, apps.go, daemonset.go, batch.go, policy.go, admissionregistration.go and apiextensions.go; their Table
+// coordination.go, apps.go, daemonset.go, job.go, cronjob.go, policy.go, admissionregistration.go and apiextensions.go; their Table
 // columns live in table.go.
 var (
 	Namespaces = &Resource{
