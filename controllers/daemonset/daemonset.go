@@ -85,15 +85,12 @@ const Name = "daemonset"
 
 // The reasons of the controller's own Events, kube's; pods' creates and
 // deletes are SuccessfulCreate, FailedCreate, SuccessfulDelete and
-// FailedDelete (package controller).
+// FailedDelete (package controller). kube's FailedPlacement is not among
+// them: since the scheduler places daemon pods, its FailedScheduling says
+// why a pod pinned to a node does not fit there.
 const (
 	// SelectingAllReason: the selector is empty and would select every pod.
 	SelectingAllReason = "SelectingAll"
-	// FailedPlacementReason: a pod cannot be placed on a node. As in
-	// kube since the scheduler places daemon pods, the controller does not
-	// record it: the scheduler's FailedScheduling says why a pod pinned to
-	// a node does not fit there.
-	FailedPlacementReason = "FailedPlacement"
 	// FailedDaemonPodReason: a daemon pod failed and is deleted, to be
 	// replaced.
 	FailedDaemonPodReason = "FailedDaemonPod"
