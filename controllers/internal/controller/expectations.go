@@ -62,23 +62,11 @@ func (e *Expectations) Satisfied(key string) bool {
 
 // ExpectCreations records that n creates for key are on their way,
 // replacing whatever key expected before.
-func (e *Expectations) ExpectCreations(key string, n int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.byKey[key] = &expectation{add: n, timestamp: e.clock.Now()}
-}
+func (e *Expectations) ExpectCreations(key string, n int) { e.Expect(key, n, nil) }
 
 // ExpectDeletions records that the pods podKeys ("namespace/name") are
 // being deleted for key, replacing whatever key expected before.
-func (e *Expectations) ExpectDeletions(key string, podKeys []string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	deleting := make(map[string]struct{}, len(podKeys))
-	for _, k := range podKeys {
-		deleting[k] = struct{}{}
-	}
-	e.byKey[key] = &expectation{deleting: deleting, timestamp: e.clock.Now()}
-}
+func (e *Expectations) ExpectDeletions(key string, podKeys []string) { e.Expect(key, 0, podKeys) }
 
 // Expect records that n creates and the deletions of the pods podKeys are
 // on their way for key at once, replacing whatever key expected before:
