@@ -6,9 +6,11 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -16,7 +18,8 @@ import (
 // functions each entry names live in the file of its kind group: pod.go,
 // podtemplate.go, replicationcontroller.go, service.go, core.go (namespaces, nodes, endpoints, events), config.go
 // (configmaps, secrets), quota.go (resourcequotas, limitranges),
-// coordination.go, apps.go, daemonset.go, job.go, cronjob.go, policy.go, admissionregistration.go and apiextensions.go; their Table
+// coordination.go, apps.go, daemonset.go, job.go, cronjob.go, policy.go, admissionregistration.go, apiextensions.go,
+// rbac.go and certificates.go; their Table
 // columns live in table.go.
 var (
 	Namespaces = &Resource{
@@ -191,6 +194,29 @@ var (
 		PrepareForCreate: defaulter(preparePodDisruptionBudgetForCreate), PrepareForUpdate: updatePreparer(preparePodDisruptionBudgetForUpdate),
 		Table: podDisruptionBudgetTable,
 	}
+	Roles = &Resource{
+		Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role", Plural: "roles", Singular: "role", Namespaced: true,
+		New: func() Object { return &rbacv1.Role{} },
+	}
+	ClusterRoles = &Resource{
+		Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole", Plural: "clusterroles", Singular: "clusterrole",
+		New: func() Object { return &rbacv1.ClusterRole{} },
+	}
+	RoleBindings = &Resource{
+		Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding", Plural: "rolebindings", Singular: "rolebinding", Namespaced: true,
+		New: func() Object { return &rbacv1.RoleBinding{} },
+	}
+	ClusterRoleBindings = &Resource{
+		Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding", Plural: "clusterrolebindings", Singular: "clusterrolebinding",
+		New: func() Object { return &rbacv1.ClusterRoleBinding{} },
+	}
+	CertificateSigningRequests = &Resource{
+		Group: "certificates.k8s.io", Version: "v1", Kind: "CertificateSigningRequest",
+		Plural: "certificatesigningrequests", Singular: "certificatesigningrequest",
+		ShortNames: []string{"csr"}, Subresources: []string{"status", "approval"},
+		New:              func() Object { return &certificatesv1.CertificateSigningRequest{} },
+		PrepareForCreate: defaulter(prepareCSRForCreate), PrepareForUpdate: updatePreparer(prepareCSRForUpdate),
+	}
 	MutatingWebhookConfigurations = &Resource{
 		Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration",
 		Plural: "mutatingwebhookconfigurations", Singular: "mutatingwebhookconfiguration",
@@ -230,6 +256,7 @@ var all = Catalogue{
 	Namespaces, Pods, PodTemplates, ReplicationControllers, Nodes, Services, Endpoints, ConfigMaps, Secrets, ServiceAccounts,
 	Events, ResourceQuotas, LimitRanges, Leases, ReplicaSets, Deployments, DaemonSets, ControllerRevisions,
 	Jobs, CronJobs, PodDisruptionBudgets,
+	Roles, ClusterRoles, RoleBindings, ClusterRoleBindings, CertificateSigningRequests,
 	MutatingWebhookConfigurations, ValidatingWebhookConfigurations,
 	ValidatingAdmissionPolicies, ValidatingAdmissionPolicyBindings, CustomResourceDefinitions,
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/auth/user"
 )
 
 // Who is who, in the spirit of kube-apiserver's API Priority and Fairness:
@@ -41,21 +42,28 @@ func NodeUser(node string) string { return nodeUserPrefix + node }
 const systemAgentPrefix = "minictl/"
 
 // SystemUserAgent is the User-Agent with which one of minictl's own
-// components says which user it acts as: "minictl/system:kube-scheduler".
-// Until minictl authenticates requests, that is how the server tells the
-// system's requests from its users'; any client may claim it, as any
-// client may do anything on the unauthenticated listener. Once requests
-// carry authenticated users, requestUser reads those instead.
+// components, reaching the server through the plain loopback listener,
+// says which user it acts for: "minictl/system:kube-scheduler". Every
+// request there acts as the admin (auth.go); the name only gives the
+// component's requests their priority level, as the user a proxy forwards
+// for. On the secure port the authenticated user decides.
 func SystemUserAgent(user string) string { return systemAgentPrefix + user }
 
-// requestUser is the user r comes from: a system user its User-Agent
-// names, or "" for every other client (kube's system:anonymous).
+// requestUser is the user r's priority level is chosen by: the
+// authenticated user on the secure port; on the plain listener, a system
+// user its User-Agent names, or "" for every other client.
 func requestUser(r *http.Request) string {
-	user, ok := strings.CutPrefix(r.UserAgent(), systemAgentPrefix)
-	if !ok || !strings.HasPrefix(user, "system:") {
+	if !viaProxy(r) {
+		if u, ok := user.From(r.Context()); ok {
+			return u.Name
+		}
 		return ""
 	}
-	return user
+	name, ok := strings.CutPrefix(r.UserAgent(), systemAgentPrefix)
+	if !ok || !strings.HasPrefix(name, "system:") {
+		return ""
+	}
+	return name
 }
 
 // levelConfig is a priority level's seats and queue.

@@ -30,10 +30,22 @@ type metrics struct {
 
 	// Conversion webhooks (conversion_webhook.go).
 	conversionLatency *prometheus.HistogramVec // crd_name, from_version, to_version, succeeded
+
+	// Authentication and authorization (auth.go).
+	authnAttempts  *prometheus.CounterVec // result: success, failure, error
+	authzDecisions *prometheus.CounterVec // decision: allowed, denied
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
+		authnAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "authentication_attempts",
+			Help: "Authentication attempts on the secure port, by result (success, failure: a credential that proves nothing, error).",
+		}, []string{"result"}),
+		authzDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_authorization_decisions_total",
+			Help: "Authorization decisions, by decision (allowed, denied).",
+		}, []string{"decision"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apiserver_request_total",
 			Help: "Requests by verb, resource, subresource and HTTP code.",
@@ -104,7 +116,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"crd_name", "from_version", "to_version", "succeeded"}),
 	}
 	reg.MustRegister(m.requests, m.latency, m.watchers, m.etcdWatches, m.storageLatency, m.cacheEvents, m.closedSlow,
-		m.inflight, m.dropped, m.flowInflight, m.flowInqueue, m.flowServed, m.flowRejected,
+		m.authnAttempts, m.authzDecisions, m.inflight, m.dropped, m.flowInflight, m.flowInqueue, m.flowServed, m.flowRejected,
 		m.webhookLatency, m.webhookRejections, m.conversionLatency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -21,6 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/auth/authenticator"
+	"github.com/minictl/minictl/auth/authorizer"
 	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/internal/serving"
 	"github.com/minictl/minictl/internal/timeline"
@@ -88,6 +90,21 @@ type Config struct {
 	// kubernetes Service has its first address. Invalid:
 	// DefaultServiceClusterIPRange.
 	ServiceClusterIPRange netip.Prefix
+
+	// Authenticator proves who the secure port's requests come from
+	// (auth.go); nil: nobody is authenticated there, and every request is
+	// anonymous (or refused, without AnonymousAuth). The plain listener
+	// needs none: everything on it is the admin.
+	Authenticator authenticator.Request
+	// AnonymousAuth lets the secure port's requests without credentials
+	// through as system:anonymous, for authorization to judge, as
+	// kube-apiserver's --anonymous-auth (its default is true); false
+	// answers them 401.
+	AnonymousAuth bool
+	// AuthorizationModes are the authorizers asked in turn after
+	// system:masters, by kube-apiserver's --authorization-mode names:
+	// "AlwaysAllow", "Node", "RBAC". Empty: AlwaysAllow.
+	AuthorizationModes []string
 }
 
 // Server is minictl's API server: kube-apiserver's REST API over one etcd.
@@ -139,6 +156,12 @@ type Server struct {
 	policies policySet
 	// applyConfigs are the apply configurations last parsed (apply.go).
 	applyConfigs applyConfigCache
+
+	// authenticator, anonymous and authorizer are the secure port's
+	// authentication and every request's authorization (auth.go).
+	authenticator authenticator.Request
+	anonymous     bool
+	authorizer    authorizer.Authorizer
 
 	handler http.Handler
 	ready   chan struct{} // closed when caches are filled and the namespaces exist
@@ -216,6 +239,10 @@ func New(cfg Config) (*Server, error) {
 	}, s.metrics)
 	s.live.Store(s.newServed(s.builtins, nil))
 	s.crds = newCRDController(s)
+	s.authenticator, s.anonymous = cfg.Authenticator, cfg.AnonymousAuth
+	if s.authorizer, err = s.newAuthorizer(cfg.AuthorizationModes); err != nil {
+		return nil, err
+	}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -378,11 +405,16 @@ func (s *Server) ensureNamespaces(ctx context.Context) error {
 // out as crosssite.go says, and the requests in flight are bounded as
 // inflight.go says.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	return s.serve(ctx, ln, false)
+}
+
+// serve answers on ln, the secure port's when secure, until ctx ends.
+func (s *Server) serve(ctx context.Context, ln net.Listener, secure bool) error {
 	s.listenOnce.Do(func() {
 		s.advertised = advertisedAddress(s.advertiseAddr, ln.Addr())
 		close(s.listening)
 	})
-	srv := s.timeouts.Server(s.crossSite(ln.Addr(), s.flow.limitInflight(s.handler)))
+	srv := s.timeouts.Server(s.chain(ln.Addr(), secure))
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -38,7 +38,7 @@ func TestDiscoveryOfRealServer(t *testing.T) {
 		"pods.", "podtemplates.", "services.", "endpoints.", "configmaps.", "secrets.", "serviceaccounts.", "events.",
 		"resourcequotas.", "limitranges.", "leases.coordination.k8s.io", "replicasets.apps", "deployments.apps",
 		"replicationcontrollers.", "daemonsets.apps", "controllerrevisions.apps", "jobs.batch", "cronjobs.batch",
-		"poddisruptionbudgets.policy",
+		"poddisruptionbudgets.policy", "roles.rbac.authorization.k8s.io", "rolebindings.rbac.authorization.k8s.io",
 	} {
 		rt, ok := got[want]
 		if !ok {
@@ -55,7 +55,7 @@ func TestDiscoveryOfRealServer(t *testing.T) {
 			t.Errorf("cluster-scoped %s discovered", name)
 		}
 	}
-	if len(got) != 19 {
+	if len(got) != 21 {
 		t.Errorf("discovered %d resources: %v", len(got), res.resources)
 	}
 }
