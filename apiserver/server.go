@@ -162,6 +162,12 @@ type Server struct {
 	authenticator authenticator.Request
 	anonymous     bool
 	authorizer    authorizer.Authorizer
+	// tokens authenticates bearer tokens alone (the token file,
+	// ServiceAccount and bootstrap tokens), for TokenReview; nil: none.
+	tokens authenticator.Token
+	// rules lists what a user may do, for SelfSubjectRulesReview: the
+	// RBAC authorizer's resolver; nil: nothing is listed.
+	rules authorizer.RuleResolver
 
 	handler http.Handler
 	ready   chan struct{} // closed when caches are filled and the namespaces exist
