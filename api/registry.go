@@ -196,19 +196,25 @@ var (
 	}
 	Roles = &Resource{
 		Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role", Plural: "roles", Singular: "role", Namespaced: true,
-		New: func() Object { return &rbacv1.Role{} },
+		New: func() Object { return &rbacv1.Role{} }, ValidateName: nameIsPathSegment,
+		Validate: validator(validateRole),
 	}
 	ClusterRoles = &Resource{
 		Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole", Plural: "clusterroles", Singular: "clusterrole",
-		New: func() Object { return &rbacv1.ClusterRole{} },
+		New: func() Object { return &rbacv1.ClusterRole{} }, ValidateName: nameIsPathSegment,
+		Validate: validator(validateClusterRole),
 	}
 	RoleBindings = &Resource{
 		Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding", Plural: "rolebindings", Singular: "rolebinding", Namespaced: true,
-		New: func() Object { return &rbacv1.RoleBinding{} },
+		New: func() Object { return &rbacv1.RoleBinding{} }, ValidateName: nameIsPathSegment,
+		Default: defaulter(defaultRoleBinding), Validate: validator(validateRoleBinding), ValidateUpdate: updateValidator(validateRoleBindingUpdate),
+		Table: roleBindingTable,
 	}
 	ClusterRoleBindings = &Resource{
 		Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding", Plural: "clusterrolebindings", Singular: "clusterrolebinding",
-		New: func() Object { return &rbacv1.ClusterRoleBinding{} },
+		New: func() Object { return &rbacv1.ClusterRoleBinding{} }, ValidateName: nameIsPathSegment,
+		Default: defaulter(defaultClusterRoleBinding), Validate: validator(validateClusterRoleBinding), ValidateUpdate: updateValidator(validateClusterRoleBindingUpdate),
+		Table: clusterRoleBindingTable,
 	}
 	CertificateSigningRequests = &Resource{
 		Group: "certificates.k8s.io", Version: "v1", Kind: "CertificateSigningRequest",
