@@ -23,6 +23,7 @@ import (
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/auth/authenticator"
 	"github.com/minictl/minictl/auth/authorizer"
+	"github.com/minictl/minictl/auth/rbac"
 	"github.com/minictl/minictl/clock"
 	"github.com/minictl/minictl/internal/serving"
 	"github.com/minictl/minictl/internal/timeline"
@@ -168,6 +169,10 @@ type Server struct {
 	// rules lists what a user may do, for SelfSubjectRulesReview: the
 	// RBAC authorizer's resolver; nil: nothing is listed.
 	rules authorizer.RuleResolver
+	// rbac is the RBAC authorization mode, nil when it is not one of the
+	// server's modes; rbacPolicy its index (rbac.go).
+	rbac       *rbac.Authorizer
+	rbacPolicy rbacPolicy
 
 	handler http.Handler
 	ready   chan struct{} // closed when caches are filled and the namespaces exist
@@ -311,7 +316,7 @@ func (s *Server) Run(ctx context.Context) error {
 	case <-ctx.Done():
 		return nil
 	}
-	if !s.keepNamespaces(ctx) || !s.publishKubernetesService(ctx) {
+	if !s.keepNamespaces(ctx) || !s.keepBootstrapPolicy(ctx) || !s.publishKubernetesService(ctx) {
 		return nil
 	}
 	close(s.ready)
@@ -366,6 +371,16 @@ var protectedNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSyst
 // fails; false if ctx ended first.
 func (s *Server) keepNamespaces(ctx context.Context) bool {
 	return s.retry(ctx, "creating the built-in namespaces", s.ensureNamespaces)
+}
+
+// keepBootstrapPolicy reconciles the bootstrap RBAC policy, with RBAC
+// among the server's modes, retrying while etcd fails; false if ctx ended
+// first.
+func (s *Server) keepBootstrapPolicy(ctx context.Context) bool {
+	if s.rbac == nil {
+		return true
+	}
+	return s.retry(ctx, "reconciling the bootstrap RBAC policy", s.reconcileBootstrapPolicy)
 }
 
 // retry runs fn until it succeeds, backing off as a watch cache's relist

@@ -116,6 +116,9 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Ob
 	if res.PrepareForCreate != nil {
 		res.PrepareForCreate(obj)
 	}
+	if err := s.confirmRBACWrite(ctx, res, obj, nil); err != nil {
+		return nil, err
+	}
 	if o.manager != "" {
 		fm, err := rs.fields()
 		if err != nil {
@@ -286,6 +289,9 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, namespace,
 		}
 		if mode == modeInternal {
 			return obj, nil
+		}
+		if err := s.confirmRBACWrite(ctx, res, obj, old); err != nil {
+			return nil, err
 		}
 		if o.manager != "" {
 			fm, err := rs.fields()

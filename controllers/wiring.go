@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"github.com/minictl/minictl/controllers/clusterroleaggregation"
 	"github.com/minictl/minictl/controllers/cronjob"
 	"github.com/minictl/minictl/controllers/daemonset"
 	"github.com/minictl/minictl/controllers/deployment"
@@ -139,6 +140,13 @@ var knownControllers = []descriptor{
 		name: ttlafterfinished.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-ttl-after-finished-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return ttlafterfinished.New(ttlafterfinished.Options{Common: cc.Common})
+		},
+	},
+	{
+		// kube-controller-manager runs it with five workers and no flag.
+		name: clusterroleaggregation.Name, defaultOn: true, workers: 5,
+		build: func(cc *controllerContext) (runner, error) {
+			return clusterroleaggregation.New(clusterroleaggregation.Options{Common: cc.Common})
 		},
 	},
 }
