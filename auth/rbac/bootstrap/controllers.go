@@ -89,7 +89,6 @@ var controllers = []controllerRole{
 		verbs("patch", "update").groups(legacyGroup).resources("nodes/status"),
 		verbs("patch", "update").groups(legacyGroup).resources("pods/status"),
 		verbs("list", "delete").groups(legacyGroup).resources("pods"),
-		verbs("create").groups(legacyGroup).resources("pods/eviction"),
 		eventsRule(),
 	}},
 	{"pod-garbage-collector", []*rule{

@@ -1,0 +1,54 @@
+package bootstrap
+
+import (
+	"testing"
+
+	"github.com/minictl/minictl/api"
+)
+
+// TestPolicyIsValid: every bootstrap object passes the API server's own
+// validation, and every binding names a role of the policy, so the
+// server can create them all at start.
+func TestPolicyIsValid(t *testing.T) {
+	clusterRoles := map[string]bool{}
+	for _, r := range ClusterRoles() {
+		if clusterRoles[r.Name] {
+			t.Errorf("ClusterRole %s twice", r.Name)
+		}
+		clusterRoles[r.Name] = true
+		if errs := api.ClusterRoles.Validate(r); len(errs) > 0 {
+			t.Errorf("ClusterRole %s: %v", r.Name, errs)
+		}
+		if r.Annotations[AutoUpdateAnnotation] != "true" || r.Labels[BootstrappingLabel] != "rbac-defaults" {
+			t.Errorf("ClusterRole %s: labels %v annotations %v", r.Name, r.Labels, r.Annotations)
+		}
+	}
+	for _, b := range ClusterRoleBindings() {
+		if errs := api.ClusterRoleBindings.Validate(b); len(errs) > 0 {
+			t.Errorf("ClusterRoleBinding %s: %v", b.Name, errs)
+		}
+		if !clusterRoles[b.RoleRef.Name] {
+			t.Errorf("ClusterRoleBinding %s refers to ClusterRole %s, which the policy lacks", b.Name, b.RoleRef.Name)
+		}
+	}
+	roles := map[string]bool{}
+	for _, r := range Roles() {
+		roles[r.Namespace+"/"+r.Name] = true
+		if errs := api.Roles.Validate(r); len(errs) > 0 {
+			t.Errorf("Role %s/%s: %v", r.Namespace, r.Name, errs)
+		}
+	}
+	for _, b := range RoleBindings() {
+		if errs := api.RoleBindings.Validate(b); len(errs) > 0 {
+			t.Errorf("RoleBinding %s/%s: %v", b.Namespace, b.Name, errs)
+		}
+		if !roles[b.Namespace+"/"+b.RoleRef.Name] {
+			t.Errorf("RoleBinding %s/%s refers to a Role the policy lacks", b.Namespace, b.Name)
+		}
+	}
+	for _, sa := range ControllerServiceAccounts() {
+		if !clusterRoles[ControllerRolePrefix+sa] {
+			t.Errorf("controller %s has no ClusterRole", sa)
+		}
+	}
+}
