@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -18,13 +19,17 @@ import (
 )
 
 // rbacPolicy is the RBAC index as of the revisions of the four RBAC watch
-// caches. A request finds it current by comparing revisions, and only a
-// change to a role or binding rebuilds it, so that authorizing costs a
-// few map lookups and never a list.
+// caches. A request finds it current by comparing revisions, without a
+// lock, and only a change to a role or binding rebuilds it, so that
+// authorizing costs a few map lookups and never a list.
 type rbacPolicy struct {
-	mu    sync.Mutex
-	rvs   [4]int64    // guarded by mu
-	index *rbac.Index // guarded by mu
+	current atomic.Pointer[rbacSnapshot]
+	build   sync.Mutex // one rebuild at a time
+}
+
+type rbacSnapshot struct {
+	rvs   [4]int64
+	index *rbac.Index
 }
 
 var rbacResources = [4]*api.Resource{api.Roles, api.ClusterRoles, api.RoleBindings, api.ClusterRoleBindings}
@@ -33,26 +38,33 @@ var rbacResources = [4]*api.Resource{api.Roles, api.ClusterRoles, api.RoleBindin
 // hold now.
 func (s *Server) rbacIndex() *rbac.Index {
 	sv := s.serving()
-	var rvs [4]int64
-	for i, res := range rbacResources {
-		if c := sv.caches[res]; c != nil {
-			rvs[i] = c.currentRV()
+	rvs := func() [4]int64 {
+		var rvs [4]int64
+		for i, res := range rbacResources {
+			if c := sv.caches[res]; c != nil {
+				rvs[i] = c.currentRV()
+			}
 		}
+		return rvs
 	}
 	p := &s.rbacPolicy
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.index != nil && rvs == p.rvs && rvs != [4]int64{} {
-		return p.index
+	if cur := p.current.Load(); cur != nil && cur.rvs == rvs() && cur.rvs != [4]int64{} {
+		return cur.index
+	}
+	p.build.Lock()
+	defer p.build.Unlock()
+	if cur := p.current.Load(); cur != nil && cur.rvs == rvs() && cur.rvs != [4]int64{} {
+		return cur.index // another request rebuilt it meanwhile
 	}
 	var pol rbac.Policy
+	var built [4]int64
 	for i, res := range rbacResources {
 		c := sv.caches[res]
 		if c == nil {
 			continue
 		}
 		items, rv := c.list(&filter{})
-		rvs[i] = rv
+		built[i] = rv
 		for _, it := range items {
 			switch o := it.obj.(type) {
 			case *rbacv1.Role:
@@ -66,8 +78,9 @@ func (s *Server) rbacIndex() *rbac.Index {
 			}
 		}
 	}
-	p.rvs, p.index = rvs, rbac.NewIndex(pol)
-	return p.index
+	snap := &rbacSnapshot{rvs: built, index: rbac.NewIndex(pol)}
+	p.current.Store(snap)
+	return snap.index
 }
 
 // escalationAllowed: system:masters, and the server's own callers (no
@@ -252,10 +265,14 @@ func addMissing(cur, want api.Object) bool {
 	}
 	for k, v := range want.GetAnnotations() {
 		if _, ok := annotations[k]; !ok {
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
 			annotations[k], changed = v, true
 		}
 	}
 	cur.SetLabels(labels)
+	cur.SetAnnotations(annotations)
 	addRules := func(have *[]rbacv1.PolicyRule, want []rbacv1.PolicyRule) {
 		if ok, missing := rbac.Covers(*have, want); !ok {
 			*have, changed = append(*have, missing...), true

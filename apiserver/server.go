@@ -272,8 +272,9 @@ func inflightLimit(n, def int) int {
 
 // Ready is closed once the server can answer: every watch cache is filled,
 // the custom resources of the established definitions are served, and
-// the built-in namespaces and the kubernetes Service exist (the latter
-// once Serve has been given a listener).
+// the built-in namespaces, the bootstrap RBAC policy (with the RBAC mode)
+// and the kubernetes Service exist (the latter once Serve has been given
+// a listener).
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
 // Run starts the watch caches and creates the built-in namespaces, then
@@ -331,7 +332,7 @@ func (s *Server) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-s.historyLost:
-			if !s.keepNamespaces(ctx) {
+			if !s.keepNamespaces(ctx) || !s.keepBootstrapPolicy(ctx) {
 				return nil
 			}
 		}

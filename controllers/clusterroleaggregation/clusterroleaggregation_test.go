@@ -85,3 +85,55 @@ func TestAggregatedRoleGathersLabelledRoles(t *testing.T) {
 		t.Errorf("a role without an aggregationRule changed: %v", got.Rules)
 	}
 }
+
+// TestBootstrapRolesAggregate: with kube's bootstrap policy, view, edit
+// and admin fill from the system:aggregate-to-* roles, and an extension's
+// role labelled aggregate-to-view reaches all three.
+func TestBootstrapRolesAggregate(t *testing.T) {
+	env := controllertest.StartWith(t, controllertest.Options{AuthorizationModes: []string{"RBAC"}})
+	c, err := New(Options{Common: controller.Common{Client: env.Client, Informers: env.Informers, Logger: controllertest.Logger(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Run(t, env.Informers, 2, c)
+	roles := client.For[*rbacv1.ClusterRole](env.Client)
+	ctx := t.Context()
+	widgets := rbacv1.PolicyRule{Verbs: []string{"get", "list"}, APIGroups: []string{"example.com"}, Resources: []string{"widgets"}}
+	if _, err := roles.Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets-view", Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+		Rules:      []rbacv1.PolicyRule{widgets},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	roleRules := map[string]string{ // a rule each gets from its own system:aggregate-to-* role
+		"view":  "pods/log",
+		"edit":  "pods/exec",
+		"admin": "rolebindings",
+	}
+	for name, resource := range roleRules {
+		controllertest.Eventually(t, name+" aggregated", func() (bool, string) {
+			r, err := roles.Get(ctx, "", name)
+			if err != nil {
+				return false, err.Error()
+			}
+			var haveWidgets, haveOwn bool
+			for _, rule := range r.Rules {
+				haveWidgets = haveWidgets || equality.Semantic.DeepEqual(rule, widgets)
+				for _, res := range rule.Resources {
+					haveOwn = haveOwn || res == resource
+				}
+			}
+			return haveWidgets && haveOwn, fmt.Sprintf("%d rules, widgets %v, %s %v", len(r.Rules), haveWidgets, resource, haveOwn)
+		})
+	}
+	for _, lower := range []struct{ name, not string }{{"view", "pods/exec"}, {"edit", "rolebindings"}} {
+		r, _ := roles.Get(ctx, "", lower.name)
+		for _, rule := range r.Rules {
+			for _, res := range rule.Resources {
+				if res == lower.not {
+					t.Errorf("%s holds %s", lower.name, res)
+				}
+			}
+		}
+	}
+}

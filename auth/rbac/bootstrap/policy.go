@@ -62,14 +62,14 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 		clusterRole("system:public-info-viewer", nil,
 			verbs("get").urls("/healthz", "/livez", "/readyz", "/version", "/version/")),
 
-		aggregated("admin", aggregateToAdmin, map[string]string{"kubernetes.io/bootstrapping": "rbac-defaults"}),
+		aggregated("admin", aggregateToAdmin, nil),
 		aggregated("edit", aggregateToEdit, map[string]string{aggregateToAdmin: "true"}),
 		aggregated("view", aggregateToView, map[string]string{aggregateToEdit: "true"}),
 
 		clusterRole("system:aggregate-to-admin", map[string]string{aggregateToAdmin: "true"},
 			verbs("create").groups(authorizationGroup).resources("localsubjectaccessreviews"),
 			verbs(readWrite...).groups(rbacGroup).resources("roles", "rolebindings")),
-		clusterRole("system:aggregate-to-edit", map[string]string{aggregateToEdit: "true"},
+		clusterRole("system:aggregate-to-edit", map[string]string{aggregateToAdmin: "true", aggregateToEdit: "true"},
 			verbs("impersonate").groups(legacyGroup).resources("serviceaccounts"),
 			verbs("create", "delete", "deletecollection", "patch", "update").groups(legacyGroup).resources(
 				"pods", "pods/attach", "pods/proxy", "pods/exec", "pods/portforward"),
@@ -86,7 +86,7 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 			verbs("create", "delete", "deletecollection", "patch", "update").groups(networkingGroup).resources("ingresses", "networkpolicies"),
 			verbs("create", "delete", "deletecollection", "patch", "update").groups(policyGroup).resources("poddisruptionbudgets"),
 			verbs("create", "delete", "deletecollection", "patch", "update").groups(coordinationGroup).resources("leases")),
-		clusterRole("system:aggregate-to-view", map[string]string{aggregateToView: "true"},
+		clusterRole("system:aggregate-to-view", map[string]string{aggregateToAdmin: "true", aggregateToEdit: "true", aggregateToView: "true"},
 			verbs(read...).groups(legacyGroup).resources(
 				"pods", "replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts",
 				"services", "services/status", "endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status", "configmaps"),

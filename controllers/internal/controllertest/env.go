@@ -27,6 +27,9 @@ type Options struct {
 	// Resources is the catalogue the API server serves; nil:
 	// api.Resources().
 	Resources api.Catalogue
+	// AuthorizationModes are the API server's; with "RBAC" it starts
+	// with Kubernetes' bootstrap roles (admin, edit, view, ...).
+	AuthorizationModes []string
 }
 
 // Start starts an API server, which stops when the test ends, and returns
@@ -39,7 +42,7 @@ func Start(t testing.TB) *Env {
 // StartWith is Start with options.
 func StartWith(t testing.TB, opts Options) *Env {
 	t.Helper()
-	srv := testenv.StartWith(t, testenv.Options{Server: apiserver.Config{Resources: opts.Resources}})
+	srv := testenv.StartWith(t, testenv.Options{Server: apiserver.Config{Resources: opts.Resources, AuthorizationModes: opts.AuthorizationModes}})
 	rc, err := client.New(&client.Config{Server: srv.URL, Timeout: opts.ClientTimeout})
 	if err != nil {
 		t.Fatal(err)
