@@ -135,6 +135,24 @@ func (e *secureEnv) as(t *testing.T, token, method, path string, body any) *repl
 	return &reply{code: resp.StatusCode, header: resp.Header, body: data}
 }
 
+// asPatch sends a JSON patch on the secure port as token's user.
+func (e *secureEnv) asPatch(t *testing.T, token, path, patch string) *reply {
+	t.Helper()
+	req, err := http.NewRequest("PATCH", e.secureURL+path, strings.NewReader(patch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json-patch+json")
+	resp, err := e.client.Do(req)
+	if err != nil {
+		t.Fatalf("PATCH %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return &reply{code: resp.StatusCode, header: resp.Header, body: data}
+}
+
 const rbacPath = "/apis/rbac.authorization.k8s.io/v1"
 
 func clusterRole(name string, rules ...rbacv1.PolicyRule) *rbacv1.ClusterRole {
@@ -287,7 +305,7 @@ func TestRBACEscalationPrevention(t *testing.T) {
 	e := startSecure(t)
 	createNamespace(t, e.Env, "team-a")
 	create[rbacv1.ClusterRole](t, e.Env, rbacPath+"/clusterroles", clusterRole("rbac-writer",
-		rbacRule(list("create", "update", "get"), list("rbac.authorization.k8s.io"), list("roles", "rolebindings"))))
+		rbacRule(list("create", "update", "patch", "get"), list("rbac.authorization.k8s.io"), list("roles", "rolebindings"))))
 	create[rbacv1.Role](t, e.Env, rbacPath+"/namespaces/team-a/roles", role("team-a", "deployer", rbacRule(list("*"), list("apps"), list("deployments"))))
 	create[rbacv1.RoleBinding](t, e.Env, rbacPath+"/namespaces/team-a/rolebindings", roleBinding("team-a", "devs", "Role", "deployer", groupSubject("team-a-devs")))
 	create[rbacv1.RoleBinding](t, e.Env, rbacPath+"/namespaces/team-a/rolebindings", roleBinding("team-a", "bob-rbac", "ClusterRole", "rbac-writer", userSubject("bob")))
@@ -316,10 +334,19 @@ func TestRBACEscalationPrevention(t *testing.T) {
 	// Updating his own Role to more than he holds is escalation too.
 	dr := get[rbacv1.Role](t, e.Env, rolesPath+"/deploy-reader")
 	dr.Rules = append(dr.Rules, rbacRule(list("list"), list(""), list("secrets")))
-	e.as(t, "bob", "PUT", rolesPath+"/deploy-reader", dr).wantStatus(t, 403, metav1.StatusReasonForbidden)
+	for _, r := range []*reply{
+		e.as(t, "bob", "PUT", rolesPath+"/deploy-reader", dr),
+		e.asPatch(t, "bob", rolesPath+"/deploy-reader", `[{"op":"add","path":"/rules/-","value":{"verbs":["list"],"apiGroups":[""],"resources":["secrets"]}}]`),
+	} {
+		if st := r.wantStatus(t, 403, metav1.StatusReasonForbidden); !strings.Contains(st.Message, `is attempting to grant RBAC permissions not currently held:`+"\n"+`{APIGroups:[""], Resources:["secrets"], Verbs:["list"]}`) {
+			t.Errorf("escalating update refused with %q", st.Message)
+		}
+	}
 	if got := get[rbacv1.Role](t, e.Env, rolesPath+"/deploy-reader"); len(got.Rules) != 1 {
 		t.Errorf("a refused update changed the Role: %v", got.Rules)
 	}
+	// A change that grants nothing new (a label) is not escalation.
+	e.asPatch(t, "bob", rolesPath+"/deploy-reader", `[{"op":"add","path":"/metadata/labels","value":{"team":"a"}}]`).want(t, 200)
 
 	// escalate on roles and bind on cluster-admin lift the checks.
 	create[rbacv1.ClusterRole](t, e.Env, rbacPath+"/clusterroles", clusterRole("escalator",
