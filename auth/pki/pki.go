@@ -433,12 +433,20 @@ func encodeKey(k crypto.Signer) ([]byte, error) {
 // writeFile writes data to path with mode perm, through a temporary file
 // renamed into place, so that a crash leaves the old file or the new one.
 func writeFile(path string, data []byte, perm os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, perm); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	if err != nil {
 		return err
 	}
-	if err := os.Chmod(tmp, perm); err != nil { // WriteFile keeps an existing file's mode
+	defer os.Remove(f.Name()) // after a successful rename, nothing is there
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	return os.Rename(f.Name(), path)
 }
