@@ -142,6 +142,12 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if sf.etcdEndpoints == "" {
 		return errors.New("--etcd-endpoints is required (minictl up starts an embedded etcd instead)")
 	}
+	// Alone, the API server has no data dir to keep a CA in: its secure
+	// port needs --cert-dir or certificates of its own, and is off when
+	// neither is given and it was not asked for.
+	if set := setFlags(fs); !set["secure-listen"] && sf.secure.certDir == "" && sf.secure.tlsCertFile == "" {
+		sf.secure.listen = ""
+	}
 	bus := timeline.NewBus()
 	log, err := sf.log.logger(stderr, bus)
 	if err != nil {
