@@ -142,7 +142,7 @@ func (p *securePort) authenticator() authenticator.Request {
 // tokenClients makes clients that reach the secure port with a bearer
 // token alone: the controllers' own ServiceAccounts'.
 func (p *securePort) tokenClients(tokens client.TokenSource) (*client.RESTClient, error) {
-	return client.New(&client.Config{Server: p.url(), CAData: p.pki.CA.CertPEM, TokenSource: tokens})
+	return tokenClients(client.Config{Server: p.url(), CAData: p.pki.CA.CertPEM})(tokens)
 }
 
 // url is where the secure port answers.
