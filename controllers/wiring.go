@@ -144,7 +144,7 @@ var knownControllers = []descriptor{
 	},
 	{
 		// kube-controller-manager runs it with five workers and no flag.
-		name: clusterroleaggregation.Name, defaultOn: true, workers: 5,
+		name: clusterroleaggregation.Name, serviceAccount: "clusterrole-aggregation-controller", defaultOn: true, workers: 5,
 		build: func(cc *controllerContext) (runner, error) {
 			return clusterroleaggregation.New(clusterroleaggregation.Options{Common: cc.Common})
 		},
