@@ -18,8 +18,8 @@ import (
 	"github.com/minictl/minictl/auth/user"
 )
 
-// rbacPolicy is the RBAC index as of the revisions of the four RBAC watch
-// caches. A request finds it current by comparing revisions, without a
+// rbacPolicy is the RBAC index as of the last changes the four RBAC
+// watch caches saw. A request finds it current by comparing revisions, without a
 // lock, and only a change to a role or binding rebuilds it, so that
 // authorizing costs a few map lookups and never a list.
 type rbacPolicy struct {
@@ -34,6 +34,19 @@ type rbacSnapshot struct {
 
 var rbacResources = [4]*api.Resource{api.Roles, api.ClusterRoles, api.RoleBindings, api.ClusterRoleBindings}
 
+// contentRV is the revision of the cache's last change to its objects:
+// its last event's, or, with none since it was filled, the fill's. Unlike
+// currentRV it does not move with etcd's progress notifications, which
+// change nothing the RBAC index is built from.
+func (c *watchCache) contentRV() int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.count > 0 {
+		return c.history[(c.start+c.count-1)%c.capacity].rv
+	}
+	return c.oldest
+}
+
 // rbacIndex returns the index of the roles and bindings the watch caches
 // hold now.
 func (s *Server) rbacIndex() *rbac.Index {
@@ -42,7 +55,7 @@ func (s *Server) rbacIndex() *rbac.Index {
 		var rvs [4]int64
 		for i, res := range rbacResources {
 			if c := sv.caches[res]; c != nil {
-				rvs[i] = c.currentRV()
+				rvs[i] = c.contentRV()
 			}
 		}
 		return rvs
@@ -63,8 +76,8 @@ func (s *Server) rbacIndex() *rbac.Index {
 		if c == nil {
 			continue
 		}
-		items, rv := c.list(&filter{})
-		built[i] = rv
+		built[i] = c.contentRV() // before the list: a change in between rebuilds again
+		items, _ := c.list(&filter{})
 		for _, it := range items {
 			switch o := it.obj.(type) {
 			case *rbacv1.Role:
@@ -106,7 +119,7 @@ func (s *Server) confirmRBACWrite(ctx context.Context, res *api.Resource, obj, o
 		return nil
 	}
 	u, allowed := escalationAllowed(ctx)
-	if allowed || (old != nil && onlyMetadataOutsideLabels(obj, old)) {
+	if allowed || (old != nil && onlyGCFields(obj, old)) {
 		return nil
 	}
 	switch o := obj.(type) {
@@ -180,11 +193,11 @@ func (s *Server) allowed(ctx context.Context, a authorizer.Attributes) bool {
 	return d == authorizer.Allow
 }
 
-// onlyMetadataOutsideLabels: an update that changes nothing but metadata
+// onlyGCFields: an update that changes nothing but metadata
 // the garbage collector and the server keep (owner references,
 // finalizers, managedFields) grants nothing new, as kube's
 // IsOnlyMutatingGCFields.
-func onlyMetadataOutsideLabels(obj, old api.Object) bool {
+func onlyGCFields(obj, old api.Object) bool {
 	a, b := obj.DeepCopyObject().(api.Object), old.DeepCopyObject().(api.Object)
 	for _, o := range []api.Object{a, b} {
 		o.SetOwnerReferences(nil)

@@ -43,6 +43,11 @@ var testUsers = map[string]*user.Info{
 	"bob":   {Name: "bob", Groups: []string{"team-a-devs", user.AllAuthenticated}},
 	"robot": {Name: user.ServiceAccountUsername("team-b", "robot"), Groups: user.ServiceAccountGroups("team-b")},
 	"carol": {Name: "carol", Groups: []string{user.AllAuthenticated}},
+
+	"scheduler":  {Name: user.KubeScheduler, Groups: []string{user.AllAuthenticated}},
+	"manager":    {Name: user.KubeControllerManager, Groups: []string{user.AllAuthenticated}},
+	"replicaset": {Name: user.ServiceAccountUsername("kube-system", "replicaset-controller"), Groups: user.ServiceAccountGroups("kube-system")},
+	"gc":         {Name: user.ServiceAccountUsername("kube-system", "generic-garbage-collector"), Groups: user.ServiceAccountGroups("kube-system")},
 }
 
 func startSecure(t *testing.T) *secureEnv {
@@ -400,5 +405,43 @@ func TestBootstrapPolicy(t *testing.T) {
 	}
 	if got := get[rbacv1.ClusterRole](t, e.Env, rbacPath+"/clusterroles/system:discovery"); len(got.Rules) != 1 || len(got.Rules[0].NonResourceURLs) != 1 {
 		t.Errorf("system:discovery, not auto-updated, was changed at restart: %v", got.Rules)
+	}
+}
+
+// TestBootstrapRolesLetComponentsWork: the scheduler, the controller
+// manager and a controller's ServiceAccount may do, through the bootstrap
+// policy alone, what they do, and no more.
+func TestBootstrapRolesLetComponentsWork(t *testing.T) {
+	e := startSecure(t)
+	lease := map[string]any{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": map[string]any{"name": "kube-scheduler"}}
+	event := map[string]any{"apiVersion": "v1", "kind": "Event", "metadata": map[string]any{"name": "e1"},
+		"involvedObject": map[string]any{"kind": "Pod", "name": "p", "namespace": "default"}, "reason": "Scheduled", "message": "m"}
+	for _, c := range []struct {
+		token, method, path string
+		body                any
+		allowed             bool
+	}{
+		{"scheduler", "GET", "/api/v1/pods", nil, true},
+		{"scheduler", "GET", "/api/v1/nodes", nil, true},
+		{"scheduler", "POST", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases", lease, true},
+		{"scheduler", "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler", nil, true},
+		{"scheduler", "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager", nil, false},
+		{"scheduler", "POST", "/api/v1/namespaces/default/events", event, true},
+		{"scheduler", "DELETE", "/api/v1/nodes/n1", nil, false},
+		{"manager", "GET", "/api/v1/secrets", nil, true},
+		{"manager", "GET", "/apis/apps/v1/deployments", nil, true},
+		{"manager", "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager", nil, true},
+		{"manager", "DELETE", "/api/v1/namespaces/default/pods/p", nil, false},
+		{"replicaset", "POST", "/api/v1/namespaces/default/pods", pod("web-1", "", nil), true},
+		{"replicaset", "PUT", "/apis/apps/v1/namespaces/default/replicasets/web/status", nil, true},
+		{"replicaset", "DELETE", "/api/v1/nodes/n1", nil, false},
+		{"replicaset", "GET", "/api/v1/secrets", nil, false},
+		{"gc", "DELETE", "/apis/apps/v1/namespaces/default/replicasets/web", nil, true},
+		{"gc", "POST", "/api/v1/namespaces/default/pods", pod("web-2", "", nil), false},
+	} {
+		r := e.as(t, c.token, c.method, c.path, c.body)
+		if got := r.code != http.StatusForbidden; got != c.allowed {
+			t.Errorf("%s %s %s: got %d, want allowed=%v; body: %s", c.token, c.method, c.path, r.code, c.allowed, truncate(r.body))
+		}
 	}
 }
