@@ -19,9 +19,9 @@ import (
 )
 
 // rbacPolicy is the RBAC index as of the last changes the four RBAC
-// watch caches saw. A request finds it current by comparing revisions, without a
-// lock, and only a change to a role or binding rebuilds it, so that
-// authorizing costs a few map lookups and never a list.
+// watch caches saw. A request finds it current by comparing revisions,
+// without a lock, and only a change to a role or binding rebuilds it, so
+// that authorizing costs a few map lookups and never a list.
 type rbacPolicy struct {
 	current atomic.Pointer[rbacSnapshot]
 	build   sync.Mutex // one rebuild at a time

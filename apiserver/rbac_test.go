@@ -301,6 +301,14 @@ func TestRBACAuthorizationMatrix(t *testing.T) {
 			}
 		}
 	}
+
+	// Deleting a binding takes its permissions away.
+	do(t, e.Env, "DELETE", rbacPath+"/clusterrolebindings/alice-pods", "", nil).want(t, 200)
+	eventually(t, "alice's pods access revoked", func() (bool, string) {
+		r := e.as(t, "alice", "GET", "/api/v1/namespaces/team-a/pods", nil)
+		return r.code == http.StatusForbidden, truncate(r.body)
+	})
+	e.as(t, "alice", "GET", "/metrics", nil).want(t, 200)
 }
 
 // TestRBACEscalationPrevention: a user who may write roles and bindings
