@@ -92,6 +92,7 @@ func FromRequest(r *http.Request, u *user.Info) Attributes {
 			a.Verb = "watch"
 		}
 		if sel, err := fields.ParseSelector(q.Get("fieldSelector")); err == nil {
+			a.FieldSelector = sel.String()
 			if name, ok := sel.RequiresExactMatch("metadata.name"); ok && len(path.IsValidPathSegmentName(name)) == 0 {
 				a.Name = name
 			}
