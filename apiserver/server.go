@@ -105,6 +105,11 @@ type Config struct {
 	// system:masters, by kube-apiserver's --authorization-mode names:
 	// "AlwaysAllow", "Node", "RBAC". Empty: AlwaysAllow.
 	AuthorizationModes []string
+	// EnableAdmissionPlugins turns on admission plugins that are off
+	// unless asked for, by kube-apiserver's --enable-admission-plugins
+	// names: "NodeRestriction" (noderestriction.go). Naming a plugin that
+	// is always on changes nothing; an unknown name is an error.
+	EnableAdmissionPlugins []string
 }
 
 // Server is minictl's API server: kube-apiserver's REST API over one etcd.
@@ -168,6 +173,8 @@ type Server struct {
 	// rules lists what a user may do, for SelfSubjectRulesReview: the
 	// RBAC authorizer's resolver; nil: nothing is listed.
 	rules authorizer.RuleResolver
+	// nodeRestriction turns on the NodeRestriction admission plugin.
+	nodeRestriction bool
 
 	handler http.Handler
 	ready   chan struct{} // closed when caches are filled and the namespaces exist
@@ -247,6 +254,9 @@ func New(cfg Config) (*Server, error) {
 	s.crds = newCRDController(s)
 	s.authenticator, s.anonymous = cfg.Authenticator, cfg.AnonymousAuth
 	if s.authorizer, err = s.newAuthorizer(cfg.AuthorizationModes); err != nil {
+		return nil, err
+	}
+	if err := s.enableAdmissionPlugins(cfg.EnableAdmissionPlugins); err != nil {
 		return nil, err
 	}
 	s.handler = s.routes()
