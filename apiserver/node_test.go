@@ -309,6 +309,11 @@ func TestNodeWritesOnlyItsOwn(t *testing.T) {
 	c.as(t, "node-1", http.MethodPost, podPath("default", ""), "", mirror("static-web", "node-1")).want(t, http.StatusCreated)
 	c.as(t, "node-1", http.MethodDelete, podPath("default", "static-web")+"?gracePeriodSeconds=0", "", nil).want(t, http.StatusOK)
 
+	// Refusals by the authorizer are counted (admission's are not).
+	if n := metric(t, c.env, `apiserver_authorization_decisions_total{decision="denied"}`); n != 4 {
+		t.Fatalf("denied decisions: %v, want 4", n)
+	}
+
 	// The admin, on the plain listener, is restricted by none of it.
 	do(t, c.env, http.MethodPatch, "/api/v1/nodes/node-1", mergePatch,
 		map[string]any{"spec": map[string]any{"taints": []map[string]any{{"key": "k", "effect": "NoSchedule"}}}}).want(t, http.StatusOK)
