@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -41,6 +42,12 @@ type nodeCluster struct {
 
 func startNodeCluster(t *testing.T) *nodeCluster {
 	t.Helper()
+	return startNodeClusterWith(t, apiserver.Config{})
+}
+
+// startNodeClusterWith is startNodeCluster with cfg's other settings.
+func startNodeClusterWith(t *testing.T, cfg apiserver.Config) *nodeCluster {
+	t.Helper()
 	nodes := map[string]*user.Info{}
 	for _, n := range []string{"node-1", "node-2"} {
 		nodes[n] = &user.Info{Name: user.NodeUserPrefix + n, Groups: []string{user.NodesGroup, user.AllAuthenticated}}
@@ -52,11 +59,10 @@ func startNodeCluster(t *testing.T) *nodeCluster {
 		}
 		return &authenticator.Response{User: u}, true, nil
 	})
-	env := testenv.StartWith(t, testenv.Options{Server: apiserver.Config{
-		Authenticator:          authenticator.BearerToken(tokens),
-		AuthorizationModes:     []string{"Node"},
-		EnableAdmissionPlugins: []string{"NodeRestriction"},
-	}})
+	cfg.Authenticator = authenticator.BearerToken(tokens)
+	cfg.AuthorizationModes = []string{"Node"}
+	cfg.EnableAdmissionPlugins = []string{"NodeRestriction"}
+	env := testenv.StartWith(t, testenv.Options{Server: cfg})
 	cert, caPEM := selfSignedServing(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -199,6 +205,31 @@ func TestNodeReadsOnlySecretsOfItsPods(t *testing.T) {
 		r := c.as(t, "node-1", http.MethodGet, secretPath("mine"), "", nil)
 		return r.code == http.StatusForbidden, truncate(r.body)
 	})
+}
+
+// When more pods changed than the watch cache keeps events for, the graph
+// lists the cache again instead of following its events, and is as right.
+func TestNodeGraphCatchesUpPastTheWatchWindow(t *testing.T) {
+	c := startNodeClusterWith(t, apiserver.Config{WatchCacheSize: 3})
+	for _, s := range []string{"first", "second"} {
+		create[corev1.Secret](t, c.env, "/api/v1/namespaces/default/secrets", secret(s))
+	}
+	create[corev1.Pod](t, c.env, podPath("default", ""), podMounting("a", "node-1", "first"))
+	eventually(t, "node-1 reads first", func() (bool, string) {
+		r := c.as(t, "node-1", http.MethodGet, secretPath("first"), "", nil)
+		return r.code == http.StatusOK, truncate(r.body)
+	})
+	for i := range 5 {
+		create[corev1.Pod](t, c.env, podPath("default", ""), pod(fmt.Sprintf("filler-%d", i), "node-2", nil))
+	}
+	do(t, c.env, http.MethodDelete, podPath("default", "a")+"?gracePeriodSeconds=0", "", nil).want(t, http.StatusOK)
+	create[corev1.Pod](t, c.env, podPath("default", ""), podMounting("b", "node-1", "second"))
+	eventually(t, "node-1 reads second", func() (bool, string) {
+		r := c.as(t, "node-1", http.MethodGet, secretPath("second"), "", nil)
+		return r.code == http.StatusOK, truncate(r.body)
+	})
+	c.as(t, "node-1", http.MethodGet, secretPath("first"), "", nil).forbidden(t,
+		`secrets "first" is forbidden: User "system:node:node-1" cannot get resource "secrets" in API group "" in the namespace "default": no relationship found between node 'node-1' and this object`)
 }
 
 func nodeObj(name string, labels map[string]string) *corev1.Node {
