@@ -270,12 +270,27 @@ func TestCustomObjectStatusAndScale(t *testing.T) {
 	if _, ok := created.Object["status"]; ok {
 		t.Errorf("create kept status: %v", created.Object["status"])
 	}
-	st := patch[unstructured.Unstructured](t, env, widgetsV1+"/w/status", mergePatch, `{"status":{"phase":"Running","replicas":2},"spec":{"color":"blue"}}`)
+	st := patch[unstructured.Unstructured](t, env, widgetsV1+"/w/status", mergePatch,
+		`{"status":{"phase":"Running","replicas":2},"spec":{"color":"blue"},"metadata":{"labels":{"by":"status"},"annotations":{"by":"status"}}}`)
 	if phase, _, _ := unstructured.NestedString(st.Object, "status", "phase"); phase != "Running" {
 		t.Errorf("status phase = %q", phase)
 	}
 	if color, _, _ := unstructured.NestedString(st.Object, "spec", "color"); color != "red" {
 		t.Errorf("a status write changed spec.color to %q", color)
+	}
+	// Unlike most built-ins', a custom object's status write changes no
+	// metadata, as kube-apiserver's custom resource status strategy has it;
+	// only its managedFields entry is its own.
+	stored := get[unstructured.Unstructured](t, env, widgetsV1+"/w")
+	if stored.GetLabels()["by"] != "" || stored.GetAnnotations()["by"] != "" {
+		t.Errorf("a status write changed the metadata: labels %v annotations %v", stored.GetLabels(), stored.GetAnnotations())
+	}
+	statusEntry := false
+	for _, m := range stored.GetManagedFields() {
+		statusEntry = statusEntry || m.Subresource == "status"
+	}
+	if !statusEntry {
+		t.Errorf("managedFields %+v have no entry for the status write", stored.GetManagedFields())
 	}
 	if st.GetGeneration() != 1 {
 		t.Errorf("generation after a status write = %d, want 1", st.GetGeneration())
