@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/apiserver"
 	"github.com/minictl/minictl/internal/testenv"
 	"github.com/minictl/minictl/store"
 )
@@ -476,6 +477,51 @@ func TestCustomResourceDefinitionEstablishedFast(t *testing.T) {
 		}
 	}
 	t.Logf("first object created %v after the definition", time.Since(start))
+}
+
+// Definitions the API server refuses: a schema that is not structural or
+// a CEL rule that does not compile is a 422 naming the field; a schema 100
+// levels deep nests its body past what any request may (MaxNestingDepth),
+// a 400 that says so. Nothing is stored or served.
+func TestCustomResourceDefinitionBadInput(t *testing.T) {
+	env := testenv.Start(t)
+	const sp = "spec.versions[0].schema.openAPIV3Schema"
+	deep := map[string]any{"type": "string"}
+	for range 100 {
+		deep = map[string]any{"type": "object", "properties": map[string]any{"a": deep}}
+	}
+	for _, tc := range []struct {
+		name   string
+		schema map[string]any
+		code   int
+		want   string
+	}{
+		{"not structural", map[string]any{"type": "object", "properties": map[string]any{"spec": map[string]any{"properties": map[string]any{}}}},
+			422, `is invalid: ` + sp + ".properties[spec].type: Required value: must not be empty for specified object fields"},
+		{"a CEL rule that does not compile", map[string]any{"type": "object", "properties": map[string]any{"spec": map[string]any{
+			"type": "object", "x-kubernetes-validations": []any{map[string]any{"rule": "self.size >"}},
+			"properties": map[string]any{"size": map[string]any{"type": "integer"}}}}},
+			422, `is invalid: ` + sp + `.properties[spec].x-kubernetes-validations[0].rule: Invalid value: {"rule":"self.size \u003e"}: compilation failed: ERROR: <input>:1:12: Syntax error`},
+		{"100 levels of nesting", deep, 400, fmt.Sprintf("the body nests objects and arrays deeper than %d levels", apiserver.MaxNestingDepth)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			crd := widgetCRD()
+			spec := crd["spec"].(map[string]any)
+			spec["versions"] = []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": tc.schema}}}
+			reason := metav1.StatusReasonInvalid
+			if tc.code == http.StatusBadRequest {
+				reason = metav1.StatusReasonBadRequest
+			}
+			st := do(t, env, http.MethodPost, crdsPath, jsonType, crd).wantStatus(t, tc.code, reason)
+			if !strings.Contains(st.Message, tc.want) {
+				t.Errorf("message %q, want it to say %q", st.Message, tc.want)
+			}
+			do(t, env, http.MethodGet, crdsPath+"/widgets.example.com", "", nil).wantStatus(t, http.StatusNotFound, metav1.StatusReasonNotFound)
+			do(t, env, http.MethodGet, widgetsV1, "", nil).wantStatus(t, http.StatusNotFound, metav1.StatusReasonNotFound)
+		})
+	}
+	healthy(t, env)
 }
 
 // Hostile custom objects: too large is 413 and nothing is stored; no JSON
