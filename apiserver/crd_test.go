@@ -619,3 +619,37 @@ func TestCustomResourceOpenAPIIsLive(t *testing.T) {
 		t.Errorf("openapi v2 still has com.example.v2.Widget")
 	}
 }
+
+// fieldValidation works for custom objects as for built-ins: the
+// schema's unknown fields are refused by Strict, pruned with a warning by
+// Warn (the default) and pruned silently by Ignore.
+func TestCustomObjectFieldValidation(t *testing.T) {
+	env := testenv.Start(t)
+	createCRD(t, env, widgetCRD())
+	body := func(name string) map[string]any {
+		w := widget(name, 1, "red", nil)
+		w["spec"].(map[string]any)["bogus"] = true
+		return w
+	}
+	st := do(t, env, http.MethodPost, widgetsV1+"?fieldValidation=Strict", jsonType, body("strict")).
+		wantStatus(t, http.StatusBadRequest, metav1.StatusReasonBadRequest)
+	if want := `Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field "spec.bogus"`; st.Message != want {
+		t.Errorf("Strict: %q, want %q", st.Message, want)
+	}
+	do(t, env, http.MethodGet, widgetsV1+"/strict", "", nil).wantStatus(t, http.StatusNotFound, metav1.StatusReasonNotFound)
+
+	for _, tc := range []struct{ query, name, warning string }{
+		{"", "default", `299 - "unknown field \"spec.bogus\""`},
+		{"?fieldValidation=Warn", "warn", `299 - "unknown field \"spec.bogus\""`},
+		{"?fieldValidation=Ignore", "ignore", ""},
+	} {
+		r := do(t, env, http.MethodPost, widgetsV1+tc.query, jsonType, body(tc.name)).want(t, http.StatusCreated)
+		if w := r.header.Get("Warning"); w != tc.warning {
+			t.Errorf("%q: Warning %q, want %q", tc.query, w, tc.warning)
+		}
+		got := get[unstructured.Unstructured](t, env, widgetsV1+"/"+tc.name)
+		if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "bogus"); found {
+			t.Errorf("%q: stored spec %v, want bogus pruned", tc.query, got.Object["spec"])
+		}
+	}
+}
