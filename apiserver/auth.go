@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/minictl/minictl/auth/authorizer"
+	"github.com/minictl/minictl/auth/node"
 	"github.com/minictl/minictl/auth/rbac"
 	"github.com/minictl/minictl/auth/user"
 )
@@ -151,6 +152,8 @@ func (s *Server) newAuthorizer(modes []string) (authorizer.Authorizer, error) {
 			s.rbac = rbac.New(s.rbacIndex)
 			s.rules = s.rbac
 			as = append(as, s.rbac)
+		case "Node":
+			as = append(as, node.New(newNodeGraph(s)))
 		default:
 			return nil, fmt.Errorf("apiserver: unknown authorization mode %q (known: AlwaysAllow, Node, RBAC)", m)
 		}

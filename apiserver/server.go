@@ -106,6 +106,11 @@ type Config struct {
 	// system:masters, by kube-apiserver's --authorization-mode names:
 	// "AlwaysAllow", "Node", "RBAC". Empty: AlwaysAllow.
 	AuthorizationModes []string
+	// EnableAdmissionPlugins turns on admission plugins that are off
+	// unless asked for, by kube-apiserver's --enable-admission-plugins
+	// names: "NodeRestriction" (noderestriction.go). Naming a plugin that
+	// is always on changes nothing; an unknown name is an error.
+	EnableAdmissionPlugins []string
 	// SecurePort says the server will be given a secure port
 	// (ServeSecure): the kubernetes Service then publishes its port, not
 	// the plain listener's.
@@ -178,6 +183,8 @@ type Server struct {
 	// server's modes; rbacPolicy its index (rbac.go).
 	rbac       *rbac.Authorizer
 	rbacPolicy rbacPolicy
+	// nodeRestriction turns on the NodeRestriction admission plugin.
+	nodeRestriction bool
 
 	handler http.Handler
 	ready   chan struct{} // closed when caches are filled and the namespaces exist
@@ -257,6 +264,9 @@ func New(cfg Config) (*Server, error) {
 	s.crds = newCRDController(s)
 	s.authenticator, s.anonymous, s.securePort = cfg.Authenticator, cfg.AnonymousAuth, cfg.SecurePort
 	if s.authorizer, err = s.newAuthorizer(cfg.AuthorizationModes); err != nil {
+		return nil, err
+	}
+	if err := s.enableAdmissionPlugins(cfg.EnableAdmissionPlugins); err != nil {
 		return nil, err
 	}
 	s.handler = s.routes()

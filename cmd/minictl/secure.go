@@ -26,6 +26,7 @@ type secureFlags struct {
 	certDir                  string
 	anonymousAuth            bool
 	authorizationMode        string
+	enableAdmissionPlugins   string
 	kubeconfigOut            string // where up writes the admin kubeconfig
 	fallbackPort             bool   // listen was not given: a taken default port falls back to a free one
 	servingHosts, servingIPs []string
@@ -39,6 +40,7 @@ func (f *secureFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.certDir, "cert-dir", "", "where the cluster CA, the serving certificate and the ServiceAccount key pair are kept, made on first start (up: <data-dir>/pki)")
 	fs.BoolVar(&f.anonymousAuth, "anonymous-auth", true, "let requests without credentials on the secure port through as system:anonymous, for RBAC to judge (false: 401)")
 	fs.StringVar(&f.authorizationMode, "authorization-mode", "AlwaysAllow", "comma-separated authorizers asked in turn on the secure port after system:masters: AlwaysAllow, Node, RBAC")
+	fs.StringVar(&f.enableAdmissionPlugins, "enable-admission-plugins", "", "comma-separated admission plugins to turn on besides the default ones: NodeRestriction")
 }
 
 // securePort is the secure port, open: its listener, its TLS

@@ -229,6 +229,7 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		AnonymousAuth:                       sf.secure.anonymousAuth,
 		SecurePort:                          secure != nil,
 		AuthorizationModes:                  splitList(sf.secure.authorizationMode),
+		EnableAdmissionPlugins:              splitList(sf.secure.enableAdmissionPlugins),
 	})
 	if err != nil {
 		return err
