@@ -105,6 +105,16 @@ type Config struct {
 	// system:masters, by kube-apiserver's --authorization-mode names:
 	// "AlwaysAllow", "Node", "RBAC". Empty: AlwaysAllow.
 	AuthorizationModes []string
+	// Authorizer, when set, is asked after system:masters in place of
+	// the AuthorizationModes: a program that embeds the server and
+	// decides access its own way.
+	Authorizer authorizer.Authorizer
+	// TokenAuthenticator authenticates the bearer tokens a TokenReview
+	// asks about; nil: every token is answered unauthenticated.
+	TokenAuthenticator authenticator.Token
+	// RuleResolver lists what a user may do, for SelfSubjectRulesReview;
+	// nil: nothing is listed.
+	RuleResolver authorizer.RuleResolver
 }
 
 // Server is minictl's API server: kube-apiserver's REST API over one etcd.
@@ -249,6 +259,10 @@ func New(cfg Config) (*Server, error) {
 	if s.authorizer, err = s.newAuthorizer(cfg.AuthorizationModes); err != nil {
 		return nil, err
 	}
+	if cfg.Authorizer != nil {
+		s.authorizer = authorizer.Union(authorizer.Privileged, cfg.Authorizer)
+	}
+	s.tokens, s.rules = cfg.TokenAuthenticator, cfg.RuleResolver
 	s.handler = s.routes()
 	return s, nil
 }
