@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/auth/audit"
 	"github.com/minictl/minictl/auth/authenticator"
 	"github.com/minictl/minictl/auth/authorizer"
 	"github.com/minictl/minictl/clock"
@@ -115,6 +117,13 @@ type Config struct {
 	// RuleResolver lists what a user may do, for SelfSubjectRulesReview;
 	// nil: nothing is listed.
 	RuleResolver authorizer.RuleResolver
+	// AuditLog receives the audit Events, one JSON line each
+	// (kube-apiserver's --audit-log-path; audit.OpenLog opens one); nil:
+	// no audit log. AuditPolicy says what is recorded of which request
+	// (--audit-policy-file); nil: audit.DefaultPolicy, everything at the
+	// Metadata level.
+	AuditLog    io.Writer
+	AuditPolicy *audit.Policy
 }
 
 // Server is minictl's API server: kube-apiserver's REST API over one etcd.
@@ -178,6 +187,10 @@ type Server struct {
 	// rules lists what a user may do, for SelfSubjectRulesReview: the
 	// RBAC authorizer's resolver; nil: nothing is listed.
 	rules authorizer.RuleResolver
+	// auditLog writes the audit Events, at the levels auditPolicy says
+	// (audit.go); nil: none.
+	auditLog    *audit.Writer
+	auditPolicy *audit.Policy
 
 	handler http.Handler
 	ready   chan struct{} // closed when caches are filled and the namespaces exist
@@ -263,6 +276,9 @@ func New(cfg Config) (*Server, error) {
 		s.authorizer = authorizer.Union(authorizer.Privileged, cfg.Authorizer)
 	}
 	s.tokens, s.rules = cfg.TokenAuthenticator, cfg.RuleResolver
+	if cfg.AuditLog != nil {
+		s.auditLog, s.auditPolicy = audit.NewWriter(cfg.AuditLog), cmp.Or(cfg.AuditPolicy, audit.DefaultPolicy())
+	}
 	s.handler = s.routes()
 	return s, nil
 }
