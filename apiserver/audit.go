@@ -91,7 +91,14 @@ func (s *Server) audit(next http.Handler) http.Handler {
 				answer = omitManagedFields(aw.body.Bytes(), d.OmitManagedFields)
 			}
 		}
-		rec.Update(func(ev *audit.Event) { ev.ResponseObject = answer })
+		rec.Update(func(ev *audit.Event) {
+			ev.ResponseObject = answer
+			if ev.Annotations[audit.DecisionAnnotation] == audit.DecisionForbid {
+				// Refused before anything read it: the body was never
+				// part of the request the server handled.
+				ev.RequestObject = nil
+			}
+		})
 		s.writeAudit(rec, d, audit.StageResponseComplete, status)
 	})
 }

@@ -152,6 +152,14 @@ func TestAuditPolicy(t *testing.T) {
 		t.Errorf("the rule omits managed fields: %s", ev.ResponseObject)
 	}
 
+	// A refused write was never read: nothing of its body is recorded.
+	refused := env.as(t, "mallory-token", "POST", "/api/v1/namespaces/audited/secrets", secret("audited"))
+	refused.wantStatus(t, http.StatusForbidden, metav1.StatusReasonForbidden)
+	ev = last(t, env.eventsOf(t, refused))
+	if ev.Level != audit.LevelRequestResponse || ev.RequestObject != nil || ev.ResponseStatus.Code != http.StatusForbidden || !bytes.Contains(ev.ResponseObject, []byte(`"kind":"Status"`)) {
+		t.Errorf("a refused write: %+v", ev)
+	}
+
 	meta := do(t, env.Env, "POST", "/api/v1/namespaces/default/secrets", jsonType, secret("default")).want(t, http.StatusCreated)
 	ev = last(t, env.eventsOf(t, meta))
 	if ev.Level != audit.LevelMetadata || ev.RequestObject != nil || ev.ResponseObject != nil {
