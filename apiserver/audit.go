@@ -153,15 +153,16 @@ func (s *Server) auditedRequestBody(r *http.Request, d audit.Decision) json.RawM
 	return omitManagedFields(data, d.OmitManagedFields)
 }
 
-// isLongRunning: a watch, or a pod's log or connection, whose answer
-// starts long before it is complete.
+// isLongRunning: a watch, a proxy, or a log or connection, whose answer
+// starts long before it is complete (kube-apiserver's long-running
+// verbs and subresources).
 func isLongRunning(a authorizer.Attributes) bool {
-	if a.Verb == "watch" {
+	if a.Verb == "watch" || a.Verb == "proxy" {
 		return true
 	}
 	switch a.Subresource {
 	case "log", "attach", "exec", "portforward", "proxy":
-		return a.Resource == "pods"
+		return true
 	}
 	return false
 }
