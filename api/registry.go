@@ -19,7 +19,7 @@ import (
 // podtemplate.go, replicationcontroller.go, service.go, core.go (namespaces, nodes, endpoints, events), config.go
 // (configmaps, secrets), quota.go (resourcequotas, limitranges),
 // coordination.go, apps.go, daemonset.go, job.go, cronjob.go, policy.go, admissionregistration.go, apiextensions.go,
-// rbac.go and certificates.go; their Table
+// rbac.go, certificates.go and review.go; their Table
 // columns live in table.go.
 var (
 	Namespaces = &Resource{
@@ -263,6 +263,8 @@ var all = Catalogue{
 	Namespaces, Pods, PodTemplates, ReplicationControllers, Nodes, Services, Endpoints, ConfigMaps, Secrets, ServiceAccounts,
 	Events, ResourceQuotas, LimitRanges, Leases, ReplicaSets, Deployments, DaemonSets, ControllerRevisions,
 	Jobs, CronJobs, PodDisruptionBudgets,
+	TokenReviews, SelfSubjectReviews,
+	LocalSubjectAccessReviews, SelfSubjectAccessReviews, SelfSubjectRulesReviews, SubjectAccessReviews,
 	Roles, ClusterRoles, RoleBindings, ClusterRoleBindings, CertificateSigningRequests,
 	MutatingWebhookConfigurations, ValidatingWebhookConfigurations,
 	ValidatingAdmissionPolicies, ValidatingAdmissionPolicyBindings, CustomResourceDefinitions,

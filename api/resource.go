@@ -56,6 +56,15 @@ type Resource struct {
 	// New returns a new, empty object of the Go type that is stored.
 	New func() Object
 
+	// CreateOnly marks a kind that is created and answered, never stored:
+	// a review (TokenReview, SubjectAccessReview), whose create returns
+	// the object sent with its status filled in, as kube-apiserver's
+	// Creater-only storages do. It has no etcd key, no watch cache and no
+	// verb but create, and discovery says so: the controllers that handle
+	// every kind (garbage collector, quota, namespace) pass it by, as they
+	// ask for verbs it lacks.
+	CreateOnly bool
+
 	// Default fills in the fields Kubernetes defaults for this kind.
 	Default func(obj Object)
 	// Validate checks an object about to be created or updated, apart from

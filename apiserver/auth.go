@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/minictl/minictl/auth/audit"
 	"github.com/minictl/minictl/auth/authorizer"
 	"github.com/minictl/minictl/auth/node"
 	"github.com/minictl/minictl/auth/rbac"
@@ -107,9 +108,11 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 		a := authorizer.FromRequest(r, u)
 		d, reason, err := s.authorizer.Authorize(r.Context(), a)
 		if d == authorizer.Allow {
+			audit.AddAnnotations(r.Context(), audit.DecisionAnnotation, audit.DecisionAllow, audit.ReasonAnnotation, reason)
 			next.ServeHTTP(w, r)
 			return
 		}
+		audit.AddAnnotations(r.Context(), audit.DecisionAnnotation, audit.DecisionForbid, audit.ReasonAnnotation, reason)
 		s.metrics.authzDecisions.WithLabelValues("denied").Inc()
 		if err != nil {
 			s.log.Warn("authorization failed", "user", u.Name, "verb", a.Verb, "path", r.URL.Path, "err", err)

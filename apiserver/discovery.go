@@ -120,7 +120,9 @@ func (s *Server) apiGroup(w http.ResponseWriter, r *http.Request) {
 
 var (
 	objectVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
-	subVerbs    = map[string]metav1.Verbs{
+	// createOnlyVerbs are a review's (api.Resource.CreateOnly).
+	createOnlyVerbs = metav1.Verbs{"create"}
+	subVerbs        = map[string]metav1.Verbs{
 		"status":   {"get", "patch", "update"},
 		"scale":    {"get", "patch", "update"},
 		"binding":  {"create"},
@@ -155,9 +157,13 @@ func (s *Server) resourceList(group, ver string) http.HandlerFunc {
 // apiResources describes res for discovery: the resource, then each of its
 // subresources.
 func apiResources(res *api.Resource) []metav1.APIResource {
+	verbs := objectVerbs
+	if res.CreateOnly {
+		verbs = createOnlyVerbs
+	}
 	out := []metav1.APIResource{{
 		Name: res.Plural, SingularName: res.Singular, Namespaced: res.Namespaced,
-		Kind: res.Kind, Verbs: objectVerbs, ShortNames: res.ShortNames, Categories: res.Categories,
+		Kind: res.Kind, Verbs: verbs, ShortNames: res.ShortNames, Categories: res.Categories,
 	}}
 	for _, sub := range res.Subresources {
 		ar := metav1.APIResource{Name: res.Plural + "/" + sub, Namespaced: res.Namespaced, Kind: res.Kind, Verbs: subVerbs[sub]}

@@ -16,12 +16,20 @@ import (
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, group, version, rest string) {
 	live := s.serving()
 	ri, ok := parseResourcePath(live.resources, group, version, splitPath(rest))
+	if ok && ri.res.CreateOnly && (ri.name != "" || ri.res.Namespaced && ri.namespace == "") {
+		// A review has one path: its collection, in a namespace if it is
+		// namespaced.
+		ok = false
+	}
 	if !ok {
 		writeStatus(w, newNotFoundPath(r.URL.Path))
 		return
 	}
 	ri.store, ri.cache, ri.terminating = live.stores[ri.res], live.caches[ri.res], live.terminating[ri.res]
 	verb, ok := verbFor(r, ri)
+	if ri.res.CreateOnly && verb != "create" {
+		ok = false // a review is only created
+	}
 	if !ok {
 		writeStatus(w, newMethodNotAllowed(r.Method, r.URL.Path))
 		return
@@ -78,6 +86,9 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, ri *requestInf
 		if err := checkDryRun(kind, r.URL.Query()["dryRun"]); err != nil {
 			return err
 		}
+	}
+	if ri.res.CreateOnly {
+		return s.serveReview(w, r, ri)
 	}
 	if isConnect(ri.subresource) {
 		return s.serveConnect(r, ri)

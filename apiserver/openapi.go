@@ -149,6 +149,9 @@ func kindDefinitions(b *schemaBuilder, sc *runtime.Scheme, served api.Catalogue,
 			continue
 		}
 		names[res] = tag(reflect.TypeOf(res.New()), res.GroupVersion().WithKind(res.Kind))
+		if res.CreateOnly {
+			continue // a review has no list
+		}
 		listGVK := res.GroupVersion().WithKind(res.ListKindName())
 		list, err := sc.New(listGVK)
 		if err != nil {
@@ -216,6 +219,12 @@ func resourcePaths(res *api.Resource, def string) map[string][]operation {
 	}
 	id := func(verb, suffix string) string { return verb + groupVersionID(res) + scope + kind + suffix }
 	ns, named := res.Namespaced, true
+	if res.CreateOnly {
+		// A review is only ever created: one POST, which answers 201.
+		return map[string][]operation{collection: {
+			{method: "post", action: "post", id: id("create", ""), gvk: gvk, body: def, consumes: objectMediaTypes, response: def, query: writeParams, namespace: ns},
+		}}
+	}
 	paths := map[string][]operation{
 		collection: {
 			{method: "get", action: "list", id: id("list", ""), gvk: gvk, response: def + "List", query: listParams, namespace: ns},

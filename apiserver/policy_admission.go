@@ -282,6 +282,9 @@ func (s *Server) policyParams(p *policyHook, b *policyBinding, a *attributes) ([
 	}
 	v := s.serving()
 	cache := v.caches[res]
+	if cache == nil {
+		return nil, fmt.Errorf("paramKind kind `%s` not known", paramKindString(pk))
+	}
 	ns := ""
 	if res.Namespaced {
 		ns = ref.Namespace

@@ -42,6 +42,9 @@ func (s *Server) newServed(resources api.Catalogue, prev *served) *served {
 	}
 	versions := map[*api.Resource][]*api.Resource{} // new resources by the resource as stored
 	for _, res := range resources {
+		if res.CreateOnly {
+			continue // answered, never stored: no store, no watch cache
+		}
 		if prev != nil {
 			if c, ok := prev.caches[res]; ok {
 				v.caches[res], v.stores[res] = c, prev.stores[res]
@@ -81,6 +84,9 @@ func (v *served) watchCaches() []*watchCache {
 	seen := map[*watchCache]bool{}
 	var out []*watchCache
 	for _, res := range v.resources {
+		if res.CreateOnly {
+			continue
+		}
 		if c := v.caches[res].watchCache; !seen[c] {
 			seen[c] = true
 			out = append(out, c)

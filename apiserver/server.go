@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/auth/audit"
 	"github.com/minictl/minictl/auth/authenticator"
 	"github.com/minictl/minictl/auth/authorizer"
 	"github.com/minictl/minictl/auth/rbac"
@@ -111,6 +113,23 @@ type Config struct {
 	// names: "NodeRestriction" (noderestriction.go). Naming a plugin that
 	// is always on changes nothing; an unknown name is an error.
 	EnableAdmissionPlugins []string
+	// Authorizer, when set, is asked after system:masters in place of
+	// the AuthorizationModes: a program that embeds the server and
+	// decides access its own way.
+	Authorizer authorizer.Authorizer
+	// TokenAuthenticator authenticates the bearer tokens a TokenReview
+	// asks about; nil: every token is answered unauthenticated.
+	TokenAuthenticator authenticator.Token
+	// RuleResolver lists what a user may do, for SelfSubjectRulesReview;
+	// nil: nothing is listed.
+	RuleResolver authorizer.RuleResolver
+	// AuditLog receives the audit Events, one JSON line each
+	// (kube-apiserver's --audit-log-path; audit.OpenLog opens one); nil:
+	// no audit log. AuditPolicy says what is recorded of which request
+	// (--audit-policy-file); nil: audit.DefaultPolicy, everything at the
+	// Metadata level.
+	AuditLog    io.Writer
+	AuditPolicy *audit.Policy
 	// SecurePort says the server will be given a secure port
 	// (ServeSecure): the kubernetes Service then publishes its port, not
 	// the plain listener's.
@@ -185,6 +204,10 @@ type Server struct {
 	rbacPolicy rbacPolicy
 	// nodeRestriction turns on the NodeRestriction admission plugin.
 	nodeRestriction bool
+	// auditLog writes the audit Events, at the levels auditPolicy says
+	// (audit.go); nil: none.
+	auditLog    *audit.Writer
+	auditPolicy *audit.Policy
 
 	handler http.Handler
 	ready   chan struct{} // closed when caches are filled and the namespaces exist
@@ -268,6 +291,18 @@ func New(cfg Config) (*Server, error) {
 	}
 	if err := s.enableAdmissionPlugins(cfg.EnableAdmissionPlugins); err != nil {
 		return nil, err
+	}
+	if cfg.Authorizer != nil {
+		s.authorizer = authorizer.Union(authorizer.Privileged, cfg.Authorizer)
+	}
+	if cfg.TokenAuthenticator != nil {
+		s.tokens = cfg.TokenAuthenticator
+	}
+	if cfg.RuleResolver != nil {
+		s.rules = cfg.RuleResolver
+	}
+	if cfg.AuditLog != nil {
+		s.auditLog, s.auditPolicy = audit.NewWriter(cfg.AuditLog), cmp.Or(cfg.AuditPolicy, audit.DefaultPolicy())
 	}
 	s.handler = s.routes()
 	return s, nil
