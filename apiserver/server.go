@@ -105,6 +105,10 @@ type Config struct {
 	// system:masters, by kube-apiserver's --authorization-mode names:
 	// "AlwaysAllow", "Node", "RBAC". Empty: AlwaysAllow.
 	AuthorizationModes []string
+	// SecurePort says the server will be given a secure port
+	// (ServeSecure): the kubernetes Service then publishes its port, not
+	// the plain listener's.
+	SecurePort bool
 }
 
 // Server is minictl's API server: kube-apiserver's REST API over one etcd.
@@ -162,6 +166,7 @@ type Server struct {
 	authenticator authenticator.Request
 	anonymous     bool
 	authorizer    authorizer.Authorizer
+	securePort    bool // Config.SecurePort
 	// tokens authenticates bearer tokens alone (the token file,
 	// ServiceAccount and bootstrap tokens), for TokenReview; nil: none.
 	tokens authenticator.Token
@@ -245,7 +250,7 @@ func New(cfg Config) (*Server, error) {
 	}, s.metrics)
 	s.live.Store(s.newServed(s.builtins, nil))
 	s.crds = newCRDController(s)
-	s.authenticator, s.anonymous = cfg.Authenticator, cfg.AnonymousAuth
+	s.authenticator, s.anonymous, s.securePort = cfg.Authenticator, cfg.AnonymousAuth, cfg.SecurePort
 	if s.authorizer, err = s.newAuthorizer(cfg.AuthorizationModes); err != nil {
 		return nil, err
 	}
@@ -416,10 +421,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // serve answers on ln, the secure port's when secure, until ctx ends.
 func (s *Server) serve(ctx context.Context, ln net.Listener, secure bool) error {
-	s.listenOnce.Do(func() {
-		s.advertised = advertisedAddress(s.advertiseAddr, ln.Addr())
-		close(s.listening)
-	})
+	if secure || !s.securePort {
+		s.listenOnce.Do(func() {
+			s.advertised = advertisedAddress(s.advertiseAddr, ln.Addr())
+			close(s.listening)
+		})
+	}
 	srv := s.timeouts.Server(s.chain(ln.Addr(), secure))
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	errc := make(chan error, 1)
