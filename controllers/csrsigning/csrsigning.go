@@ -224,7 +224,7 @@ func validity(ttl time.Duration, expirationSeconds *int32) time.Duration {
 // refuses to sign.
 var rules = map[string]func(req *x509.CertificateRequest, usages []certificatesv1.KeyUsage) error{
 	certificatesv1.KubeAPIServerClientSignerName:        apiServerClient,
-	certificatesv1.KubeAPIServerClientKubeletSignerName: kubeletClient,
+	certificatesv1.KubeAPIServerClientKubeletSignerName: csr.ValidateKubeletClient,
 	certificatesv1.KubeletServingSignerName:             kubeletServing,
 }
 
@@ -245,67 +245,24 @@ func apiServerClient(_ *x509.CertificateRequest, usages []certificatesv1.KeyUsag
 	return nil
 }
 
-var (
-	errOrganizationNotSystemNodes = errors.New("subject organization is not system:nodes")
-	errCommonNameNotSystemNode    = errors.New("subject common name does not begin with system:node:")
-	errDNSSANNotAllowed           = errors.New("DNS subjectAltNames are not allowed")
-	errEmailSANNotAllowed         = errors.New("Email subjectAltNames are not allowed")
-	errIPSANNotAllowed            = errors.New("IP subjectAltNames are not allowed")
-	errURISANNotAllowed           = errors.New("URI subjectAltNames are not allowed")
-	errDNSOrIPSANRequired         = errors.New("DNS or IP subjectAltName is required")
-)
-
-func kubeletClient(req *x509.CertificateRequest, usages []certificatesv1.KeyUsage) error {
-	switch {
-	case !slices.Equal(req.Subject.Organization, []string{"system:nodes"}):
-		return errOrganizationNotSystemNodes
-	case len(req.DNSNames) > 0:
-		return errDNSSANNotAllowed
-	case len(req.EmailAddresses) > 0:
-		return errEmailSANNotAllowed
-	case len(req.IPAddresses) > 0:
-		return errIPSANNotAllowed
-	case len(req.URIs) > 0:
-		return errURISANNotAllowed
-	case !strings.HasPrefix(req.Subject.CommonName, "system:node:"):
-		return errCommonNameNotSystemNode
-	}
-	return usagesAre(usages, certificatesv1.UsageClientAuth)
-}
+var errDNSOrIPSANRequired = errors.New("DNS or IP subjectAltName is required")
 
 func kubeletServing(req *x509.CertificateRequest, usages []certificatesv1.KeyUsage) error {
 	switch {
 	case !slices.Equal(req.Subject.Organization, []string{"system:nodes"}):
-		return errOrganizationNotSystemNodes
+		return csr.ErrOrganizationNotSystemNodes
 	case len(req.DNSNames) == 0 && len(req.IPAddresses) == 0:
 		return errDNSOrIPSANRequired
 	case len(req.EmailAddresses) > 0:
-		return errEmailSANNotAllowed
+		return csr.ErrEmailSANNotAllowed
 	case len(req.URIs) > 0:
-		return errURISANNotAllowed
+		return csr.ErrURISANNotAllowed
 	}
-	if err := usagesAre(usages, certificatesv1.UsageServerAuth); err != nil {
+	if err := csr.UsagesAre(usages, certificatesv1.UsageServerAuth); err != nil {
 		return err
 	}
 	if !strings.HasPrefix(req.Subject.CommonName, "system:node:") {
-		return errCommonNameNotSystemNode
-	}
-	return nil
-}
-
-// usagesAre accepts exactly digital signature and auth, with key
-// encipherment or without it (an RSA key needs it, an ECDSA key does not).
-func usagesAre(usages []certificatesv1.KeyUsage, auth certificatesv1.KeyUsage) error {
-	set := map[certificatesv1.KeyUsage]bool{}
-	for _, u := range usages {
-		set[u] = true
-	}
-	want := []string{string(auth), string(certificatesv1.UsageDigitalSignature), string(certificatesv1.UsageKeyEncipherment)}
-	slices.Sort(want)
-	ok := set[auth] && set[certificatesv1.UsageDigitalSignature] &&
-		(len(set) == 2 || (len(set) == 3 && set[certificatesv1.UsageKeyEncipherment]))
-	if !ok {
-		return fmt.Errorf("usages did not match %v", want)
+		return csr.ErrCommonNameNotSystemNode
 	}
 	return nil
 }
