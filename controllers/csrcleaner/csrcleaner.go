@@ -21,6 +21,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -93,12 +94,18 @@ func (c *Controller) Run(ctx context.Context, _ int) {
 		c.log.Info("stopped before the caches synced")
 		return
 	}
-	for {
-		c.cleanUp(ctx)
-		if !clock.Sleep(ctx, c.clock, PollingInterval) {
-			break
-		}
+	var wg sync.WaitGroup
+	for range controller.Workers(1) {
+		wg.Go(func() {
+			for {
+				c.cleanUp(ctx)
+				if !clock.Sleep(ctx, c.clock, PollingInterval) {
+					return
+				}
+			}
+		})
 	}
+	wg.Wait()
 	c.log.Info("stopped")
 }
 
