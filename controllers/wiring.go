@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/minictl/minictl/auth/pki"
+	"github.com/minictl/minictl/controllers/bootstrapsigner"
 	"github.com/minictl/minictl/controllers/cronjob"
 	"github.com/minictl/minictl/controllers/csrapproving"
 	"github.com/minictl/minictl/controllers/csrcleaner"
@@ -23,6 +24,7 @@ import (
 	"github.com/minictl/minictl/controllers/replicationcontroller"
 	"github.com/minictl/minictl/controllers/resourcequota"
 	"github.com/minictl/minictl/controllers/serviceaccount"
+	"github.com/minictl/minictl/controllers/tokencleaner"
 	"github.com/minictl/minictl/controllers/ttlafterfinished"
 )
 
@@ -174,6 +176,21 @@ var knownControllers = []descriptor{
 		name: csrcleaner.Name, defaultOn: true, workers: 1,
 		build: func(cc *controllerContext) (runner, error) {
 			return csrcleaner.New(csrcleaner.Options{Common: cc.Common})
+		},
+	},
+	{
+		// Off by default, as in kube-controller-manager, whose default
+		// --controllers is "*" and which kubeadm runs with
+		// "*,bootstrapsigner,tokencleaner".
+		name: bootstrapsigner.Name, defaultOn: false, workers: 1,
+		build: func(cc *controllerContext) (runner, error) {
+			return bootstrapsigner.New(bootstrapsigner.Options{Common: cc.Common})
+		},
+	},
+	{
+		name: tokencleaner.Name, defaultOn: false, workers: 1,
+		build: func(cc *controllerContext) (runner, error) {
+			return tokencleaner.New(tokencleaner.Options{Common: cc.Common})
 		},
 	},
 }
