@@ -249,6 +249,18 @@ func certConnector(server string, ca *pki.CA) connector {
 	}
 }
 
+// tokenClients makes clients of the server base names that carry a
+// ServiceAccount's token and no other credential: the controllers' own,
+// with --use-service-account-credentials.
+func tokenClients(base client.Config) func(client.TokenSource) (*client.RESTClient, error) {
+	return func(tokens client.TokenSource) (*client.RESTClient, error) {
+		cfg := base
+		cfg.CertFile, cfg.KeyFile, cfg.CertData, cfg.KeyData, cfg.BearerToken = "", "", nil, nil, ""
+		cfg.TokenSource = tokens
+		return client.New(&cfg)
+	}
+}
+
 // asUser is rc naming, in its User-Agent, the system user a component acts
 // as: until requests are authenticated, that is how the API server tells
 // the system's own requests from its users' and keeps seats for them.
@@ -272,7 +284,7 @@ func bindClient(fs *flag.FlagSet) func() (*client.RESTClient, error) {
 func runControllerManager(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("controller-manager", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	newClient := bindClient(fs)
+	resolve := client.BindFlags(fs)
 	cfg := controllers.DefaultConfig()
 	cfg.BindFlags(fs)
 	addr := fs.String("address", "127.0.0.1:10257", "where /healthz and /metrics are served")
@@ -289,10 +301,15 @@ func runControllerManager(ctx context.Context, args []string, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	rc, err := newClient()
+	ccfg, err := resolve()
 	if err != nil {
 		return err
 	}
+	rc, err := client.New(ccfg)
+	if err != nil {
+		return err
+	}
+	cfg.ServiceAccountClient = tokenClients(*ccfg)
 	mgr, err := controllers.NewManager(asUser(rc, apiserver.UserKubeControllerManager), cfg, log)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/minictl/minictl/auth/authenticator"
 	"github.com/minictl/minictl/auth/pki"
+	"github.com/minictl/minictl/client"
 )
 
 // secureFlags are the secure port's: where it listens, its certificates
@@ -138,6 +139,12 @@ func (p *securePort) authenticator() authenticator.Request {
 	return nil
 }
 
+// tokenClients makes clients that reach the secure port with a bearer
+// token alone: the controllers' own ServiceAccounts'.
+func (p *securePort) tokenClients(tokens client.TokenSource) (*client.RESTClient, error) {
+	return tokenClients(client.Config{Server: p.url(), CAData: p.pki.CA.CertPEM})(tokens)
+}
+
 // url is where the secure port answers.
 func (p *securePort) url() string { return "https://" + p.ln.Addr().String() }
 
@@ -181,6 +188,9 @@ func certPool(pemData []byte) (*x509.CertPool, error) {
 func (f *serverFlags) clusterConnector(plainURL string, p *securePort) (connector, error) {
 	if p != nil && p.clients != nil {
 		return certConnector(p.url(), p.clients), nil
+	}
+	if p != nil && p.clients == nil && plainURL == "" {
+		return nil, errors.New("the cluster's components need the plain listener (--listen) when the client CA is not minictl's own (--client-ca-file)")
 	}
 	if plainURL == "" {
 		return nil, errors.New("the cluster's components need the plain listener (--listen) or a secure port whose client CA minictl keeps (no --client-ca-file)")

@@ -287,6 +287,11 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		}
 		if cf != nil {
 			connect, err := sf.clusterConnector(url, secure)
+			if secure != nil && secure.clients != nil {
+				cf.cm.ServiceAccountClient = secure.tokenClients
+			} else {
+				cf.cm.UseServiceAccountCredentials = false // the components use the plain listener
+			}
 			if err != nil {
 				clusterErr = err
 			} else {
