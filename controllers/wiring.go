@@ -153,7 +153,7 @@ var knownControllers = []descriptor{
 	{
 		// kube-controller-manager's csrsigning has no workers flag; it
 		// runs without a CA only as a no-op, which says so.
-		name: csrsigning.Name, defaultOn: true, workers: 5,
+		name: csrsigning.Name, serviceAccount: "certificate-controller", defaultOn: true, workers: 5,
 		build: func(cc *controllerContext) (runner, error) {
 			sg := cc.Signing
 			if sg.CertFile == "" || sg.KeyFile == "" {
@@ -167,13 +167,13 @@ var knownControllers = []descriptor{
 		},
 	},
 	{
-		name: csrapproving.Name, defaultOn: true, workers: 5,
+		name: csrapproving.Name, serviceAccount: "certificate-controller", defaultOn: true, workers: 5,
 		build: func(cc *controllerContext) (runner, error) {
 			return csrapproving.New(csrapproving.Options{Common: cc.Common})
 		},
 	},
 	{
-		name: csrcleaner.Name, defaultOn: true, workers: 1,
+		name: csrcleaner.Name, serviceAccount: "certificate-controller", defaultOn: true, workers: 1,
 		build: func(cc *controllerContext) (runner, error) {
 			return csrcleaner.New(csrcleaner.Options{Common: cc.Common})
 		},
@@ -182,13 +182,13 @@ var knownControllers = []descriptor{
 		// Off by default, as in kube-controller-manager, whose default
 		// --controllers is "*" and which kubeadm runs with
 		// "*,bootstrapsigner,tokencleaner".
-		name: bootstrapsigner.Name, defaultOn: false, workers: 1,
+		name: bootstrapsigner.Name, serviceAccount: "bootstrap-signer", defaultOn: false, workers: 1,
 		build: func(cc *controllerContext) (runner, error) {
 			return bootstrapsigner.New(bootstrapsigner.Options{Common: cc.Common})
 		},
 	},
 	{
-		name: tokencleaner.Name, defaultOn: false, workers: 1,
+		name: tokencleaner.Name, serviceAccount: "token-cleaner", defaultOn: false, workers: 1,
 		build: func(cc *controllerContext) (runner, error) {
 			return tokencleaner.New(tokencleaner.Options{Common: cc.Common})
 		},
