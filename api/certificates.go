@@ -127,6 +127,24 @@ func stampConditions(csr, old *certificatesv1.CertificateSigningRequest, now tim
 	}
 }
 
+// csrNameValid: kube does not care what a request is called, as long as
+// it can be a path segment of its URL.
+func csrNameValid(name string, prefix bool) []string {
+	var msgs []string
+	if !prefix {
+		switch name {
+		case ".", "..":
+			msgs = append(msgs, fmt.Sprintf("may not be '%s'", name))
+		}
+	}
+	for _, bad := range []string{"/", "%"} {
+		if strings.Contains(name, bad) {
+			msgs = append(msgs, fmt.Sprintf("may not contain '%s'", bad))
+		}
+	}
+	return msgs
+}
+
 // The usages kube-apiserver knows.
 var csrUsages = []string{
 	"signing", "digital signature", "content commitment", "key encipherment", "key agreement",

@@ -209,6 +209,14 @@ func TestCSRApprovalSubresourceChangesOnlyTheApproval(t *testing.T) {
 	}
 }
 
+// kube does not care what a request is called: node-csr-<digest> names
+// have capitals and underscores.
+func TestCSRNamesAreFree(t *testing.T) {
+	env := testenv.Start(t)
+	create[certificatesv1.CertificateSigningRequest](t, env, csrsPath, newCSR(t, "node-csr-Ab_9", "example.com/signer"))
+	get[certificatesv1.CertificateSigningRequest](t, env, csrsPath+"/node-csr-Ab_9")
+}
+
 func TestCSRForSystemMastersFromTheClientSignerIsForbidden(t *testing.T) {
 	env := testenv.Start(t)
 	csr := newCSR(t, "root", certificatesv1.KubeAPIServerClientSignerName)
