@@ -220,8 +220,12 @@ var (
 		Group: "certificates.k8s.io", Version: "v1", Kind: "CertificateSigningRequest",
 		Plural: "certificatesigningrequests", Singular: "certificatesigningrequest",
 		ShortNames: []string{"csr"}, Subresources: []string{"status", "approval"},
-		New:              func() Object { return &certificatesv1.CertificateSigningRequest{} },
+		New:          func() Object { return &certificatesv1.CertificateSigningRequest{} },
+		ValidateName: csrNameValid,
+		Validate:     validator(validateCSR), ValidateUpdate: updateValidator(validateCSRUpdate),
 		PrepareForCreate: defaulter(prepareCSRForCreate), PrepareForUpdate: updatePreparer(prepareCSRForUpdate),
+		PrepareForStatusUpdate: updatePreparer(prepareCSRForStatusUpdate),
+		Table:                  csrTable,
 	}
 	MutatingWebhookConfigurations = &Resource{
 		Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration",

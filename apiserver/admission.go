@@ -41,6 +41,9 @@ var admissionChain = []admissionPlugin{
 	{name: "LimitRanger", admit: (*Server).admitLimitRanges, validate: (*Server).validateLimitRanges},
 	{name: "NodeRestriction", admit: (*Server).admitNodeRestriction}, // only when enabled (noderestriction.go)
 	{name: "DefaultTolerationSeconds", admit: (*Server).admitDefaultTolerationSeconds},
+	{name: "CertificateApproval", validate: (*Server).validateCertificateApproval},
+	{name: "CertificateSigning", validate: (*Server).validateCertificateSigning},
+	{name: "CertificateSubjectRestriction", validate: (*Server).validateCertificateSubjectRestriction},
 	{name: "MutatingAdmissionWebhook", admit: (*Server).admitWebhooks},        // after the built-in mutating plugins
 	{name: "ValidatingAdmissionPolicy", validate: (*Server).validatePolicies}, // after the built-in validating plugins
 	{name: "ValidatingAdmissionWebhook", validate: (*Server).validateWebhooks},

@@ -202,8 +202,11 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, ri *requestI
 		return obj, nil
 	}
 	o := updateOptions{mode: modeMain, dry: dryRun(r), subresource: sub}
-	if sub == "status" {
+	switch sub {
+	case "status":
 		o.mode = modeStatus
+	case "approval":
+		o.mode = modeApproval
 	}
 	for attempt := 0; ; attempt++ {
 		out, err := s.updateObject(r.Context(), rs, ri.namespace, ri.name, o, applyTo)

@@ -104,6 +104,8 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, ri *requestInf
 		return s.serveEviction(w, r, ri)
 	case "finalize":
 		return s.serveFinalize(w, r, ri)
+	case "approval":
+		return s.serveApproval(w, r, ri)
 	case "log":
 		return s.servePodLog(w, r, ri)
 	}

@@ -116,6 +116,7 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Ob
 	if res.PrepareForCreate != nil {
 		res.PrepareForCreate(obj)
 	}
+	setRequester(ctx, obj)
 	if err := s.confirmRBACWrite(ctx, res, obj, nil); err != nil {
 		return nil, err
 	}
@@ -222,6 +223,7 @@ const (
 	modeMain     updateMode = iota // PUT/PATCH of the object: everything but status
 	modeScale                      // the scale subresource: as modeMain, seen by admission as a Scale
 	modeStatus                     // the status subresource: only status
+	modeApproval                   // a CertificateSigningRequest's approval: only its Approved and Denied conditions
 	modeInternal                   // binding and finalize: the server changes a field clients may not
 )
 
@@ -286,6 +288,8 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, namespace,
 			res.PrepareForUpdate(obj, old)
 		case mode == modeStatus:
 			res.PrepareStatusUpdate(obj, old)
+		case mode == modeApproval:
+			api.PrepareCSRForApprovalUpdate(obj, old)
 		}
 		if mode == modeInternal {
 			return obj, nil
@@ -306,6 +310,8 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, namespace,
 			a.subresource = "status"
 		case modeScale:
 			a.subresource = "scale"
+		case modeApproval:
+			a.subresource = "approval"
 		}
 		if err := s.admit(ctx, a); err != nil {
 			return nil, err

@@ -220,6 +220,13 @@ func (c *Client[T]) UpdateStatus(ctx context.Context, obj T) (T, error) {
 	return c.put(ctx, obj, "status")
 }
 
+// UpdateApproval replaces the Approved and Denied conditions of a
+// CertificateSigningRequest through its approval subresource, as
+// client-go's UpdateApproval; the rest of obj is ignored by the server.
+func (c *Client[T]) UpdateApproval(ctx context.Context, obj T) (T, error) {
+	return c.put(ctx, obj, "approval")
+}
+
 func (c *Client[T]) put(ctx context.Context, obj T, subresource ...string) (T, error) {
 	path, err := objectPath(c.res, obj.GetNamespace(), obj.GetName(), subresource...)
 	if err != nil {

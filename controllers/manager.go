@@ -23,6 +23,7 @@ import (
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/leaderelection"
 	"github.com/minictl/minictl/client/record"
+	"github.com/minictl/minictl/controllers/csrsigning"
 	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/controllers/job"
 	"github.com/minictl/minictl/controllers/nodeipam"
@@ -49,6 +50,8 @@ type Config struct {
 
 	// Timings shared with the controllers that need them.
 	Timings Timings
+	// Signing is the CA the csrsigning controller signs with.
+	Signing Signing
 	// Workers per controller (--concurrent-<name>-syncs).
 	Workers map[string]int
 	// Trace, if set, is given to the shared informers, so that each stage
@@ -64,6 +67,15 @@ type Config struct {
 	// other credential.
 	UseServiceAccountCredentials bool
 	ServiceAccountClient         func(tokens client.TokenSource) (*client.RESTClient, error)
+}
+
+// Signing is kube-controller-manager's --cluster-signing-* flags: the CA
+// the csrsigning controller signs with (none: it does not run, as in
+// kube) and how long what it signs is valid.
+type Signing struct {
+	CertFile string        // --cluster-signing-cert-file
+	KeyFile  string        // --cluster-signing-key-file
+	Duration time.Duration // --cluster-signing-duration
 }
 
 // Timings are the knobs that decide how fast the cluster reacts, under
@@ -115,6 +127,7 @@ func DefaultConfig() Config {
 			ClusterCIDR:               nodeipam.DefaultClusterCIDR,
 			NodeCIDRMaskSize:          nodeipam.DefaultNodeCIDRMaskSize,
 		},
+		Signing: Signing{Duration: csrsigning.DefaultDuration},
 		Workers: map[string]int{},
 	}
 }
@@ -142,6 +155,9 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&t.LargeClusterSizeThreshold, "large-cluster-size-threshold", t.LargeClusterSizeThreshold, "zones up to this size stop evicting when unhealthy")
 	fs.StringVar(&t.ClusterCIDR, "cluster-cidr", t.ClusterCIDR, "the range node podCIDRs are allocated from")
 	fs.IntVar(&t.NodeCIDRMaskSize, "node-cidr-mask-size", t.NodeCIDRMaskSize, "the prefix length of each node's podCIDR")
+	fs.StringVar(&c.Signing.CertFile, "cluster-signing-cert-file", c.Signing.CertFile, "PEM CA certificate the csrsigning controller signs with; none: it does not run")
+	fs.StringVar(&c.Signing.KeyFile, "cluster-signing-key-file", c.Signing.KeyFile, "PEM private key of --cluster-signing-cert-file")
+	fs.DurationVar(&c.Signing.Duration, "cluster-signing-duration", c.Signing.Duration, "the longest a signed certificate is valid; a request's spec.expirationSeconds may shorten it")
 	fs.IntVar(&c.Timings.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", c.Timings.TerminatedPodGCThreshold, "terminated pods kept before podgc deletes the oldest")
 	for _, d := range knownControllers {
 		if d.workersFlag == "" {
@@ -177,6 +193,7 @@ func splitComma(s string) []string {
 type controllerContext struct {
 	controller.Common
 	Timings Timings
+	Signing Signing
 }
 
 // runner is what the manager needs of a controller.
@@ -417,6 +434,7 @@ func (m *Manager) runTerm(ctx context.Context) error {
 				Metrics: prometheus.WrapRegistererWith(prometheus.Labels{"controller": d.name}, m.registry),
 			},
 			Timings: m.cfg.Timings,
+			Signing: m.cfg.Signing,
 		}
 		c, err := d.build(cc)
 		if err != nil {

@@ -27,14 +27,19 @@ func TestEnabled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all) != len(KnownControllers()) {
-		t.Errorf("* enabled %v, want every default-on controller %v", all, KnownControllers())
+	// Every controller but kube's off-by-default bootstrapsigner and
+	// tokencleaner.
+	offByDefault := []string{"bootstrapsigner", "tokencleaner"}
+	if len(all) != len(KnownControllers())-len(offByDefault) {
+		t.Errorf("* enabled %v, want every default-on controller of %v", all, KnownControllers())
 	}
 	for _, tc := range []struct {
 		sel        []string
 		has, hasnt []string
 	}{
 		{[]string{"*", "-podgc"}, []string{"replicaset", "deployment"}, []string{"podgc"}},
+		{[]string{"*"}, []string{"csrsigning", "csrapproving", "csrcleaner"}, offByDefault},
+		{[]string{"*", "bootstrapsigner", "tokencleaner"}, append([]string{"replicaset"}, offByDefault...), nil},
 		{[]string{"replicaset"}, []string{"replicaset"}, []string{"deployment", "podgc"}},
 		{[]string{"replicaset", "-replicaset"}, nil, []string{"replicaset"}},
 		{nil, nil, []string{"replicaset"}},

@@ -1,8 +1,16 @@
 package controllers
 
 import (
+	"context"
+	"log/slog"
+
+	"github.com/minictl/minictl/auth/pki"
+	"github.com/minictl/minictl/controllers/bootstrapsigner"
 	"github.com/minictl/minictl/controllers/clusterroleaggregation"
 	"github.com/minictl/minictl/controllers/cronjob"
+	"github.com/minictl/minictl/controllers/csrapproving"
+	"github.com/minictl/minictl/controllers/csrcleaner"
+	"github.com/minictl/minictl/controllers/csrsigning"
 	"github.com/minictl/minictl/controllers/daemonset"
 	"github.com/minictl/minictl/controllers/deployment"
 	"github.com/minictl/minictl/controllers/disruption"
@@ -17,6 +25,7 @@ import (
 	"github.com/minictl/minictl/controllers/replicationcontroller"
 	"github.com/minictl/minictl/controllers/resourcequota"
 	"github.com/minictl/minictl/controllers/serviceaccount"
+	"github.com/minictl/minictl/controllers/tokencleaner"
 	"github.com/minictl/minictl/controllers/ttlafterfinished"
 )
 
@@ -149,4 +158,60 @@ var knownControllers = []descriptor{
 			return clusterroleaggregation.New(clusterroleaggregation.Options{Common: cc.Common})
 		},
 	},
+	{
+		// kube-controller-manager's csrsigning has no workers flag; it
+		// runs without a CA only as a no-op, which says so.
+		name: csrsigning.Name, serviceAccount: "certificate-controller", defaultOn: true, workers: 5,
+		build: func(cc *controllerContext) (runner, error) {
+			sg := cc.Signing
+			if sg.CertFile == "" || sg.KeyFile == "" {
+				return skipped{cc.Logger.With("controller", csrsigning.Name), "no csr cert/key was specified"}, nil
+			}
+			ca, err := pki.LoadCA(sg.CertFile, sg.KeyFile)
+			if err != nil {
+				return nil, err
+			}
+			return csrsigning.New(csrsigning.Options{Common: cc.Common, CA: ca, Duration: sg.Duration})
+		},
+	},
+	{
+		name: csrapproving.Name, serviceAccount: "certificate-controller", defaultOn: true, workers: 5,
+		build: func(cc *controllerContext) (runner, error) {
+			return csrapproving.New(csrapproving.Options{Common: cc.Common})
+		},
+	},
+	{
+		name: csrcleaner.Name, serviceAccount: "certificate-controller", defaultOn: true, workers: 1,
+		build: func(cc *controllerContext) (runner, error) {
+			return csrcleaner.New(csrcleaner.Options{Common: cc.Common})
+		},
+	},
+	{
+		// Off by default, as in kube-controller-manager, whose default
+		// --controllers is "*" and which kubeadm runs with
+		// "*,bootstrapsigner,tokencleaner".
+		name: bootstrapsigner.Name, serviceAccount: "bootstrap-signer", defaultOn: false, workers: 1,
+		build: func(cc *controllerContext) (runner, error) {
+			return bootstrapsigner.New(bootstrapsigner.Options{Common: cc.Common})
+		},
+	},
+	{
+		name: tokencleaner.Name, serviceAccount: "token-cleaner", defaultOn: false, workers: 1,
+		build: func(cc *controllerContext) (runner, error) {
+			return tokencleaner.New(tokencleaner.Options{Common: cc.Common})
+		},
+	},
+}
+
+// skipped stands for a controller that has what it needs to run only when
+// configured, as kube-controller-manager skips them: it says why, once,
+// and waits for the end.
+type skipped struct {
+	log    *slog.Logger
+	reason string
+}
+
+func (s skipped) Run(ctx context.Context, _ int) {
+	s.log.Info("skipping the controller because " + s.reason)
+	<-ctx.Done()
 }

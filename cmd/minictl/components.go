@@ -22,6 +22,7 @@ import (
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/internal/timeline"
 	"github.com/minictl/minictl/kubelet"
+	"github.com/minictl/minictl/kubelet/bootstrap"
 	"github.com/minictl/minictl/scheduler"
 )
 
@@ -353,6 +354,8 @@ func runKubeletCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	name := fs.String("name", "", "the node's name (required)")
 	fs.IntVar(&cf.kubeletPort, "port", kubelet.DefaultPort, "the port the kubelet serves /containerLogs and /healthz on, at its node address (127.0.1.<n>); 0: any free port")
 	fast := fs.Bool("fast", false, "scale the kubelet's timings down (heartbeats, restart back-off), as minictl up --fast does")
+	bootstrapKubeconfig := fs.String("bootstrap-kubeconfig", "", "a kubeconfig with a bootstrap token; when --kubeconfig does not exist, the kubelet asks the cluster for a client certificate with it and writes --kubeconfig to use that (TLS bootstrap)")
+	certDir := fs.String("cert-dir", "/var/lib/kubelet/pki", "where the TLS bootstrap writes the kubelet's client key and certificate")
 	var lf logFlags
 	lf.bind(fs)
 	if err := fs.Parse(args); err != nil {
@@ -367,6 +370,15 @@ func runKubeletCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	log, err := lf.logger(stderr, nil)
 	if err != nil {
 		return err
+	}
+	if *bootstrapKubeconfig != "" {
+		kubeconfig := fs.Lookup("kubeconfig").Value.String()
+		if kubeconfig == "" {
+			return fmt.Errorf("--bootstrap-kubeconfig needs --kubeconfig: where to write the kubeconfig it bootstraps")
+		}
+		if err := bootstrap.LoadClientCert(ctx, kubeconfig, *bootstrapKubeconfig, *certDir, *name, log); err != nil {
+			return fmt.Errorf("TLS bootstrap: %w", err)
+		}
 	}
 	rc, err := newClient()
 	if err != nil {

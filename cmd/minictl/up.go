@@ -293,6 +293,11 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		if url != "" {
 			fmt.Fprintf(stdout, "Try: curl %s/api/v1/namespaces\n", url)
 		}
+		if cf != nil && secure != nil && secure.pki != nil && cf.cm.Signing.CertFile == "" && cf.cm.Signing.KeyFile == "" {
+			// The controller manager signs with the cluster CA, as
+			// kubeadm points --cluster-signing-*-file at it.
+			cf.cm.Signing.CertFile, cf.cm.Signing.KeyFile = secure.pki.CAFile(), secure.pki.CAKeyFile()
+		}
 		if cf != nil {
 			connect, err := sf.clusterConnector(url, secure)
 			if secure != nil && secure.clients != nil {

@@ -301,6 +301,7 @@ var componentColors = map[string]string{
 	"garbagecollector": "33", "nodelifecycle": "31", "namespace": "94", "endpoint": "96",
 	"resourcequota": "93", "podgc": "90", "serviceaccount": "90", "nodeipam": "90", "disruption": "95",
 	"daemonset": "92", "job": "91", "cronjob": "91", "ttl-after-finished": "90",
+	"csrsigning": "33", "csrapproving": "33", "csrcleaner": "90", "bootstrapsigner": "90", "tokencleaner": "90",
 }
 
 // Line formats one entry as a timeline line:
