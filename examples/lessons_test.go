@@ -33,7 +33,12 @@ func Up(t testing.TB, extra ...string) *Cluster {
 	t.Helper()
 	addr := minitest.FreeAddr(t)
 	dataDir := t.TempDir()
-	p := minitest.Up(t, true, addr, dataDir, append([]string{"--fast"}, extra...)...)
+	args := []string{"--fast"}
+	for _, a := range extra {
+		// A lesson's flags may name files in the cluster's data dir.
+		args = append(args, strings.ReplaceAll(a, "$DATA_DIR", dataDir))
+	}
+	p := minitest.Up(t, true, addr, dataDir, args...)
 	c := &Cluster{URL: "http://" + addr, DataDir: dataDir, Stderr: p.Stdout}
 	p.WaitNodesReady(t, c.URL, 3, 60*time.Second)
 	return c
@@ -65,7 +70,8 @@ func (c *Cluster) EtcdURL() string {
 // LessonFlags reads the optional file "flags" next to a lesson's script:
 // extra `minictl up` flags that lesson needs (for example
 // --etcd-compaction-interval=5s), separated by white space; a line that
-// starts with # is a comment.
+// starts with # is a comment. $DATA_DIR stands for the cluster's data dir
+// (--audit-log-path=$DATA_DIR/audit.log).
 func LessonFlags(t testing.TB, dir string) []string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "flags"))
