@@ -95,6 +95,8 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, ri *requestInf
 		return s.serveFinalize(w, r, ri)
 	case "log":
 		return s.servePodLog(w, r, ri)
+	case "token":
+		return s.serveTokenRequest(w, r, ri)
 	}
 	switch ri.verb {
 	case "get":

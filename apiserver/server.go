@@ -105,6 +105,9 @@ type Config struct {
 	// system:masters, by kube-apiserver's --authorization-mode names:
 	// "AlwaysAllow", "Node", "RBAC". Empty: AlwaysAllow.
 	AuthorizationModes []string
+	// Authentication configures the secure port's authenticators
+	// (authentication.go); Authenticator, if set, is asked after them.
+	Authentication Authentication
 }
 
 // Server is minictl's API server: kube-apiserver's REST API over one etcd.
@@ -168,6 +171,9 @@ type Server struct {
 	// rules lists what a user may do, for SelfSubjectRulesReview: the
 	// RBAC authorizer's resolver; nil: nothing is listed.
 	rules authorizer.RuleResolver
+	// saIssuer issues the tokens of TokenRequests; nil: none are
+	// (authentication.go, tokenrequest.go).
+	saIssuer *tokenIssuer
 
 	handler http.Handler
 	ready   chan struct{} // closed when caches are filled and the namespaces exist
@@ -245,7 +251,10 @@ func New(cfg Config) (*Server, error) {
 	}, s.metrics)
 	s.live.Store(s.newServed(s.builtins, nil))
 	s.crds = newCRDController(s)
-	s.authenticator, s.anonymous = cfg.Authenticator, cfg.AnonymousAuth
+	s.anonymous = cfg.AnonymousAuth
+	if err := s.setupAuthentication(cfg); err != nil {
+		return nil, err
+	}
 	if s.authorizer, err = s.newAuthorizer(cfg.AuthorizationModes); err != nil {
 		return nil, err
 	}
