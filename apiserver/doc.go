@@ -28,8 +28,9 @@
 //     every write in managedFields; apply.go is server-side apply;
 //     typeconverter.go gives both each kind's shape.
 //   - admission.go is the admission chain, every step in kube-apiserver's
-//     order: NamespaceLifecycle, LimitRanger (limitrange.go),
-//     DefaultTolerationSeconds, ResourceQuota (quota.go).
+//     order: NamespaceLifecycle, LimitRanger (limitrange.go), ServiceAccount
+//     (serviceaccount_admission.go), DefaultTolerationSeconds, ResourceQuota
+//     (quota.go).
 //   - watchcache.go holds one etcd watch per resource, the current state
 //     of every object and a window of recent events (the Cacher); a
 //     custom resource's versions share it, each through a cacheView

@@ -108,6 +108,10 @@ type Config struct {
 	// Authentication configures the secure port's authenticators
 	// (authentication.go); Authenticator, if set, is asked after them.
 	Authentication Authentication
+	// ServiceAccountAdmission runs kube's ServiceAccount admission plugin
+	// on new pods: their ServiceAccount must exist, and its token is
+	// mounted (serviceaccount_admission.go).
+	ServiceAccountAdmission bool
 }
 
 // Server is minictl's API server: kube-apiserver's REST API over one etcd.
@@ -174,6 +178,8 @@ type Server struct {
 	// saIssuer issues the tokens of TokenRequests; nil: none are
 	// (authentication.go, tokenrequest.go).
 	saIssuer *tokenIssuer
+	// saAdmission is Config.ServiceAccountAdmission.
+	saAdmission bool
 
 	handler http.Handler
 	ready   chan struct{} // closed when caches are filled and the namespaces exist
@@ -251,7 +257,7 @@ func New(cfg Config) (*Server, error) {
 	}, s.metrics)
 	s.live.Store(s.newServed(s.builtins, nil))
 	s.crds = newCRDController(s)
-	s.anonymous = cfg.AnonymousAuth
+	s.anonymous, s.saAdmission = cfg.AnonymousAuth, cfg.ServiceAccountAdmission
 	if err := s.setupAuthentication(cfg); err != nil {
 		return nil, err
 	}
