@@ -49,6 +49,9 @@ type Config struct {
 
 	// Timings shared with the controllers that need them.
 	Timings Timings
+	// Credentials are the keys and certificates the token controllers
+	// need.
+	Credentials Credentials
 	// Workers per controller (--concurrent-<name>-syncs).
 	Workers map[string]int
 	// Trace, if set, is given to the shared informers, so that each stage
@@ -77,6 +80,17 @@ type Timings struct {
 	NodeCIDRMaskSize          int           // --node-cidr-mask-size
 	JobBackoffBase            time.Duration // the job controller's back-off after a Job's first failed pod, doubling after each
 	JobBackoffMax             time.Duration // the longest that back-off grows
+}
+
+// Credentials are files of kube-controller-manager's flags of the same
+// names; a controller that needs one that is not given does not run.
+type Credentials struct {
+	// ServiceAccountPrivateKeyFile (--service-account-private-key-file)
+	// signs the legacy tokens of the serviceaccount-token controller.
+	ServiceAccountPrivateKeyFile string
+	// RootCAFile (--root-ca-file) is the cluster's CA, put in token
+	// Secrets and published in every namespace as kube-root-ca.crt.
+	RootCAFile string
 }
 
 // DefaultConfig is kube-controller-manager's defaults: the manager's own,
@@ -133,6 +147,8 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&t.LargeClusterSizeThreshold, "large-cluster-size-threshold", t.LargeClusterSizeThreshold, "zones up to this size stop evicting when unhealthy")
 	fs.StringVar(&t.ClusterCIDR, "cluster-cidr", t.ClusterCIDR, "the range node podCIDRs are allocated from")
 	fs.IntVar(&t.NodeCIDRMaskSize, "node-cidr-mask-size", t.NodeCIDRMaskSize, "the prefix length of each node's podCIDR")
+	fs.StringVar(&c.Credentials.ServiceAccountPrivateKeyFile, "service-account-private-key-file", c.Credentials.ServiceAccountPrivateKeyFile, "PEM private key (RSA or ECDSA) that signs the legacy ServiceAccount tokens; without it the serviceaccount-token controller does not run")
+	fs.StringVar(&c.Credentials.RootCAFile, "root-ca-file", c.Credentials.RootCAFile, "the cluster's root CA, put into ServiceAccount token Secrets and the kube-root-ca.crt ConfigMap of every namespace; without it root-ca-cert-publisher does not run")
 	fs.IntVar(&c.Timings.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", c.Timings.TerminatedPodGCThreshold, "terminated pods kept before podgc deletes the oldest")
 	for _, d := range knownControllers {
 		if d.workersFlag == "" {
@@ -167,7 +183,8 @@ func splitComma(s string) []string {
 // its metrics), and the timings for those that have knobs.
 type controllerContext struct {
 	controller.Common
-	Timings Timings
+	Timings     Timings
+	Credentials Credentials
 }
 
 // runner is what the manager needs of a controller.
@@ -185,7 +202,9 @@ type descriptor struct {
 	// "<name>-controller": kube's replicationcontroller reports as
 	// "replication-controller".
 	component string
-	build     func(cc *controllerContext) (runner, error)
+	// build returns the controller, or nil when it is disabled for want
+	// of what it needs (a key, a certificate), as kube's are.
+	build func(cc *controllerContext) (runner, error)
 }
 
 // KnownControllers lists every controller's name, sorted.
@@ -394,13 +413,16 @@ func (m *Manager) runTerm(ctx context.Context) error {
 				Logger:  m.log,
 				Metrics: prometheus.WrapRegistererWith(prometheus.Labels{"controller": d.name}, m.registry),
 			},
-			Timings: m.cfg.Timings,
+			Timings: m.cfg.Timings, Credentials: m.cfg.Credentials,
 		}
 		c, err := d.build(cc)
 		if err != nil {
 			buildErr = fmt.Errorf("controller %s: %w", d.name, err)
 			cancel()
 			break
+		}
+		if c == nil {
+			continue // it lacks what it needs, and said so
 		}
 		workers := d.workers
 		if n := m.cfg.Workers[d.name]; n > 0 {

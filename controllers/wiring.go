@@ -1,6 +1,10 @@
 package controllers
 
 import (
+	"fmt"
+	"os"
+
+	sa "github.com/minictl/minictl/auth/serviceaccount"
 	"github.com/minictl/minictl/controllers/cronjob"
 	"github.com/minictl/minictl/controllers/daemonset"
 	"github.com/minictl/minictl/controllers/deployment"
@@ -15,7 +19,9 @@ import (
 	"github.com/minictl/minictl/controllers/replicaset"
 	"github.com/minictl/minictl/controllers/replicationcontroller"
 	"github.com/minictl/minictl/controllers/resourcequota"
+	"github.com/minictl/minictl/controllers/rootcacertpublisher"
 	"github.com/minictl/minictl/controllers/serviceaccount"
+	"github.com/minictl/minictl/controllers/serviceaccounttoken"
 	"github.com/minictl/minictl/controllers/ttlafterfinished"
 )
 
@@ -71,6 +77,44 @@ var knownControllers = []descriptor{
 		name: serviceaccount.Name, defaultOn: true, workers: 1, workersFlag: "concurrent-serviceaccount-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return serviceaccount.New(serviceaccount.Options{Common: cc.Common})
+		},
+	},
+	{
+		// kube-controller-manager runs it with one worker and no flag.
+		name: serviceaccounttoken.Name, defaultOn: true, workers: 1,
+		build: func(cc *controllerContext) (runner, error) {
+			file := cc.Credentials.ServiceAccountPrivateKeyFile
+			if file == "" {
+				cc.Logger.Warn(serviceaccounttoken.Name + " is disabled because there is no private key (--service-account-private-key-file)")
+				return nil, nil
+			}
+			key, err := sa.ReadPrivateKey(file)
+			if err != nil {
+				return nil, fmt.Errorf("--service-account-private-key-file: %w", err)
+			}
+			signer, err := sa.NewSigner(key)
+			if err != nil {
+				return nil, err
+			}
+			rootCA, err := readRootCA(cc.Credentials.RootCAFile)
+			if err != nil {
+				return nil, err
+			}
+			return serviceaccounttoken.New(serviceaccounttoken.Options{Common: cc.Common, Signer: signer, RootCA: rootCA})
+		},
+	},
+	{
+		name: rootcacertpublisher.Name, defaultOn: true, workers: 1,
+		build: func(cc *controllerContext) (runner, error) {
+			rootCA, err := readRootCA(cc.Credentials.RootCAFile)
+			if err != nil {
+				return nil, err
+			}
+			if len(rootCA) == 0 {
+				cc.Logger.Warn(rootcacertpublisher.Name + " is disabled because there is no root CA (--root-ca-file)")
+				return nil, nil
+			}
+			return rootcacertpublisher.New(rootcacertpublisher.Options{Common: cc.Common, RootCA: rootCA})
 		},
 	},
 	{
@@ -141,4 +185,16 @@ var knownControllers = []descriptor{
 			return ttlafterfinished.New(ttlafterfinished.Options{Common: cc.Common})
 		},
 	},
+}
+
+// readRootCA reads --root-ca-file; "" is none.
+func readRootCA(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--root-ca-file: %w", err)
+	}
+	return data, nil
 }
