@@ -58,6 +58,11 @@
 //     and Fairness defaults, so that the system's own components (leases,
 //     node status, bindings) keep seats no flood of users can take.
 //   - subresources.go serves status, scale, binding and finalize.
+//     tokenrequest.go serves serviceaccounts/token, kube's TokenRequest.
+//   - auth.go is the filter chain of both listeners; authentication.go
+//     builds the secure port's authenticators (client certificates, the
+//     token file, ServiceAccount and bootstrap tokens) from the Config,
+//     finding the objects a token names in the watch caches.
 //   - podlog.go serves pods/log: kube-apiserver's options, container
 //     choice and errors, then the kubelet's /containerLogs of the pod's
 //     node (InternalIP, daemonEndpoints port), its text streamed back as
