@@ -110,6 +110,13 @@ func prepareValidatingAdmissionPolicyForUpdate(p, old *admissionregistrationv1.V
 	p.Generation = nextGeneration(old, p.Spec, old.Spec)
 }
 
+// prepareValidatingAdmissionPolicyForStatusUpdate is kube's status
+// strategy for a policy: unlike most built-ins', it lets a status write
+// change no metadata (labels, annotations, finalizers, owners, generation).
+func prepareValidatingAdmissionPolicyForStatusUpdate(p, old *admissionregistrationv1.ValidatingAdmissionPolicy) {
+	metav1.ResetObjectMetaForStatus(p, old)
+}
+
 var (
 	supportedValidationActions = []string{string(admissionregistrationv1.Deny), string(admissionregistrationv1.Warn), string(admissionregistrationv1.Audit)}
 	supportedNotFoundActions   = []string{string(admissionregistrationv1.AllowAction), string(admissionregistrationv1.DenyAction)}

@@ -114,6 +114,9 @@ func customResource(c *apiextensionsv1.CustomResourceDefinition, v *apiextension
 		obj.SetGeneration(1)
 	}
 	res.PrepareForUpdate = func(obj, old Object) { prepareCustomObjectForUpdate(obj, old, status) }
+	if status {
+		res.PrepareForStatusUpdate = prepareCustomObjectForStatusUpdate
+	}
 	if len(v.SelectableFields) > 0 {
 		paths := make([]string, len(v.SelectableFields))
 		for i, f := range v.SelectableFields {
@@ -140,6 +143,17 @@ func prepareCustomObjectForUpdate(obj, old Object, status bool) {
 	if !apiequality.Semantic.DeepEqual(withoutMetadata(n), withoutMetadata(o)) {
 		obj.SetGeneration(old.GetGeneration() + 1)
 	}
+}
+
+// prepareCustomObjectForStatusUpdate is kube's status strategy for custom
+// resources, stricter than the built-ins': a status write changes the
+// status and no metadata, not even labels or annotations. Only the
+// managedFields are the write's own, since they record it.
+func prepareCustomObjectForStatusUpdate(obj, old Object) {
+	n := obj.(*unstructured.Unstructured)
+	managed := n.GetManagedFields()
+	n.Object["metadata"] = old.DeepCopyObject().(*unstructured.Unstructured).Object["metadata"]
+	n.SetManagedFields(managed)
 }
 
 func withoutMetadata(m map[string]any) map[string]any {

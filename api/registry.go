@@ -240,7 +240,8 @@ var (
 		New:     func() Object { return &admissionregistrationv1.ValidatingAdmissionPolicy{} },
 		Default: defaulter(defaultValidatingAdmissionPolicy), Validate: validator(validateValidatingAdmissionPolicy),
 		PrepareForCreate: defaulter(prepareValidatingAdmissionPolicyForCreate), PrepareForUpdate: updatePreparer(prepareValidatingAdmissionPolicyForUpdate),
-		Table: validatingAdmissionPolicyTable,
+		PrepareForStatusUpdate: updatePreparer(prepareValidatingAdmissionPolicyForStatusUpdate),
+		Table:                  validatingAdmissionPolicyTable,
 	}
 	ValidatingAdmissionPolicyBindings = &Resource{
 		Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicyBinding",

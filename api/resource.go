@@ -72,7 +72,8 @@ type Resource struct {
 	// PrepareForStatusUpdate resets what a write to the status
 	// subresource may not change beyond what every kind keeps (see
 	// PrepareStatusUpdate): the pod's owner references, the Deployment's
-	// labels. nil: nothing more.
+	// labels, all the metadata of a custom object or an admission policy.
+	// nil: nothing more.
 	PrepareForStatusUpdate func(obj, old Object)
 	// SelectableFields returns the field set a fieldSelector is matched
 	// against, beyond metadata.name and metadata.namespace, which every

@@ -37,12 +37,28 @@ import (
 var admissionChain = []admissionPlugin{
 	{name: "NamespaceLifecycle", admit: (*Server).admitNamespaceLifecycle},
 	{name: "LimitRanger", admit: (*Server).admitLimitRanges, validate: (*Server).validateLimitRanges},
-	{name: "ServiceAccount", admit: (*Server).admitServiceAccount}, // serviceaccount_admission.go
+	{name: "ServiceAccount", admit: (*Server).admitServiceAccount},   // serviceaccount_admission.go
+	{name: "NodeRestriction", admit: (*Server).admitNodeRestriction}, // only when enabled (noderestriction.go)
 	{name: "DefaultTolerationSeconds", admit: (*Server).admitDefaultTolerationSeconds},
 	{name: "MutatingAdmissionWebhook", admit: (*Server).admitWebhooks},        // after the built-in mutating plugins
 	{name: "ValidatingAdmissionPolicy", validate: (*Server).validatePolicies}, // after the built-in validating plugins
 	{name: "ValidatingAdmissionWebhook", validate: (*Server).validateWebhooks},
 	{name: "ResourceQuota", validate: (*Server).validateResourceQuota}, // last: it charges what the others let through
+}
+
+// enableAdmissionPlugins turns on the named plugins that are off unless
+// asked for.
+func (s *Server) enableAdmissionPlugins(names []string) error {
+	for _, n := range names {
+		switch {
+		case n == "NodeRestriction":
+			s.nodeRestriction = true
+		case slices.ContainsFunc(admissionChain, func(p admissionPlugin) bool { return p.name == n }):
+		default:
+			return fmt.Errorf("apiserver: unknown admission plugin %q", n)
+		}
+	}
+	return nil
 }
 
 // admissionPlugin is one step of the admission chain.

@@ -12,7 +12,7 @@ func TestAdmissionChainOrder(t *testing.T) {
 	// kube-apiserver's recommended plugin order (AllOrderedPlugins), the
 	// plugins minictl has or could have among them.
 	kubeOrder := []string{
-		"NamespaceLifecycle", "LimitRanger", "ServiceAccount", "Priority", "DefaultTolerationSeconds",
+		"NamespaceLifecycle", "LimitRanger", "ServiceAccount", "NodeRestriction", "Priority", "DefaultTolerationSeconds",
 		"PodTolerationRestriction", "DefaultStorageClass", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy",
 		"ValidatingAdmissionWebhook", "ResourceQuota",
 	}

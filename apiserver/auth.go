@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/minictl/minictl/auth/authorizer"
+	"github.com/minictl/minictl/auth/node"
 	"github.com/minictl/minictl/auth/user"
 )
 
@@ -146,6 +147,8 @@ func (s *Server) newAuthorizer(modes []string) (authorizer.Authorizer, error) {
 		switch m {
 		case "AlwaysAllow":
 			as = append(as, authorizer.AlwaysAllow)
+		case "Node":
+			as = append(as, node.New(newNodeGraph(s)))
 		default:
 			return nil, fmt.Errorf("apiserver: unknown authorization mode %q (known: AlwaysAllow, Node, RBAC)", m)
 		}

@@ -297,6 +297,14 @@ func TestServiceAccountTokenRequest(t *testing.T) {
 		t.Errorf("the token proves %+v", u)
 	}
 
+	// A body naming no kind is a TokenRequest, as the path says.
+	bare := create[authnv1.TokenRequest](t, se.Env, "/api/v1/namespaces/team/serviceaccounts/robot/token", map[string]any{"spec": map[string]any{}})
+	if bare.Kind != "TokenRequest" || bare.APIVersion != "authentication.k8s.io/v1" || bare.Status.Token == "" {
+		t.Errorf("a TokenRequest without kind answered %+v", bare)
+	}
+	do(t, se.Env, http.MethodPost, "/api/v1/namespaces/team/serviceaccounts/robot/token", jsonType, map[string]any{"kind": "Pod", "apiVersion": "v1"}).
+		wantStatus(t, http.StatusBadRequest, metav1.StatusReasonBadRequest)
+
 	// Meant for another audience: proves nothing here.
 	other := requestToken(t, se.Env, "team", "robot", authnv1.TokenRequestSpec{Audiences: []string{"vault"}})
 	se.wantUnauthorized(t, nil, other.Status.Token)

@@ -192,7 +192,7 @@ func prune(ctx context.Context, res *api.Resource, obj api.Object, fv fieldValid
 	}
 	if fv == fieldStrict {
 		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: strict decoding error: %s",
-			res.Kind, res.APIVersion(), res.Kind, strings.Join(msgs, ", ")))
+			res.Kind, res.Version, res.Kind, strings.Join(msgs, ", ")))
 	}
 	for _, m := range msgs {
 		addWarning(ctx, m)
@@ -291,9 +291,9 @@ func describeJSONError(res *api.Resource, err error) string {
 		return fmt.Sprintf("the body is not valid JSON: %v (at byte %d)", syn, syn.Offset)
 	case errors.As(err, &typ):
 		return fmt.Sprintf("%s in version %q cannot be handled as a %s: field %s: cannot use a JSON %s as %s",
-			res.Kind, res.APIVersion(), res.Kind, typ.Field, typ.Value, typ.Type)
+			res.Kind, res.Version, res.Kind, typ.Field, typ.Value, typ.Type)
 	}
-	return fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", res.Kind, res.APIVersion(), res.Kind, err)
+	return fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", res.Kind, res.Version, res.Kind, err)
 }
 
 func setTypeMeta(res *api.Resource, obj api.Object) {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/apiserver"
 	"github.com/minictl/minictl/internal/testenv"
 	"github.com/minictl/minictl/store"
 )
@@ -270,12 +271,27 @@ func TestCustomObjectStatusAndScale(t *testing.T) {
 	if _, ok := created.Object["status"]; ok {
 		t.Errorf("create kept status: %v", created.Object["status"])
 	}
-	st := patch[unstructured.Unstructured](t, env, widgetsV1+"/w/status", mergePatch, `{"status":{"phase":"Running","replicas":2},"spec":{"color":"blue"}}`)
+	st := patch[unstructured.Unstructured](t, env, widgetsV1+"/w/status", mergePatch,
+		`{"status":{"phase":"Running","replicas":2},"spec":{"color":"blue"},"metadata":{"labels":{"by":"status"},"annotations":{"by":"status"}}}`)
 	if phase, _, _ := unstructured.NestedString(st.Object, "status", "phase"); phase != "Running" {
 		t.Errorf("status phase = %q", phase)
 	}
 	if color, _, _ := unstructured.NestedString(st.Object, "spec", "color"); color != "red" {
 		t.Errorf("a status write changed spec.color to %q", color)
+	}
+	// Unlike most built-ins', a custom object's status write changes no
+	// metadata, as kube-apiserver's custom resource status strategy has it;
+	// only its managedFields entry is its own.
+	stored := get[unstructured.Unstructured](t, env, widgetsV1+"/w")
+	if stored.GetLabels()["by"] != "" || stored.GetAnnotations()["by"] != "" {
+		t.Errorf("a status write changed the metadata: labels %v annotations %v", stored.GetLabels(), stored.GetAnnotations())
+	}
+	statusEntry := false
+	for _, m := range stored.GetManagedFields() {
+		statusEntry = statusEntry || m.Subresource == "status"
+	}
+	if !statusEntry {
+		t.Errorf("managedFields %+v have no entry for the status write", stored.GetManagedFields())
 	}
 	if st.GetGeneration() != 1 {
 		t.Errorf("generation after a status write = %d, want 1", st.GetGeneration())
@@ -463,6 +479,51 @@ func TestCustomResourceDefinitionEstablishedFast(t *testing.T) {
 	t.Logf("first object created %v after the definition", time.Since(start))
 }
 
+// Definitions the API server refuses: a schema that is not structural or
+// a CEL rule that does not compile is a 422 naming the field; a schema 100
+// levels deep nests its body past what any request may (MaxNestingDepth),
+// a 400 that says so. Nothing is stored or served.
+func TestCustomResourceDefinitionBadInput(t *testing.T) {
+	env := testenv.Start(t)
+	const sp = "spec.versions[0].schema.openAPIV3Schema"
+	deep := map[string]any{"type": "string"}
+	for range 100 {
+		deep = map[string]any{"type": "object", "properties": map[string]any{"a": deep}}
+	}
+	for _, tc := range []struct {
+		name   string
+		schema map[string]any
+		code   int
+		want   string
+	}{
+		{"not structural", map[string]any{"type": "object", "properties": map[string]any{"spec": map[string]any{"properties": map[string]any{}}}},
+			422, `is invalid: ` + sp + ".properties[spec].type: Required value: must not be empty for specified object fields"},
+		{"a CEL rule that does not compile", map[string]any{"type": "object", "properties": map[string]any{"spec": map[string]any{
+			"type": "object", "x-kubernetes-validations": []any{map[string]any{"rule": "self.size >"}},
+			"properties": map[string]any{"size": map[string]any{"type": "integer"}}}}},
+			422, `is invalid: ` + sp + `.properties[spec].x-kubernetes-validations[0].rule: Invalid value: {"rule":"self.size \u003e"}: compilation failed: ERROR: <input>:1:12: Syntax error`},
+		{"100 levels of nesting", deep, 400, fmt.Sprintf("the body nests objects and arrays deeper than %d levels", apiserver.MaxNestingDepth)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			crd := widgetCRD()
+			spec := crd["spec"].(map[string]any)
+			spec["versions"] = []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": tc.schema}}}
+			reason := metav1.StatusReasonInvalid
+			if tc.code == http.StatusBadRequest {
+				reason = metav1.StatusReasonBadRequest
+			}
+			st := do(t, env, http.MethodPost, crdsPath, jsonType, crd).wantStatus(t, tc.code, reason)
+			if !strings.Contains(st.Message, tc.want) {
+				t.Errorf("message %q, want it to say %q", st.Message, tc.want)
+			}
+			do(t, env, http.MethodGet, crdsPath+"/widgets.example.com", "", nil).wantStatus(t, http.StatusNotFound, metav1.StatusReasonNotFound)
+			do(t, env, http.MethodGet, widgetsV1, "", nil).wantStatus(t, http.StatusNotFound, metav1.StatusReasonNotFound)
+		})
+	}
+	healthy(t, env)
+}
+
 // Hostile custom objects: too large is 413 and nothing is stored; no JSON
 // shape makes the server fail.
 func TestCustomObjectBadInput(t *testing.T) {
@@ -556,5 +617,39 @@ func TestCustomResourceOpenAPIIsLive(t *testing.T) {
 	do(t, env, http.MethodGet, "/openapi/v2", "", nil).want(t, http.StatusOK).into(t, &v2)
 	if v2.Definitions["com.example.v2.Widget"] != nil {
 		t.Errorf("openapi v2 still has com.example.v2.Widget")
+	}
+}
+
+// fieldValidation works for custom objects as for built-ins: the
+// schema's unknown fields are refused by Strict, pruned with a warning by
+// Warn (the default) and pruned silently by Ignore.
+func TestCustomObjectFieldValidation(t *testing.T) {
+	env := testenv.Start(t)
+	createCRD(t, env, widgetCRD())
+	body := func(name string) map[string]any {
+		w := widget(name, 1, "red", nil)
+		w["spec"].(map[string]any)["bogus"] = true
+		return w
+	}
+	st := do(t, env, http.MethodPost, widgetsV1+"?fieldValidation=Strict", jsonType, body("strict")).
+		wantStatus(t, http.StatusBadRequest, metav1.StatusReasonBadRequest)
+	if want := `Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field "spec.bogus"`; st.Message != want {
+		t.Errorf("Strict: %q, want %q", st.Message, want)
+	}
+	do(t, env, http.MethodGet, widgetsV1+"/strict", "", nil).wantStatus(t, http.StatusNotFound, metav1.StatusReasonNotFound)
+
+	for _, tc := range []struct{ query, name, warning string }{
+		{"", "default", `299 - "unknown field \"spec.bogus\""`},
+		{"?fieldValidation=Warn", "warn", `299 - "unknown field \"spec.bogus\""`},
+		{"?fieldValidation=Ignore", "ignore", ""},
+	} {
+		r := do(t, env, http.MethodPost, widgetsV1+tc.query, jsonType, body(tc.name)).want(t, http.StatusCreated)
+		if w := r.header.Get("Warning"); w != tc.warning {
+			t.Errorf("%q: Warning %q, want %q", tc.query, w, tc.warning)
+		}
+		got := get[unstructured.Unstructured](t, env, widgetsV1+"/"+tc.name)
+		if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "bogus"); found {
+			t.Errorf("%q: stored spec %v, want bogus pruned", tc.query, got.Object["spec"])
+		}
 	}
 }

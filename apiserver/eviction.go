@@ -69,6 +69,9 @@ func (s *Server) serveEviction(w http.ResponseWriter, r *http.Request, ri *reque
 	if err := checkDryRun("DeleteOptions", opts.DryRun); err != nil {
 		return err
 	}
+	if err := s.admitNodeEviction(r.Context(), ri.namespace, ri.name); err != nil {
+		return err
+	}
 	if err := s.evict(r.Context(), ri.namespace, ri.name, opts); err != nil {
 		return err
 	}

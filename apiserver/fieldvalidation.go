@@ -76,7 +76,7 @@ func decodeStrictly(ctx context.Context, res *api.Resource, data []byte, obj api
 	}
 	if fv == fieldStrict {
 		return true, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: strict decoding error: %s",
-			res.Kind, res.APIVersion(), res.Kind, strings.Join(msgs, ", ")))
+			res.Kind, res.Version, res.Kind, strings.Join(msgs, ", ")))
 	}
 	for _, m := range msgs {
 		addWarning(ctx, m)

@@ -31,6 +31,14 @@ func TestFieldValidation(t *testing.T) {
 			t.Errorf("message %q\nwant     %q", st.Message, want)
 		}
 		do(t, env, http.MethodGet, cmPath("default", "strict"), "", nil).want(t, http.StatusNotFound)
+
+		// The version alone, not the group, as kube-apiserver says it.
+		st = do(t, env, http.MethodPost, deployPath("default", "")+"?fieldValidation=Strict", jsonType,
+			`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"strict"},"spec":{"bogus":1}}`).
+			wantStatus(t, http.StatusBadRequest, metav1.StatusReasonBadRequest)
+		if want := `Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: unknown field "spec.bogus"`; st.Message != want {
+			t.Errorf("message %q\nwant     %q", st.Message, want)
+		}
 	})
 
 	t.Run("Warn is the default and says so in Warning headers", func(t *testing.T) {

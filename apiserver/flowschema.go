@@ -22,6 +22,7 @@ import (
 //	system-nodes             system           the kubelets' other requests (pod status)
 //	kube-controller-manager  workload-high    the controller manager's other requests
 //	kube-scheduler           workload-high    the scheduler's other requests (bindings)
+//	kube-system-service-accounts workload-high the controllers, as their ServiceAccounts in kube-system
 //	global-default           global-default   every other client
 //
 // Exempt from every limit, as in kube: health probes (/healthz, /livez,
@@ -33,6 +34,7 @@ const (
 	UserKubeControllerManager = "system:kube-controller-manager"
 	UserKubeScheduler         = "system:kube-scheduler"
 	nodeUserPrefix            = "system:node:"
+	kubeSystemAccountPrefix   = "system:serviceaccount:kube-system:"
 )
 
 // NodeUser is the user the kubelet of node acts as, system:node:<node>.
@@ -113,7 +115,7 @@ type flowControl struct {
 	// resources is the catalogue served now (Server.serving).
 	resources func() api.Catalogue
 
-	systemLeaderElection, systemNodeHigh, systemNodes, kubeControllerManager, kubeScheduler, globalDefault *flowSchema
+	systemLeaderElection, systemNodeHigh, systemNodes, kubeControllerManager, kubeScheduler, kubeSystemServiceAccounts, globalDefault *flowSchema
 
 	kinds    [2]requestKind         // read-only, mutating
 	rejected *prometheus.CounterVec // flow_schema, priority_level, reason
@@ -148,6 +150,9 @@ func newFlowControl(resources func() api.Catalogue, cfg flowControlConfig, m *me
 		systemNodes:           schema("system-nodes", level("system")),
 		kubeControllerManager: schema("kube-controller-manager", workloadHigh),
 		kubeScheduler:         schema("kube-scheduler", workloadHigh),
+		// The controllers running as their own ServiceAccounts
+		// (--use-service-account-credentials).
+		kubeSystemServiceAccounts: schema("kube-system-service-accounts", workloadHigh),
 		globalDefault: schema("global-default", &priorityLevel{
 			name:     "global-default",
 			readOnly: newSeats(cfg.maxReadOnly, 0, 0),
@@ -182,6 +187,8 @@ func (fc *flowControl) classify(r *http.Request) (*flowSchema, bool) {
 			return fc.kubeScheduler, mutating
 		}
 		return fc.kubeControllerManager, mutating
+	case strings.HasPrefix(user, kubeSystemAccountPrefix):
+		return fc.kubeSystemServiceAccounts, mutating
 	case strings.HasPrefix(user, nodeUserPrefix):
 		if ri != nil && (ri.res == api.Nodes || ri.res == api.Leases) {
 			return fc.systemNodeHigh, mutating

@@ -19,7 +19,8 @@ import (
 )
 
 // The answer to GET pods/{name}/log, as kube-apiserver's LogREST gives it:
-// the options of the query are validated (422 PodLogOptions, or 400 when
+// the Accept header is negotiated first (negotiateLog), the options of the
+// query are validated (422 PodLogOptions, or 400 when
 // one does not parse), the container is the one named or the pod's only
 // one (400 otherwise), and the request goes on to the kubelet of the
 // pod's node, at the Node's InternalIP and status.daemonEndpoints port,
@@ -56,6 +57,9 @@ func newKubeletClient() *http.Client {
 func (s *Server) servePodLog(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
 	if ri.verb != "get" {
 		return newMethodNotAllowed(r.Method, r.URL.Path)
+	}
+	if err := negotiateLog(r); err != nil {
+		return err
 	}
 	opts, err := api.PodLogOptionsFromQuery(r.URL.Query())
 	if err != nil {

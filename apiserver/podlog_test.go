@@ -121,3 +121,27 @@ func TestPodLogDiscovery(t *testing.T) {
 	}
 	t.Error("pods/log is not in /api/v1")
 }
+
+// TestPodLogAccept: a log has no Table, and kube-apiserver negotiates its
+// Accept header with the pod's media types before it looks for the pod.
+// What kubectl sends is served; a Table alone, or text/plain alone, is 406.
+func TestPodLogAccept(t *testing.T) {
+	env := testenv.Start(t)
+	create[corev1.Pod](t, env, podPath("default", ""), pod("pending", "", nil))
+	const objects = "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+	for _, accept := range []string{"application/json, */*", kubectlAccept, "application/yaml"} {
+		if r := getAccept(t, env, podPath("default", "pending")+"/log", accept); r.code != http.StatusOK {
+			t.Errorf("Accept %q: %d %s, want 200", accept, r.code, r.body)
+		}
+	}
+	for _, tc := range []struct{ name, accept string }{
+		{"pending", "application/json;as=Table;v=v1;g=meta.k8s.io"},
+		{"pending", "text/plain"},
+		{"nope", "application/json;as=Table;v=v1;g=meta.k8s.io"},
+	} {
+		st := getAccept(t, env, podPath("default", tc.name)+"/log", tc.accept).wantStatus(t, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable)
+		if st.Message != objects {
+			t.Errorf("%s, Accept %q: message %q, want %q", tc.name, tc.accept, st.Message, objects)
+		}
+	}
+}

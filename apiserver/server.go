@@ -112,6 +112,15 @@ type Config struct {
 	// on new pods: their ServiceAccount must exist, and its token is
 	// mounted (serviceaccount_admission.go).
 	ServiceAccountAdmission bool
+	// EnableAdmissionPlugins turns on admission plugins that are off
+	// unless asked for, by kube-apiserver's --enable-admission-plugins
+	// names: "NodeRestriction" (noderestriction.go). Naming a plugin that
+	// is always on changes nothing; an unknown name is an error.
+	EnableAdmissionPlugins []string
+	// SecurePort says the server will be given a secure port
+	// (ServeSecure): the kubernetes Service then publishes its port, not
+	// the plain listener's.
+	SecurePort bool
 }
 
 // Server is minictl's API server: kube-apiserver's REST API over one etcd.
@@ -169,6 +178,7 @@ type Server struct {
 	authenticator authenticator.Request
 	anonymous     bool
 	authorizer    authorizer.Authorizer
+	securePort    bool // Config.SecurePort
 	// tokens authenticates bearer tokens alone (the token file,
 	// ServiceAccount and bootstrap tokens), for TokenReview; nil: none.
 	tokens authenticator.Token
@@ -180,6 +190,8 @@ type Server struct {
 	saIssuer *tokenIssuer
 	// saAdmission is Config.ServiceAccountAdmission.
 	saAdmission bool
+	// nodeRestriction turns on the NodeRestriction admission plugin.
+	nodeRestriction bool
 
 	handler http.Handler
 	ready   chan struct{} // closed when caches are filled and the namespaces exist
@@ -257,11 +269,14 @@ func New(cfg Config) (*Server, error) {
 	}, s.metrics)
 	s.live.Store(s.newServed(s.builtins, nil))
 	s.crds = newCRDController(s)
-	s.anonymous, s.saAdmission = cfg.AnonymousAuth, cfg.ServiceAccountAdmission
+	s.anonymous, s.saAdmission, s.securePort = cfg.AnonymousAuth, cfg.ServiceAccountAdmission, cfg.SecurePort
 	if err := s.setupAuthentication(cfg); err != nil {
 		return nil, err
 	}
 	if s.authorizer, err = s.newAuthorizer(cfg.AuthorizationModes); err != nil {
+		return nil, err
+	}
+	if err := s.enableAdmissionPlugins(cfg.EnableAdmissionPlugins); err != nil {
 		return nil, err
 	}
 	s.handler = s.routes()
@@ -431,10 +446,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // serve answers on ln, the secure port's when secure, until ctx ends.
 func (s *Server) serve(ctx context.Context, ln net.Listener, secure bool) error {
-	s.listenOnce.Do(func() {
-		s.advertised = advertisedAddress(s.advertiseAddr, ln.Addr())
-		close(s.listening)
-	})
+	if secure || !s.securePort {
+		s.listenOnce.Do(func() {
+			s.advertised = advertisedAddress(s.advertiseAddr, ln.Addr())
+			close(s.listening)
+		})
+	}
 	srv := s.timeouts.Server(s.chain(ln.Addr(), secure))
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	errc := make(chan error, 1)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -121,6 +122,22 @@ func TestStatusSubresource(t *testing.T) {
 		}
 		if p.Status.QOSClass != corev1.PodQOSBestEffort {
 			t.Errorf("pod QoS class %q", p.Status.QOSClass)
+		}
+
+		// A ValidatingAdmissionPolicy's status strategy keeps all of its
+		// metadata, unlike the ones above.
+		do(t, env, http.MethodPost, policiesPath, jsonType, `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicy",
+			"metadata":{"name":"meta.example.com","labels":{"tier":"bronze"}},
+			"spec":{"matchConstraints":{"resourceRules":[{"apiGroups":["apps"],"apiVersions":["v1"],"operations":["CREATE"],"resources":["deployments"]}]},
+			"validations":[{"expression":"object.spec.replicas <= 5"}]}}`).want(t, http.StatusCreated)
+		vap := patch[admissionregistrationv1.ValidatingAdmissionPolicy](t, env, policiesPath+"/meta.example.com/status", mergePatch,
+			`{"metadata":{"annotations":{"owner":"team-a"},"labels":{"tier":"gold"},"finalizers":["example.com/hold"]},"status":{"observedGeneration":1}}`)
+		if vap.Status.ObservedGeneration != 1 {
+			t.Errorf("policy status %+v", vap.Status)
+		}
+		if vap.Labels["tier"] != "bronze" || vap.Annotations["owner"] != "" || len(vap.Finalizers) != 0 || vap.Generation != 1 {
+			t.Errorf("policy: labels %v annotations %v finalizers %v generation %d: a status write changed the metadata",
+				vap.Labels, vap.Annotations, vap.Finalizers, vap.Generation)
 		}
 	})
 }

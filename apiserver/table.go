@@ -129,6 +129,29 @@ func negotiateValue(r *http.Request) (*output, error) {
 	return nil, errNotAcceptable("application/json", "application/yaml")
 }
 
+// negotiateLog reads the Accept header of a pods/log request as
+// kube-apiserver does, before anything else: the log is sent as text, but
+// what a client may ask for are the pod's serializers' media types, and a
+// log has no Table or metadata form (LogREST has no table convertor). An
+// Accept that names none of them, text/plain alone included, is 406.
+func negotiateLog(r *http.Request) error {
+	header := r.Header.Get("Accept")
+	if strings.TrimSpace(header) == "" {
+		return nil
+	}
+	for _, accept := range strings.Split(header, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(accept))
+		if err != nil || params["as"] != "" {
+			continue
+		}
+		switch mt {
+		case "application/json", "application/yaml", mimeProtobuf, "application/*", "*/*":
+			return nil
+		}
+	}
+	return errNotAcceptable("application/json", "application/yaml", mimeProtobuf)
+}
+
 // transform reads the as, g and v parameters of an accepted JSON or YAML
 // media type: the objects themselves, a Table or PartialObjectMetadata. It
 // reports false when it cannot serve what they ask for.

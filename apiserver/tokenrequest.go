@@ -80,7 +80,9 @@ func (s *Server) readTokenRequest(r *http.Request, ri *requestInfo) (*authnv1.To
 	if err := json.Unmarshal(data, &req); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a valid TokenRequest: %v", err))
 	}
-	if req.Kind != "TokenRequest" || req.APIVersion != authnv1.SchemeGroupVersion.String() {
+	// A body that names no kind is taken for the one the path expects,
+	// as kube-apiserver takes it.
+	if (req.Kind != "" && req.Kind != "TokenRequest") || (req.APIVersion != "" && req.APIVersion != authnv1.SchemeGroupVersion.String()) {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is a %q %q, not an authentication.k8s.io/v1 TokenRequest", req.APIVersion, req.Kind))
 	}
 	var errs field.ErrorList
@@ -104,6 +106,7 @@ func (s *Server) readTokenRequest(r *http.Request, ri *requestInfo) (*authnv1.To
 		return nil, apierrors.NewInvalid(tokenRequestKind, ri.name, errs)
 	}
 	req.Name, req.Namespace = ri.name, ri.namespace
+	req.APIVersion, req.Kind = authnv1.SchemeGroupVersion.String(), "TokenRequest"
 	if len(req.Spec.Audiences) == 0 {
 		req.Spec.Audiences = slices.Clone(s.saIssuer.audiences)
 	}

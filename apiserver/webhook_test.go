@@ -607,3 +607,47 @@ func TestWebhookMatchConditions(t *testing.T) {
 		t.Errorf("status %+v, want one cause at webhooks[0].matchConditions[0].expression", st)
 	}
 }
+
+// TestWebhookMatchPolicy: a webhook whose rules name example.com/v1 is
+// called for a create at v2 only with matchPolicy Equivalent, and then
+// sees the object converted to v1, with the version asked for in
+// requestKind and requestResource.
+func TestWebhookMatchPolicy(t *testing.T) {
+	env := testenv.Start(t)
+	createCRD(t, env, widgetCRD())
+	ws := newWebhookServer(t)
+	hook := func(name, path string, mp admissionregistrationv1.MatchPolicyType) admissionregistrationv1.ValidatingWebhook {
+		h := hookFor(name, ws.url(path), ws.caBundle, admissionregistrationv1.Fail)
+		h.Rules[0].Rule = admissionregistrationv1.Rule{APIGroups: []string{"example.com"}, APIVersions: []string{"v1"}, Resources: []string{"widgets"}}
+		h.MatchPolicy = &mp
+		return h
+	}
+	create[admissionregistrationv1.ValidatingWebhookConfiguration](t, env, validatingPath, validatingConfig("widgets",
+		hook("equivalent.minictl.test", "/equivalent", admissionregistrationv1.Equivalent),
+		hook("exact.minictl.test", "/exact", admissionregistrationv1.Exact)))
+	eventually(t, "both webhooks are called for a create at v1", func() (bool, string) {
+		do(t, env, http.MethodPost, widgetsV1+"?dryRun=All", jsonType, widget("probe", 1, "red", nil))
+		return len(ws.received("/equivalent")) > 0 && len(ws.received("/exact")) > 0, ""
+	})
+	equivalent, exact := len(ws.received("/equivalent")), len(ws.received("/exact"))
+
+	v2 := widget("w", 1, "red", nil)
+	v2["apiVersion"] = "example.com/v2"
+	do(t, env, http.MethodPost, "/apis/example.com/v2/namespaces/default/widgets", jsonType, v2).want(t, http.StatusCreated)
+	if n := len(ws.received("/exact")); n != exact {
+		t.Errorf("the Exact webhook was called %d times for a create at v2, want none", n-exact)
+	}
+	got := ws.received("/equivalent")
+	if len(got) != equivalent+1 {
+		t.Fatalf("the Equivalent webhook was called %d times for a create at v2, want once", len(got)-equivalent)
+	}
+	r := got[len(got)-1]
+	if r.Kind != (metav1.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}) ||
+		r.Resource != (metav1.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}) ||
+		r.RequestKind == nil || r.RequestKind.Version != "v2" || r.RequestResource == nil || r.RequestResource.Version != "v2" {
+		t.Errorf("kind %v resource %v requestKind %v requestResource %v: want v1, asked at v2", r.Kind, r.Resource, r.RequestKind, r.RequestResource)
+	}
+	if !strings.Contains(string(r.Object.Raw), `"apiVersion":"example.com/v1"`) {
+		t.Errorf("object %s: want it converted to example.com/v1", r.Object.Raw)
+	}
+}

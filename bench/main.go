@@ -71,6 +71,7 @@ var targets = map[string]*target{
 	"crdestablish/definition to first object p99":              {op: "<", value: 100},
 	"job/Job of 1000 completions: Complete":                    {op: "<", value: 10},
 	"daemonset/DaemonSet on 100 nodes: all Running":            {op: "<", value: 3},
+	"securecreate/secure / plain":                              {op: ">=", value: 90},
 }
 
 // notes say how a figure was set up, where the name does not.
@@ -88,6 +89,7 @@ var notes = map[string]string{
 	"crdestablish/definition to first object p99":              "one definition at a time",
 	"job/Job of 1000 completions: Complete":                    "parallelism 100, --nodes 10, each pod exit 0",
 	"daemonset/DaemonSet on 100 nodes: all Running":            "--nodes 100",
+	"securecreate/pods created, secure port":                   "32 clients with a user's client certificate, RBAC among 1000 other RoleBindings",
 }
 
 type harness struct {
@@ -118,7 +120,7 @@ func run() error {
 	isQuick := flag.Bool("quick", false, "smaller counts and one repetition, for a fast look")
 	reps := flag.Int("reps", 0, "repetitions of each scenario (default 3, 1 with -quick)")
 	jsonPath := flag.String("json", "", "also write the results as JSON to this file")
-	only := flag.String("only", "", "comma-separated scenarios to run (create, watch, reconcile, namespace, startup, apply, crcreate, crdestablish, job, daemonset); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (create, watch, reconcile, namespace, startup, apply, crcreate, crdestablish, job, daemonset, securecreate); default all")
 	pprofDir := flag.String("pprof", "", "start minictl with --profiling and save CPU and allocation profiles of each scenario's first repetition here")
 	logDir := flag.String("logs", "", "keep each minictl's stderr log (and its /metrics at the end) in this directory")
 	createPods := flag.Int("create-pods", 0, "pods the create scenario creates (default 5000, 1000 with -quick)")
@@ -169,6 +171,7 @@ func run() error {
 		{"crdestablish", h.runCRDEstablish},
 		{"job", h.runJob},
 		{"daemonset", h.runDaemonSet},
+		{"securecreate", h.runSecureCreate},
 	}
 	selected := map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {

@@ -30,6 +30,11 @@ var httpClient = &http.Client{Transport: &http.Transport{
 
 // do sends one request and reads the whole answer.
 func do(ctx context.Context, method, url, contentType string, body []byte) (int, []byte, error) {
+	return doWith(ctx, httpClient, method, url, contentType, body)
+}
+
+// doWith is do through hc.
+func doWith(ctx context.Context, hc *http.Client, method, url, contentType string, body []byte) (int, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -42,7 +47,7 @@ func do(ctx context.Context, method, url, contentType string, body []byte) (int,
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	resp, err := httpClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -109,6 +114,11 @@ func createPods(ctx context.Context, c *cluster, ns string, bodies [][]byte, cli
 // createAt POSTs bodies to url with clients concurrent clients, and
 // returns each create's latency, in no particular order.
 func createAt(ctx context.Context, url string, bodies [][]byte, clients int) ([]time.Duration, error) {
+	return createAtWith(ctx, httpClient, url, bodies, clients)
+}
+
+// createAtWith is createAt through hc.
+func createAtWith(ctx context.Context, hc *http.Client, url string, bodies [][]byte, clients int) ([]time.Duration, error) {
 	n := len(bodies)
 	lat := make([]time.Duration, n)
 	var next atomic.Int64
@@ -122,7 +132,11 @@ func createAt(ctx context.Context, url string, bodies [][]byte, clients int) ([]
 					return
 				}
 				start := time.Now()
-				if _, err := expect(ctx, http.StatusCreated, http.MethodPost, url, "application/json", bodies[i]); err != nil {
+				code, data, err := doWith(ctx, hc, http.MethodPost, url, "application/json", bodies[i])
+				if err == nil && code != http.StatusCreated {
+					err = fmt.Errorf("POST %s: %d, want %d: %.300s", url, code, http.StatusCreated, data)
+				}
+				if err != nil {
 					errs <- err
 					return
 				}

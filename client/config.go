@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +22,10 @@ const DefaultServer = "http://127.0.0.1:8080"
 type Config struct {
 	Server      string // "http://127.0.0.1:8080"; a bare host:port gets http://, or https:// when TLS settings are given
 	BearerToken string
+	// TokenSource, when set, gives the bearer token of each request
+	// instead of BearerToken: a token that expires and is renewed, such
+	// as a ServiceAccount's from the TokenRequest API.
+	TokenSource TokenSource
 
 	CAFile string // PEM roots to verify the server with; CAData wins when both are set
 	CAData []byte
@@ -272,4 +277,10 @@ func BindFlags(flags *flag.FlagSet) func() (*Config, error) {
 		}
 		return cfg, nil
 	}
+}
+
+// TokenSource gives a bearer token, renewing it as it needs; it is called
+// for every request and must be safe for concurrent use.
+type TokenSource interface {
+	Token(ctx context.Context) (string, error)
 }

@@ -39,6 +39,7 @@ type RESTClient struct {
 	base      *url.URL // scheme, host and an optional path prefix
 	http      *http.Client
 	token     string
+	tokens    TokenSource // nil: token
 	userAgent string
 	timeout   time.Duration
 	limiter   *rate.Limiter // nil: unlimited
@@ -72,6 +73,7 @@ func New(cfg *Config) (*RESTClient, error) {
 		base:      base,
 		http:      &http.Client{Transport: transport},
 		token:     cfg.BearerToken,
+		tokens:    cfg.TokenSource,
 		userAgent: cfg.UserAgent,
 		timeout:   cfg.Timeout,
 	}
@@ -329,8 +331,14 @@ func (c *RESTClient) sendOnce(ctx context.Context, method, path string, query ur
 	if body != nil && contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+	token := c.token
+	if c.tokens != nil {
+		if token, err = c.tokens.Token(ctx); err != nil {
+			return nil, fmt.Errorf("%s %s: bearer token: %w", method, path, err)
+		}
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	return c.http.Do(req)
 }

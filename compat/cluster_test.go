@@ -113,7 +113,7 @@ func startCluster() (stop func() error, err error) {
 	ln.Close()
 	env.url = "http://" + addr
 	args := []string{"up", "--listen", addr, "--data-dir", filepath.Join(env.dir, "data"),
-		"--etcd-client-url", "http://127.0.0.1:0",
+		"--etcd-client-url", "http://127.0.0.1:0", "--secure-listen", "127.0.0.1:0",
 		// --fast plays the cluster's timings out in seconds; a free port
 		// for the controller manager keeps parallel test runs apart.
 		"--fast", "--controller-manager-address", "127.0.0.1:0"}

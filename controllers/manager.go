@@ -59,6 +59,14 @@ type Config struct {
 	// while TraceActive (if set) reports true.
 	Trace       informer.TraceFunc
 	TraceActive func() bool
+
+	// UseServiceAccountCredentials runs each controller as its own
+	// ServiceAccount in kube-system (--use-service-account-credentials;
+	// credentials.go). ServiceAccountClient makes the client of one such
+	// account: the manager's server, with tokens from the source and no
+	// other credential.
+	UseServiceAccountCredentials bool
+	ServiceAccountClient         func(tokens client.TokenSource) (*client.RESTClient, error)
 }
 
 // Timings are the knobs that decide how fast the cluster reacts, under
@@ -136,6 +144,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.LeaseDuration, "leader-elect-lease-duration", c.LeaseDuration, "how long a candidate waits, after the lease last changed, before taking it over")
 	fs.DurationVar(&c.RenewDeadline, "leader-elect-renew-deadline", c.RenewDeadline, "how long the leader tries to renew before it stops leading")
 	fs.DurationVar(&c.RetryPeriod, "leader-elect-retry-period", c.RetryPeriod, "the wait between attempts to acquire or renew the lease")
+	fs.BoolVar(&c.UseServiceAccountCredentials, "use-service-account-credentials", c.UseServiceAccountCredentials, "run each controller with the credentials of its own ServiceAccount in kube-system, so that RBAC holds it to its role")
 	fs.DurationVar(&c.Timings.ResourceQuotaSyncPeriod, "resource-quota-sync-period", c.Timings.ResourceQuotaSyncPeriod, "how often every quota's usage is recalculated in full")
 	t := &c.Timings
 	fs.DurationVar(&t.NodeMonitorPeriod, "node-monitor-period", t.NodeMonitorPeriod, "how often the node lifecycle controller checks node health")
@@ -202,6 +211,10 @@ type descriptor struct {
 	// "<name>-controller": kube's replicationcontroller reports as
 	// "replication-controller".
 	component string
+	// serviceAccount is the ServiceAccount in kube-system it runs as with
+	// --use-service-account-credentials, by kube's name for it; "": the
+	// manager's own identity, as kube's root client.
+	serviceAccount string
 	// build returns the controller, or nil when it is disabled for want
 	// of what it needs (a key, a certificate), as kube's are.
 	build func(cc *controllerContext) (runner, error)
@@ -256,6 +269,9 @@ type Manager struct {
 
 	mu      sync.Mutex
 	elector *leaderelection.LeaderElector
+	// saClients are the controllers' clients by ServiceAccount, made once
+	// (credentials.go).
+	saClients map[string]*client.RESTClient
 }
 
 // NewManager checks cfg and prepares a manager; nothing runs until Run.
@@ -402,13 +418,19 @@ func (m *Manager) runTerm(ctx context.Context) error {
 		if component == "" {
 			component = d.name + "-controller"
 		}
-		recorder := record.NewRecorder(m.rc, record.Options{Component: component, Logger: m.log})
+		rc, err := m.controllerClient(d)
+		if err != nil {
+			buildErr = fmt.Errorf("controller %s: %w", d.name, err)
+			cancel()
+			break
+		}
+		recorder := record.NewRecorder(rc, record.Options{Component: component, Logger: m.log})
 		// The controller's logger names it, once, under its
 		// kube-controller-manager name: the timeline and `minictl trace
 		// --component` read that attribute.
 		cc := &controllerContext{
 			Common: controller.Common{
-				Client: m.rc, Informers: factory, Recorder: recorder,
+				Client: rc, Informers: factory, Recorder: recorder,
 				// The controller adds controller=<its name> itself.
 				Logger:  m.log,
 				Metrics: prometheus.WrapRegistererWith(prometheus.Labels{"controller": d.name}, m.registry),

@@ -30,57 +30,59 @@ import (
 // kube-controller-manager's --controllers.
 var knownControllers = []descriptor{
 	{
-		name: replicaset.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-replicaset-syncs",
+		name: replicaset.Name, serviceAccount: "replicaset-controller", defaultOn: true, workers: 5, workersFlag: "concurrent-replicaset-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return replicaset.New(replicaset.Options{Common: cc.Common})
 		},
 	},
 	{
-		name: replicationcontroller.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-rc-syncs",
+		name: replicationcontroller.Name, serviceAccount: "replication-controller", defaultOn: true, workers: 5, workersFlag: "concurrent-rc-syncs",
 		component: "replication-controller",
 		build: func(cc *controllerContext) (runner, error) {
 			return replicationcontroller.New(replicationcontroller.Options{Common: cc.Common})
 		},
 	},
 	{
-		name: deployment.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-deployment-syncs",
+		name: deployment.Name, serviceAccount: "deployment-controller", defaultOn: true, workers: 5, workersFlag: "concurrent-deployment-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return deployment.New(deployment.Options{Common: cc.Common})
 		},
 	},
 	{
 		// kube-controller-manager runs one worker and has no flag for it.
-		name: disruption.Name, defaultOn: true, workers: 1,
+		name: disruption.Name, serviceAccount: "disruption-controller", defaultOn: true, workers: 1,
 		build: func(cc *controllerContext) (runner, error) {
 			return disruption.New(disruption.Options{Common: cc.Common})
 		},
 	},
 	{
-		name: cronjob.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-cron-job-syncs",
+		name: cronjob.Name, serviceAccount: "cronjob-controller", defaultOn: true, workers: 5, workersFlag: "concurrent-cron-job-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return cronjob.New(cronjob.Options{Common: cc.Common})
 		},
 	},
 	{
-		name: daemonset.Name, defaultOn: true, workers: 2, workersFlag: "concurrent-daemonset-syncs",
+		name: daemonset.Name, serviceAccount: "daemon-set-controller", defaultOn: true, workers: 2, workersFlag: "concurrent-daemonset-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return daemonset.New(daemonset.Options{Common: cc.Common})
 		},
 	},
 	{
-		name: garbagecollector.Name, defaultOn: true, workers: 20, workersFlag: "concurrent-gc-syncs",
+		name: garbagecollector.Name, serviceAccount: "generic-garbage-collector", defaultOn: true, workers: 20, workersFlag: "concurrent-gc-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return garbagecollector.New(garbagecollector.Options{Common: cc.Common})
 		},
 	},
 	{
-		name: serviceaccount.Name, defaultOn: true, workers: 1, workersFlag: "concurrent-serviceaccount-syncs",
+		name: serviceaccount.Name, serviceAccount: "service-account-controller", defaultOn: true, workers: 1, workersFlag: "concurrent-serviceaccount-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return serviceaccount.New(serviceaccount.Options{Common: cc.Common})
 		},
 	},
 	{
-		// kube-controller-manager runs it with one worker and no flag.
+		// kube-controller-manager runs it with one worker and no flag,
+		// on its own credentials: the other controllers' tokens come
+		// from it.
 		name: serviceaccounttoken.Name, defaultOn: true, workers: 1,
 		build: func(cc *controllerContext) (runner, error) {
 			file := cc.Credentials.ServiceAccountPrivateKeyFile
@@ -104,7 +106,7 @@ var knownControllers = []descriptor{
 		},
 	},
 	{
-		name: rootcacertpublisher.Name, defaultOn: true, workers: 1,
+		name: rootcacertpublisher.Name, serviceAccount: "root-ca-cert-publisher", defaultOn: true, workers: 1,
 		build: func(cc *controllerContext) (runner, error) {
 			rootCA, err := readRootCA(cc.Credentials.RootCAFile)
 			if err != nil {
@@ -118,7 +120,7 @@ var knownControllers = []descriptor{
 		},
 	},
 	{
-		name: podgc.Name, defaultOn: true, workers: 5,
+		name: podgc.Name, serviceAccount: "pod-garbage-collector", defaultOn: true, workers: 5,
 		build: func(cc *controllerContext) (runner, error) {
 			return podgc.New(podgc.Options{
 				Common:                 cc.Common,
@@ -129,19 +131,19 @@ var knownControllers = []descriptor{
 		},
 	},
 	{
-		name: namespace.Name, defaultOn: true, workers: 10, workersFlag: "concurrent-namespace-syncs",
+		name: namespace.Name, serviceAccount: "namespace-controller", defaultOn: true, workers: 10, workersFlag: "concurrent-namespace-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return namespace.New(namespace.Options{Common: cc.Common})
 		},
 	},
 	{
-		name: endpoints.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-endpoint-syncs",
+		name: endpoints.Name, serviceAccount: "endpoint-controller", defaultOn: true, workers: 5, workersFlag: "concurrent-endpoint-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return endpoints.New(endpoints.Options{Common: cc.Common})
 		},
 	},
 	{
-		name: resourcequota.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-resource-quota-syncs",
+		name: resourcequota.Name, serviceAccount: "resourcequota-controller", defaultOn: true, workers: 5, workersFlag: "concurrent-resource-quota-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return resourcequota.New(resourcequota.Options{
 				Common: cc.Common, ResyncPeriod: cc.Timings.ResourceQuotaSyncPeriod,
@@ -149,7 +151,7 @@ var knownControllers = []descriptor{
 		},
 	},
 	{
-		name: nodelifecycle.Name, defaultOn: true, workers: 1,
+		name: nodelifecycle.Name, serviceAccount: "node-controller", defaultOn: true, workers: 1,
 		build: func(cc *controllerContext) (runner, error) {
 			t := cc.Timings
 			return nodelifecycle.New(nodelifecycle.Options{
@@ -162,7 +164,7 @@ var knownControllers = []descriptor{
 		},
 	},
 	{
-		name: nodeipam.Name, defaultOn: true, workers: 1,
+		name: nodeipam.Name, serviceAccount: "node-controller", defaultOn: true, workers: 1,
 		build: func(cc *controllerContext) (runner, error) {
 			return nodeipam.New(nodeipam.Options{
 				Common:      cc.Common,
@@ -171,7 +173,7 @@ var knownControllers = []descriptor{
 		},
 	},
 	{
-		name: job.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-job-syncs",
+		name: job.Name, serviceAccount: "job-controller", defaultOn: true, workers: 5, workersFlag: "concurrent-job-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return job.New(job.Options{
 				Common:      cc.Common,
@@ -180,7 +182,7 @@ var knownControllers = []descriptor{
 		},
 	},
 	{
-		name: ttlafterfinished.Name, defaultOn: true, workers: 5, workersFlag: "concurrent-ttl-after-finished-syncs",
+		name: ttlafterfinished.Name, serviceAccount: "ttl-after-finished-controller", defaultOn: true, workers: 5, workersFlag: "concurrent-ttl-after-finished-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return ttlafterfinished.New(ttlafterfinished.Options{Common: cc.Common})
 		},

@@ -14,14 +14,18 @@ import (
 
 // crontabCRD is the CustomResourceDefinition of Kubernetes' own
 // documentation, as `kubectl create -f` sends it: crontabs.stable.example.com,
-// with a status and a scale subresource and a printer column.
+// with a status and a scale subresource and a printer column, and the
+// bounds, defaults and CEL rule its validation and defaulting sections add.
 const crontabCRD = `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
  "metadata":{"name":"crontabs.stable.example.com"},
  "spec":{"group":"stable.example.com","scope":"Namespaced",
   "names":{"plural":"crontabs","singular":"crontab","kind":"CronTab","listKind":"CronTabList","shortNames":["ct"]},
   "versions":[{"name":"v1","served":true,"storage":true,
    "schema":{"openAPIV3Schema":{"type":"object","properties":{
-    "spec":{"type":"object","properties":{"cronSpec":{"type":"string"},"image":{"type":"string"},"replicas":{"type":"integer"}}},
+    "spec":{"type":"object",
+     "x-kubernetes-validations":[{"rule":"!has(self.minReplicas) || self.minReplicas <= self.replicas","message":"replicas should be greater than or equal to minReplicas."}],
+     "properties":{"cronSpec":{"type":"string","default":"5 0 * * *"},"image":{"type":"string"},
+      "replicas":{"type":"integer","minimum":1,"maximum":10,"default":1},"minReplicas":{"type":"integer"}}},
     "status":{"type":"object","properties":{"replicas":{"type":"integer"}}}}}},
    "subresources":{"status":{},"scale":{"specReplicasPath":".spec.replicas","statusReplicasPath":".status.replicas"}},
    "additionalPrinterColumns":[{"name":"Spec","type":"string","jsonPath":".spec.cronSpec"}]}]}}`
@@ -29,8 +33,9 @@ const crontabCRD = `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResour
 const crontabs = "/apis/stable.example.com/v1/namespaces/default/crontabs"
 
 // The life of a CustomResourceDefinition against the real binary: created,
-// Established, its objects created, read, listed, watched and scaled; then
-// deleted, and its objects with it.
+// Established, its objects pruned, defaulted and validated (bounds and a
+// CEL rule), created, read, listed, watched, scaled and given a status;
+// then deleted, and its objects with it.
 func TestCustomResourceLifecycle(t *testing.T) {
 	addr := minitest.FreeAddr(t)
 	c := up(t, addr, filepath.Join(t.TempDir(), "data"))
@@ -51,7 +56,26 @@ func TestCustomResourceLifecycle(t *testing.T) {
 		return false
 	})
 
-	code, obj := c.do("POST", crontabs, "application/json",
+	// The schema prunes unknown fields and fills in defaults (seen in a
+	// dry run, which stores nothing), and refuses what breaks its bounds
+	// or its rule, with kube's messages.
+	code, obj := c.do("POST", crontabs+"?dryRun=All", "application/json",
+		`{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"dry"},"spec":{"image":"my-cron","bogus":true}}`)
+	if code != http.StatusCreated || field(obj, "spec", "cronSpec") != "5 0 * * *" || field(obj, "spec", "replicas") != float64(1) ||
+		field(obj, "spec", "bogus") != nil {
+		t.Fatalf("dry-run create: %d %v, want the defaults and no bogus field", code, obj)
+	}
+	for spec, want := range map[string]string{
+		`{"replicas":11}`:                `CronTab.stable.example.com "bad" is invalid: spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10`,
+		`{"replicas":2,"minReplicas":3}`: `CronTab.stable.example.com "bad" is invalid: spec: Invalid value: replicas should be greater than or equal to minReplicas.`,
+	} {
+		code, st := c.do("POST", crontabs, "application/json", `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"bad"},"spec":`+spec+`}`)
+		if code != http.StatusUnprocessableEntity || st["message"] != want {
+			t.Errorf("create with spec %s: %d %q, want 422 %q", spec, code, st["message"], want)
+		}
+	}
+
+	code, obj = c.do("POST", crontabs, "application/json",
 		`{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"nightly"},"spec":{"cronSpec":"* * * * */5","image":"my-cron","replicas":1}}`)
 	if code != http.StatusCreated {
 		t.Fatalf("create a CronTab: %d %v", code, obj)
@@ -103,6 +127,23 @@ func TestCustomResourceLifecycle(t *testing.T) {
 	if ev := next(); ev["type"] != "MODIFIED" || field(ev, "object", "spec", "replicas") != float64(3) {
 		t.Fatalf("watch after scaling: %v", ev)
 	}
+
+	// The status changes through /status alone, and a status write leaves
+	// the spec, and the generation, as they were.
+	code, got := c.do("PATCH", crontabs+"/nightly/status", "application/merge-patch+json", `{"status":{"replicas":3},"spec":{"image":"other"}}`)
+	if code != http.StatusOK || field(got, "status", "replicas") != float64(3) || field(got, "spec", "image") != "my-cron" ||
+		field(got, "metadata", "generation") != float64(2) {
+		t.Fatalf("status write: %d %v, want status.replicas 3, the image and generation 2 kept", code, got)
+	}
+	if ev := next(); ev["type"] != "MODIFIED" || field(ev, "object", "status", "replicas") != float64(3) {
+		t.Fatalf("watch after the status write: %v", ev)
+	}
+	code, got = c.do("PATCH", crontabs+"/nightly", "application/merge-patch+json", `{"status":{"replicas":9}}`)
+	if code != http.StatusOK || field(got, "status", "replicas") != float64(3) {
+		t.Fatalf("a main-resource patch of the status: %d %v, want status.replicas kept at 3", code, got)
+	}
+	// That patch changed nothing, so nothing was written: the next event
+	// is the deletion's.
 
 	code, _ = c.do("DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.stable.example.com", "", "")
 	if code != http.StatusOK {

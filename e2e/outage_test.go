@@ -29,6 +29,7 @@ func TestUpRidesOutAnEtcdOutage(t *testing.T) {
 	e := etcdtest.Start(t)
 	addr := minitest.FreeAddr(t)
 	p := minitest.Start(t, false, "up", "--listen", addr, "--etcd-endpoints", e.URL,
+		"--data-dir", t.TempDir(), "--secure-listen", "127.0.0.1:0",
 		"--controller-manager-address", "127.0.0.1:0", "--fast", "--nodes", "2",
 		"--request-timeout", requestTimeout.String())
 	c := &cluster{Process: p, t: t, URL: "http://" + addr}

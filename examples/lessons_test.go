@@ -22,8 +22,9 @@ func Binary(t testing.TB) string { return minitest.Binary(t) }
 
 // Cluster is one `minictl up --fast` for one lesson.
 type Cluster struct {
-	URL    string
-	Stderr *minitest.Buffer // what minictl up prints: its timeline
+	URL     string
+	DataDir string           // its --data-dir: the pki and the admin kubeconfig are there
+	Stderr  *minitest.Buffer // what minictl up prints: its timeline
 }
 
 // Up starts a fresh cluster and stops it when the test ends; it returns
@@ -31,13 +32,26 @@ type Cluster struct {
 func Up(t testing.TB, extra ...string) *Cluster {
 	t.Helper()
 	addr := minitest.FreeAddr(t)
-	p := minitest.Up(t, true, addr, t.TempDir(), append([]string{"--fast"}, extra...)...)
-	c := &Cluster{URL: "http://" + addr, Stderr: p.Stdout}
+	dataDir := t.TempDir()
+	p := minitest.Up(t, true, addr, dataDir, append([]string{"--fast"}, extra...)...)
+	c := &Cluster{URL: "http://" + addr, DataDir: dataDir, Stderr: p.Stdout}
 	p.WaitNodesReady(t, c.URL, 3, 60*time.Second)
 	return c
 }
 
-var etcdLine = regexp.MustCompile(`(?m)^\s*etcd:\s+(\S+)`)
+var (
+	etcdLine   = regexp.MustCompile(`(?m)^\s*etcd:\s+(\S+)`)
+	secureLine = regexp.MustCompile(`(?m)^\s*secure API:\s+(\S+)`)
+)
+
+// SecureURL is the secure port's URL, as `minictl up` printed it ("" if
+// it has not yet). Lessons get it as $SECURE.
+func (c *Cluster) SecureURL() string {
+	if m := secureLine.FindStringSubmatch(c.Stderr.String()); m != nil {
+		return m[1]
+	}
+	return ""
+}
 
 // EtcdURL is the embedded etcd's client URL, as `minictl up` printed it
 // ("" if it has not yet). Lessons get it as $ETCD, to look at the keys.
@@ -84,7 +98,8 @@ func RunScript(t testing.TB, c *Cluster, script string, env ...string) string {
 		t.Fatalf("minictl up printed no etcd URL (lesson 1 reads etcd there):\n%s", c.Stderr)
 	}
 	cmd := exec.Command("bash", script)
-	base := []string{"API=" + c.URL, "MINICTL=" + Binary(t), "NO_COLOR=1", "ETCD=" + etcd}
+	base := []string{"API=" + c.URL, "MINICTL=" + Binary(t), "NO_COLOR=1", "ETCD=" + etcd,
+		"SECURE=" + c.SecureURL(), "DATA_DIR=" + c.DataDir}
 	cmd.Env = append(append(os.Environ(), base...), env...)
 	out, err := minitest.RunGroup(minitest.Context(t), cmd)
 	if err != nil {

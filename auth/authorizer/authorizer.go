@@ -26,6 +26,11 @@ type Attributes struct {
 	APIGroup, APIVersion  string
 	Resource, Subresource string
 	Namespace, Name       string
+	// FieldSelector is a list's or watch's fieldSelector, in its
+	// canonical form ("" if it has none or it does not parse), for the
+	// authorizers that allow a list only when it is scoped, as the Node
+	// authorizer allows a kubelet the pods of its own node alone.
+	FieldSelector string
 
 	Path string
 }

@@ -23,7 +23,8 @@ import (
 // namespaces/{name}/status and /finalize are the namespace's own
 // subresources. A list whose fieldSelector names one object
 // (metadata.name=x) carries that name, so that a rule limited to
-// resourceNames can allow it. Every other path is a non-resource URL, its
+// resourceNames can allow it, and every list and watch carries its
+// fieldSelector. Every other path is a non-resource URL, its
 // verb the method in lower case.
 func FromRequest(r *http.Request, u *user.Info) Attributes {
 	a := Attributes{User: u, Path: r.URL.Path, Verb: strings.ToLower(r.Method)}
@@ -92,6 +93,7 @@ func FromRequest(r *http.Request, u *user.Info) Attributes {
 			a.Verb = "watch"
 		}
 		if sel, err := fields.ParseSelector(q.Get("fieldSelector")); err == nil {
+			a.FieldSelector = sel.String()
 			if name, ok := sel.RequiresExactMatch("metadata.name"); ok && len(path.IsValidPathSegmentName(name)) == 0 {
 				a.Name = name
 			}

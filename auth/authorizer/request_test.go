@@ -14,7 +14,8 @@ func TestFromRequest(t *testing.T) {
 	}{
 		{"GET", "/api/v1/namespaces/default/pods", Attributes{ResourceRequest: true, Verb: "list", APIVersion: "v1", Namespace: "default", Resource: "pods"}},
 		{"GET", "/api/v1/pods?watch=true", Attributes{ResourceRequest: true, Verb: "watch", APIVersion: "v1", Resource: "pods"}},
-		{"GET", "/api/v1/namespaces/ns/pods?fieldSelector=metadata.name%3Dweb", Attributes{ResourceRequest: true, Verb: "list", APIVersion: "v1", Namespace: "ns", Resource: "pods", Name: "web"}},
+		{"GET", "/api/v1/namespaces/ns/pods?fieldSelector=metadata.name%3Dweb", Attributes{ResourceRequest: true, Verb: "list", APIVersion: "v1", Namespace: "ns", Resource: "pods", Name: "web", FieldSelector: "metadata.name=web"}},
+		{"GET", "/api/v1/pods?watch=true&fieldSelector=spec.nodeName%3Dnode-1", Attributes{ResourceRequest: true, Verb: "watch", APIVersion: "v1", Resource: "pods", FieldSelector: "spec.nodeName=node-1"}},
 		{"POST", "/api/v1/namespaces/ns/pods/web/eviction", Attributes{ResourceRequest: true, Verb: "create", APIVersion: "v1", Namespace: "ns", Resource: "pods", Name: "web", Subresource: "eviction"}},
 		{"DELETE", "/apis/apps/v1/namespaces/ns/deployments", Attributes{ResourceRequest: true, Verb: "deletecollection", APIGroup: "apps", APIVersion: "v1", Namespace: "ns", Resource: "deployments"}},
 		{"PUT", "/api/v1/namespaces/ns/status", Attributes{ResourceRequest: true, Verb: "update", APIVersion: "v1", Namespace: "ns", Resource: "namespaces", Name: "ns", Subresource: "status"}},

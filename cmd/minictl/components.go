@@ -14,6 +14,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/minictl/minictl/apiserver"
+	"github.com/minictl/minictl/auth/pki"
+	"github.com/minictl/minictl/auth/user"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/controllers"
@@ -107,19 +109,21 @@ func setFlags(fs *flag.FlagSet) map[string]bool {
 }
 
 // runCluster runs the controller manager, the scheduler and the simulated
-// kubelets against the API at server until ctx ends, and waits for them.
-func runCluster(ctx context.Context, server string, cf clusterFlags, cmListener net.Listener, log *slog.Logger, bus *timeline.Bus) error {
+// kubelets against the API until ctx ends, and waits for them. connect
+// gives each its client, as the user it acts as.
+func runCluster(ctx context.Context, connect connector, cf clusterFlags, cmListener net.Listener, log *slog.Logger, bus *timeline.Bus) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// One client, whose connections every component shares, each under
-	// the name of the user it acts as (which gives its requests their
-	// priority level in the API server).
-	rc, err := client.New(&client.Config{Server: server})
+	cmClient, err := connect(user.KubeControllerManager)
+	if err != nil {
+		return err
+	}
+	schedClient, err := connect(user.KubeScheduler)
 	if err != nil {
 		return err
 	}
 	cf.cm.Trace, cf.cm.TraceActive = stageTracer(bus, "controller-manager"), bus.Active
-	mgr, err := controllers.NewManager(asUser(rc, apiserver.UserKubeControllerManager), cf.cm, log)
+	mgr, err := controllers.NewManager(cmClient, cf.cm, log)
 	if err != nil {
 		return err
 	}
@@ -142,11 +146,17 @@ func runCluster(ctx context.Context, server string, cf clusterFlags, cmListener 
 		ln.Close()
 	}
 	run("scheduler", func() error {
-		return runScheduler(ctx, asUser(rc, apiserver.UserKubeScheduler), log, stageTracer(bus, "scheduler"), bus.Active)
+		return runScheduler(ctx, schedClient, log, stageTracer(bus, "scheduler"), bus.Active)
 	})
 	for i := 1; i <= cf.nodes; i++ {
 		name := fmt.Sprintf("node-%d", i)
-		run(name, func() error { return runKubelet(ctx, asUser(rc, apiserver.NodeUser(name)), name, cf, log) })
+		rc, err := connect(user.NodeUserPrefix+name, user.NodesGroup)
+		if err != nil {
+			cancel()
+			wg.Wait()
+			return err
+		}
+		run(name, func() error { return runKubelet(ctx, rc, name, cf, log) })
 	}
 	done := make(chan struct{})
 	go func() {
@@ -209,6 +219,47 @@ func runKubelet(ctx context.Context, rc *client.RESTClient, name string, cf clus
 	return runWithRecorder(ctx, rec, func() error { return k.Run(ctx) })
 }
 
+// connector gives a component its client to the API server, acting as
+// user in groups.
+type connector func(user string, groups ...string) (*client.RESTClient, error)
+
+// proxyConnector reaches the plain loopback listener at server: one
+// client, whose connections every component shares, each naming in its
+// User-Agent the user it acts for (which gives its requests their
+// priority level in the API server).
+func proxyConnector(server string) (connector, error) {
+	rc, err := client.New(&client.Config{Server: server})
+	if err != nil {
+		return nil, err
+	}
+	return func(name string, _ ...string) (*client.RESTClient, error) { return asUser(rc, name), nil }, nil
+}
+
+// certConnector reaches the secure port at server with a client
+// certificate for each user, issued by ca at start, and verifies the
+// server with the same CA.
+func certConnector(server string, ca *pki.CA) connector {
+	return func(name string, groups ...string) (*client.RESTClient, error) {
+		certPEM, keyPEM, err := ca.Issue(pki.CertRequest{CommonName: name, Organization: groups})
+		if err != nil {
+			return nil, err
+		}
+		return client.New(&client.Config{Server: server, CAData: ca.CertPEM, CertData: certPEM, KeyData: keyPEM})
+	}
+}
+
+// tokenClients makes clients of the server base names that carry a
+// ServiceAccount's token and no other credential: the controllers' own,
+// with --use-service-account-credentials.
+func tokenClients(base client.Config) func(client.TokenSource) (*client.RESTClient, error) {
+	return func(tokens client.TokenSource) (*client.RESTClient, error) {
+		cfg := base
+		cfg.CertFile, cfg.KeyFile, cfg.CertData, cfg.KeyData, cfg.BearerToken = "", "", nil, nil, ""
+		cfg.TokenSource = tokens
+		return client.New(&cfg)
+	}
+}
+
 // asUser is rc naming, in its User-Agent, the system user a component acts
 // as: until requests are authenticated, that is how the API server tells
 // the system's own requests from its users' and keeps seats for them.
@@ -232,7 +283,7 @@ func bindClient(fs *flag.FlagSet) func() (*client.RESTClient, error) {
 func runControllerManager(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("controller-manager", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	newClient := bindClient(fs)
+	resolve := client.BindFlags(fs)
 	cfg := controllers.DefaultConfig()
 	cfg.BindFlags(fs)
 	addr := fs.String("address", "127.0.0.1:10257", "where /healthz and /metrics are served")
@@ -249,10 +300,15 @@ func runControllerManager(ctx context.Context, args []string, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	rc, err := newClient()
+	ccfg, err := resolve()
 	if err != nil {
 		return err
 	}
+	rc, err := client.New(ccfg)
+	if err != nil {
+		return err
+	}
+	cfg.ServiceAccountClient = tokenClients(*ccfg)
 	mgr, err := controllers.NewManager(asUser(rc, apiserver.UserKubeControllerManager), cfg, log)
 	if err != nil {
 		return err

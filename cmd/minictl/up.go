@@ -24,7 +24,9 @@ import (
 
 // serverFlags are the flags `up` and `apiserver` share.
 type serverFlags struct {
-	listen        string
+	listen string
+	// The secure port: TLS, authentication and authorization (secure.go).
+	secure        secureFlags
 	etcdEndpoints string
 	log           logFlags
 	compaction    time.Duration
@@ -46,7 +48,8 @@ type serverFlags struct {
 }
 
 func (f *serverFlags) bind(fs *flag.FlagSet) {
-	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address the API server listens on (plain HTTP; keep it on loopback)")
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "loopback address of the plain HTTP listener, minictl's built-in `kubectl proxy`: every request on it acts as the admin (\"\" turns it off)")
+	f.secure.bind(fs)
 	fs.StringVar(&f.etcdEndpoints, "etcd-endpoints", "", "comma-separated etcd client URLs; empty starts an embedded etcd")
 	f.log.bind(fs)
 	fs.DurationVar(&f.compaction, "etcd-compaction-interval", 5*time.Minute, "how often etcd history older than one interval is compacted")
@@ -113,6 +116,11 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg := sf.storeConfig(log)
+	if sf.secure.certDir == "" {
+		sf.secure.certDir = filepath.Join(*dataDir, "pki")
+	}
+	sf.secure.kubeconfigOut = filepath.Join(*dataDir, "kubeconfig")
+	sf.secure.fallbackPort = !setFlags(fs)["secure-listen"]
 	if len(cfg.Endpoints) == 0 {
 		cfg.DataDir = *dataDir
 		cfg.ClientURL = freeOrFallback(*etcdURL)
@@ -133,6 +141,12 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if sf.etcdEndpoints == "" {
 		return errors.New("--etcd-endpoints is required (minictl up starts an embedded etcd instead)")
+	}
+	// Alone, the API server has no data dir to keep a CA in: its secure
+	// port needs --cert-dir or certificates of its own, and is off when
+	// neither is given and it was not asked for.
+	if set := setFlags(fs); !set["secure-listen"] && sf.secure.certDir == "" && sf.secure.tlsCertFile == "" {
+		sf.secure.listen = ""
 	}
 	bus := timeline.NewBus()
 	log, err := sf.log.logger(stderr, bus)
@@ -162,14 +176,30 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		return fmt.Errorf("open etcd: %w", err)
 	}
 	defer st.Close()
-	ln, err := net.Listen("tcp", sf.listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+	if sf.listen == "" && sf.secure.listen == "" {
+		return errors.New("--listen and --secure-listen are both off: the API server would answer nobody")
 	}
 	// The servers close their listeners when they stop; these cover the
 	// returns before they start (closing twice does no harm).
-	defer ln.Close()
-	ln = budget.Listener(ln)
+	var ln net.Listener
+	if sf.listen != "" {
+		if err := checkLoopback(sf.listen); err != nil {
+			return err
+		}
+		if ln, err = net.Listen("tcp", sf.listen); err != nil {
+			return fmt.Errorf("listen: %w", err)
+		}
+		defer ln.Close()
+		ln = budget.Listener(ln)
+	}
+	secure, err := sf.secure.open(log)
+	if err != nil {
+		return err
+	}
+	if secure != nil {
+		defer secure.ln.Close()
+		secure.ln = budget.Listener(secure.ln)
+	}
 	// Every listener is open before anything starts, so that a taken port
 	// is an error before any goroutine runs.
 	var cmListener net.Listener
@@ -195,6 +225,11 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		MaxMutatingRequestsInflight:         noLimitIfZero(sf.maxMutatingRequestsInflight),
 		AdvertiseAddress:                    sf.advertiseAddress,
 		ServiceClusterIPRange:               sf.serviceRange,
+		Authenticator:                       secure.authenticator(),
+		AnonymousAuth:                       sf.secure.anonymousAuth,
+		SecurePort:                          secure != nil,
+		AuthorizationModes:                  splitList(sf.secure.authorizationMode),
+		EnableAdmissionPlugins:              splitList(sf.secure.enableAdmissionPlugins),
 	})
 	if err != nil {
 		return err
@@ -206,14 +241,35 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 	defer stopServer()
 	g, gctx := errgroup.WithContext(serverCtx)
 	g.Go(func() error { return srv.Run(gctx) })
-	g.Go(func() error { return srv.Serve(gctx, ln) })
+	if ln != nil {
+		g.Go(func() error { return srv.Serve(gctx, ln) })
+	}
+	if secure != nil {
+		g.Go(func() error { return srv.ServeSecure(gctx, secure.ln, secure.tls) })
+	}
 
-	url := "http://" + ln.Addr().String()
+	// The cluster's own components use the plain listener when there is
+	// one (they are the admin's proxy's users), and their own client
+	// certificates on the secure port otherwise.
+	url := ""
+	if ln != nil {
+		url = "http://" + ln.Addr().String()
+	}
 	var clusterErr error
 	select {
 	case <-srv.Ready():
 		fmt.Fprintf(stdout, "minictl is up (API ready in %s)\n", time.Since(start).Round(time.Millisecond))
-		fmt.Fprintf(stdout, "  API server:  %s\n", url)
+		if url != "" {
+			fmt.Fprintf(stdout, "  API server:  %s (plain HTTP on loopback: acts as the admin, as kubectl proxy)\n", url)
+		}
+		if secure != nil {
+			fmt.Fprintf(stdout, "  secure API:  %s (TLS; client certificates, tokens and RBAC)\n", secure.url())
+			if err := sf.secure.writeKubeconfig(secure); err != nil {
+				log.Warn("admin kubeconfig not written", "err", err)
+			} else if sf.secure.kubeconfigOut != "" {
+				fmt.Fprintf(stdout, "  kubeconfig:  %s (the admin, over TLS)\n", sf.secure.kubeconfigOut)
+			}
+		}
 		fmt.Fprintf(stdout, "  etcd:        %s\n", strings.Join(st.Endpoints(), ","))
 		if dataDir != "" && len(cfg.Endpoints) == 0 {
 			fmt.Fprintf(stdout, "  data dir:    %s\n", dataDir)
@@ -222,9 +278,21 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 			fmt.Fprintf(stdout, "  controllers: %s (health on http://%s)\n", strings.Join(enabledNames(cf.cm.Controllers), ","), cmListener.Addr())
 			fmt.Fprintf(stdout, "  nodes:       %d simulated\n", cf.nodes)
 		}
-		fmt.Fprintf(stdout, "Try: curl %s/api/v1/namespaces\n", url)
+		if url != "" {
+			fmt.Fprintf(stdout, "Try: curl %s/api/v1/namespaces\n", url)
+		}
 		if cf != nil {
-			clusterErr = runCluster(ctx, url, *cf, cmListener, log, bus)
+			connect, err := sf.clusterConnector(url, secure)
+			if secure != nil && secure.clients != nil {
+				cf.cm.ServiceAccountClient = secure.tokenClients
+			} else {
+				cf.cm.UseServiceAccountCredentials = false // the components use the plain listener
+			}
+			if err != nil {
+				clusterErr = err
+			} else {
+				clusterErr = runCluster(ctx, connect, *cf, cmListener, log, bus)
+			}
 		} else {
 			<-ctx.Done()
 		}
