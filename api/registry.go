@@ -102,9 +102,9 @@ var (
 	}
 	ServiceAccounts = &Resource{
 		Version: "v1", Kind: "ServiceAccount", Plural: "serviceaccounts", Singular: "serviceaccount", Namespaced: true,
-		ShortNames: []string{"sa"},
-		New:        func() Object { return &corev1.ServiceAccount{} },
-		Table:      serviceAccountTable,
+		ShortNames: []string{"sa"}, Subresources: []string{"token"},
+		New:   func() Object { return &corev1.ServiceAccount{} },
+		Table: serviceAccountTable,
 	}
 	Events = &Resource{
 		Version: "v1", Kind: "Event", Plural: "events", Singular: "event", Namespaced: true,

@@ -33,12 +33,11 @@ import (
 // with the object being deleted as the old one (the built-in plugins let
 // it through, webhooks may refuse it). The binding and finalize
 // subresources, which set one field only the server's callers own, skip
-// the chain. kube-apiserver's ServiceAccount plugin has no step here: a
-// pod's default service account is a default of the Pod kind, and minictl
-// mounts no tokens.
+// the chain.
 var admissionChain = []admissionPlugin{
 	{name: "NamespaceLifecycle", admit: (*Server).admitNamespaceLifecycle},
 	{name: "LimitRanger", admit: (*Server).admitLimitRanges, validate: (*Server).validateLimitRanges},
+	{name: "ServiceAccount", admit: (*Server).admitServiceAccount},   // serviceaccount_admission.go
 	{name: "NodeRestriction", admit: (*Server).admitNodeRestriction}, // only when enabled (noderestriction.go)
 	{name: "DefaultTolerationSeconds", admit: (*Server).admitDefaultTolerationSeconds},
 	{name: "CertificateApproval", validate: (*Server).validateCertificateApproval},

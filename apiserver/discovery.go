@@ -129,6 +129,7 @@ var (
 		"eviction": {"create"},
 		"finalize": {"update"},
 		"log":      {"get"},
+		"token":    {"create"},
 	}
 )
 
@@ -174,6 +175,8 @@ func apiResources(res *api.Resource) []metav1.APIResource {
 			ar.Kind = "Binding"
 		case "eviction": // whose kind kubectl drain looks for
 			ar.Group, ar.Version, ar.Kind = "policy", "v1", "Eviction"
+		case "token":
+			ar.Group, ar.Version, ar.Kind = "authentication.k8s.io", "v1", "TokenRequest"
 		}
 		if c, ok := connections[sub]; ok { // serveConnect answers them
 			ar.Kind, ar.Verbs = c.kind, c.verbs

@@ -28,8 +28,9 @@
 //     every write in managedFields; apply.go is server-side apply;
 //     typeconverter.go gives both each kind's shape.
 //   - admission.go is the admission chain, every step in kube-apiserver's
-//     order: NamespaceLifecycle, LimitRanger (limitrange.go),
-//     DefaultTolerationSeconds, ResourceQuota (quota.go).
+//     order: NamespaceLifecycle, LimitRanger (limitrange.go), ServiceAccount
+//     (serviceaccount_admission.go), DefaultTolerationSeconds, ResourceQuota
+//     (quota.go).
 //   - watchcache.go holds one etcd watch per resource, the current state
 //     of every object and a window of recent events (the Cacher); a
 //     custom resource's versions share it, each through a cacheView
@@ -57,6 +58,11 @@
 //     and Fairness defaults, so that the system's own components (leases,
 //     node status, bindings) keep seats no flood of users can take.
 //   - subresources.go serves status, scale, binding and finalize.
+//     tokenrequest.go serves serviceaccounts/token, kube's TokenRequest.
+//   - auth.go is the filter chain of both listeners; authentication.go
+//     builds the secure port's authenticators (client certificates, the
+//     token file, ServiceAccount and bootstrap tokens) from the Config,
+//     finding the objects a token names in the watch caches.
 //   - podlog.go serves pods/log: kube-apiserver's options, container
 //     choice and errors, then the kubelet's /containerLogs of the pod's
 //     node (InternalIP, daemonEndpoints port), its text streamed back as

@@ -108,6 +108,8 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, ri *requestInf
 		return s.serveApproval(w, r, ri)
 	case "log":
 		return s.servePodLog(w, r, ri)
+	case "token":
+		return s.serveTokenRequest(w, r, ri)
 	}
 	switch ri.verb {
 	case "get":

@@ -117,9 +117,9 @@ func verbFor(r *http.Request, ri *requestInfo) (string, bool) {
 		if ri.isCollection() {
 			return "create", true
 		}
-		// POST on an object is only meaningful for pods/binding and
-		// pods/eviction.
-		if ri.subresource == "binding" || ri.subresource == "eviction" {
+		// POST on an object is only meaningful for pods/binding,
+		// pods/eviction and serviceaccounts/token.
+		if ri.subresource == "binding" || ri.subresource == "eviction" || ri.subresource == "token" {
 			return "create", true
 		}
 	case http.MethodPut:

@@ -108,6 +108,13 @@ type Config struct {
 	// system:masters, by kube-apiserver's --authorization-mode names:
 	// "AlwaysAllow", "Node", "RBAC". Empty: AlwaysAllow.
 	AuthorizationModes []string
+	// Authentication configures the secure port's authenticators
+	// (authentication.go); Authenticator, if set, is asked after them.
+	Authentication Authentication
+	// ServiceAccountAdmission runs kube's ServiceAccount admission plugin
+	// on new pods: their ServiceAccount must exist, and its token is
+	// mounted (serviceaccount_admission.go).
+	ServiceAccountAdmission bool
 	// EnableAdmissionPlugins turns on admission plugins that are off
 	// unless asked for, by kube-apiserver's --enable-admission-plugins
 	// names: "NodeRestriction" (noderestriction.go). Naming a plugin that
@@ -202,6 +209,11 @@ type Server struct {
 	// server's modes; rbacPolicy its index (rbac.go).
 	rbac       *rbac.Authorizer
 	rbacPolicy rbacPolicy
+	// saIssuer issues the tokens of TokenRequests; nil: none are
+	// (authentication.go, tokenrequest.go).
+	saIssuer *tokenIssuer
+	// saAdmission is Config.ServiceAccountAdmission.
+	saAdmission bool
 	// nodeRestriction turns on the NodeRestriction admission plugin.
 	nodeRestriction bool
 	// auditLog writes the audit Events, at the levels auditPolicy says
@@ -285,7 +297,10 @@ func New(cfg Config) (*Server, error) {
 	}, s.metrics)
 	s.live.Store(s.newServed(s.builtins, nil))
 	s.crds = newCRDController(s)
-	s.authenticator, s.anonymous, s.securePort = cfg.Authenticator, cfg.AnonymousAuth, cfg.SecurePort
+	s.anonymous, s.saAdmission, s.securePort = cfg.AnonymousAuth, cfg.ServiceAccountAdmission, cfg.SecurePort
+	if err := s.setupAuthentication(cfg); err != nil {
+		return nil, err
+	}
 	if s.authorizer, err = s.newAuthorizer(cfg.AuthorizationModes); err != nil {
 		return nil, err
 	}

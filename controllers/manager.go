@@ -52,6 +52,9 @@ type Config struct {
 	Timings Timings
 	// Signing is the CA the csrsigning controller signs with.
 	Signing Signing
+	// Credentials are the keys and certificates the token controllers
+	// need.
+	Credentials Credentials
 	// Workers per controller (--concurrent-<name>-syncs).
 	Workers map[string]int
 	// Trace, if set, is given to the shared informers, so that each stage
@@ -97,6 +100,17 @@ type Timings struct {
 	NodeCIDRMaskSize          int           // --node-cidr-mask-size
 	JobBackoffBase            time.Duration // the job controller's back-off after a Job's first failed pod, doubling after each
 	JobBackoffMax             time.Duration // the longest that back-off grows
+}
+
+// Credentials are files of kube-controller-manager's flags of the same
+// names; a controller that needs one that is not given does not run.
+type Credentials struct {
+	// ServiceAccountPrivateKeyFile (--service-account-private-key-file)
+	// signs the legacy tokens of the serviceaccount-token controller.
+	ServiceAccountPrivateKeyFile string
+	// RootCAFile (--root-ca-file) is the cluster's CA, put in token
+	// Secrets and published in every namespace as kube-root-ca.crt.
+	RootCAFile string
 }
 
 // DefaultConfig is kube-controller-manager's defaults: the manager's own,
@@ -158,6 +172,8 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Signing.CertFile, "cluster-signing-cert-file", c.Signing.CertFile, "PEM CA certificate the csrsigning controller signs with; none: it does not run")
 	fs.StringVar(&c.Signing.KeyFile, "cluster-signing-key-file", c.Signing.KeyFile, "PEM private key of --cluster-signing-cert-file")
 	fs.DurationVar(&c.Signing.Duration, "cluster-signing-duration", c.Signing.Duration, "the longest a signed certificate is valid; a request's spec.expirationSeconds may shorten it")
+	fs.StringVar(&c.Credentials.ServiceAccountPrivateKeyFile, "service-account-private-key-file", c.Credentials.ServiceAccountPrivateKeyFile, "PEM private key (RSA or ECDSA) that signs the legacy ServiceAccount tokens; without it the serviceaccount-token controller does not run")
+	fs.StringVar(&c.Credentials.RootCAFile, "root-ca-file", c.Credentials.RootCAFile, "the cluster's root CA, put into ServiceAccount token Secrets and the kube-root-ca.crt ConfigMap of every namespace; without it root-ca-cert-publisher does not run")
 	fs.IntVar(&c.Timings.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", c.Timings.TerminatedPodGCThreshold, "terminated pods kept before podgc deletes the oldest")
 	for _, d := range knownControllers {
 		if d.workersFlag == "" {
@@ -192,8 +208,9 @@ func splitComma(s string) []string {
 // its metrics), and the timings for those that have knobs.
 type controllerContext struct {
 	controller.Common
-	Timings Timings
-	Signing Signing
+	Timings     Timings
+	Signing     Signing
+	Credentials Credentials
 }
 
 // runner is what the manager needs of a controller.
@@ -215,7 +232,9 @@ type descriptor struct {
 	// --use-service-account-credentials, by kube's name for it; "": the
 	// manager's own identity, as kube's root client.
 	serviceAccount string
-	build          func(cc *controllerContext) (runner, error)
+	// build returns the controller, or nil when it is disabled for want
+	// of what it needs (a key, a certificate), as kube's are.
+	build func(cc *controllerContext) (runner, error)
 }
 
 // KnownControllers lists every controller's name, sorted.
@@ -433,14 +452,16 @@ func (m *Manager) runTerm(ctx context.Context) error {
 				Logger:  m.log,
 				Metrics: prometheus.WrapRegistererWith(prometheus.Labels{"controller": d.name}, m.registry),
 			},
-			Timings: m.cfg.Timings,
-			Signing: m.cfg.Signing,
+			Timings: m.cfg.Timings, Signing: m.cfg.Signing, Credentials: m.cfg.Credentials,
 		}
 		c, err := d.build(cc)
 		if err != nil {
 			buildErr = fmt.Errorf("controller %s: %w", d.name, err)
 			cancel()
 			break
+		}
+		if c == nil {
+			continue // it lacks what it needs, and said so
 		}
 		workers := d.workers
 		if n := m.cfg.Workers[d.name]; n > 0 {

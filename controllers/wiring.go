@@ -2,9 +2,12 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"os"
 
 	"github.com/minictl/minictl/auth/pki"
+	sa "github.com/minictl/minictl/auth/serviceaccount"
 	"github.com/minictl/minictl/controllers/bootstrapsigner"
 	"github.com/minictl/minictl/controllers/clusterroleaggregation"
 	"github.com/minictl/minictl/controllers/cronjob"
@@ -24,7 +27,9 @@ import (
 	"github.com/minictl/minictl/controllers/replicaset"
 	"github.com/minictl/minictl/controllers/replicationcontroller"
 	"github.com/minictl/minictl/controllers/resourcequota"
+	"github.com/minictl/minictl/controllers/rootcacertpublisher"
 	"github.com/minictl/minictl/controllers/serviceaccount"
+	"github.com/minictl/minictl/controllers/serviceaccounttoken"
 	"github.com/minictl/minictl/controllers/tokencleaner"
 	"github.com/minictl/minictl/controllers/ttlafterfinished"
 )
@@ -81,6 +86,46 @@ var knownControllers = []descriptor{
 		name: serviceaccount.Name, serviceAccount: "service-account-controller", defaultOn: true, workers: 1, workersFlag: "concurrent-serviceaccount-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return serviceaccount.New(serviceaccount.Options{Common: cc.Common})
+		},
+	},
+	{
+		// kube-controller-manager runs it with one worker and no flag,
+		// on its own credentials: the other controllers' tokens come
+		// from it.
+		name: serviceaccounttoken.Name, defaultOn: true, workers: 1,
+		build: func(cc *controllerContext) (runner, error) {
+			file := cc.Credentials.ServiceAccountPrivateKeyFile
+			if file == "" {
+				cc.Logger.Warn(serviceaccounttoken.Name + " is disabled because there is no private key (--service-account-private-key-file)")
+				return nil, nil
+			}
+			key, err := sa.ReadPrivateKey(file)
+			if err != nil {
+				return nil, fmt.Errorf("--service-account-private-key-file: %w", err)
+			}
+			signer, err := sa.NewSigner(key)
+			if err != nil {
+				return nil, err
+			}
+			rootCA, err := readRootCA(cc.Credentials.RootCAFile)
+			if err != nil {
+				return nil, err
+			}
+			return serviceaccounttoken.New(serviceaccounttoken.Options{Common: cc.Common, Signer: signer, RootCA: rootCA})
+		},
+	},
+	{
+		name: rootcacertpublisher.Name, serviceAccount: "root-ca-cert-publisher", defaultOn: true, workers: 1,
+		build: func(cc *controllerContext) (runner, error) {
+			rootCA, err := readRootCA(cc.Credentials.RootCAFile)
+			if err != nil {
+				return nil, err
+			}
+			if len(rootCA) == 0 {
+				cc.Logger.Warn(rootcacertpublisher.Name + " is disabled because there is no root CA (--root-ca-file)")
+				return nil, nil
+			}
+			return rootcacertpublisher.New(rootcacertpublisher.Options{Common: cc.Common, RootCA: rootCA})
 		},
 	},
 	{
@@ -214,4 +259,16 @@ type skipped struct {
 func (s skipped) Run(ctx context.Context, _ int) {
 	s.log.Info("skipping the controller because " + s.reason)
 	<-ctx.Done()
+}
+
+// readRootCA reads --root-ca-file; "" is none.
+func readRootCA(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--root-ca-file: %w", err)
+	}
+	return data, nil
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/minictl/minictl/auth/user"
@@ -102,6 +103,41 @@ func BearerToken(t Token) Request {
 		if ok {
 			r.Header.Del("Authorization")
 		}
+		if !ok && err == nil {
+			// A bearer token no authenticator knows is a bad
+			// credential, not the absence of one: 401, never anonymous.
+			err = errInvalidBearer
+		}
 		return resp, ok, err
 	})
+}
+
+// WithAuthenticatedGroup adds system:authenticated to the groups of every
+// user a authenticates, as kube-apiserver does to its whole chain, so that
+// no authenticator has to remember it.
+func WithAuthenticatedGroup(a Request) Request {
+	return RequestFunc(func(r *http.Request) (*Response, bool, error) {
+		resp, ok, err := a.AuthenticateRequest(r)
+		if !ok || err != nil || resp.User == nil || resp.User.InGroup(user.AllAuthenticated) {
+			return resp, ok, err
+		}
+		u := *resp.User
+		u.Groups = append(slices.Clip(u.Groups), user.AllAuthenticated)
+		return &Response{User: &u, Audiences: resp.Audiences}, true, nil
+	})
+}
+
+type audiencesKey struct{}
+
+// WithAudiences returns ctx asking token authenticators to accept tokens
+// meant for auds rather than for the API server itself (a TokenReview's
+// spec.audiences).
+func WithAudiences(ctx context.Context, auds []string) context.Context {
+	return context.WithValue(ctx, audiencesKey{}, auds)
+}
+
+// AudiencesFrom returns the audiences ctx asks for, if any.
+func AudiencesFrom(ctx context.Context) ([]string, bool) {
+	auds, ok := ctx.Value(audiencesKey{}).([]string)
+	return auds, ok && len(auds) > 0
 }
