@@ -210,6 +210,7 @@ func streamLog(w http.ResponseWriter, body io.Reader, follow bool) {
 	}
 	buf := make([]byte, 32<<10)
 	for {
+		dl.idle() // the kubelet may be silent for long
 		n, err := body.Read(buf)
 		if n > 0 {
 			dl.arm()

@@ -524,6 +524,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 	}
 	dl.arm()
 	flusher.Flush()
+	dl.idle()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
@@ -552,6 +553,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, ri *requestI
 				}
 			}
 			flusher.Flush()
+			dl.idle()
 		case <-timer.C:
 			return nil
 		case <-ctx.Done():
@@ -661,11 +663,6 @@ func (e *eventEncoder) errorLine(se *apierrors.StatusError) []byte {
 // block for ever after the cache closed the watcher as too slow.
 const watchWriteTimeout = 10 * time.Second
 
-func writeWithDeadline(w http.ResponseWriter, b []byte) (int, error) {
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(watchWriteTimeout))
-	return w.Write(b)
-}
-
 // writeDeadline gives every write at least watchWriteTimeout minus
 // deadlineSlack before it times out: arm before each write. It moves the
 // deadline at most once per deadlineSlack, instead of a timer update for
@@ -683,5 +680,18 @@ func (d *writeDeadline) arm() {
 		return
 	}
 	d.at = now.Add(watchWriteTimeout)
+	_ = d.rc.SetWriteDeadline(d.at)
+}
+
+// idle lifts the deadline while the stream waits for something to write.
+// Over HTTP/1.1 a deadline only bounds the writes made before it; over
+// HTTP/2 it is a timer on the stream, which resets the stream when it
+// fires, writing or not: an idle watch on the secure port would end
+// after watchWriteTimeout without this.
+func (d *writeDeadline) idle() {
+	if d.at.IsZero() {
+		return
+	}
+	d.at = time.Time{}
 	_ = d.rc.SetWriteDeadline(d.at)
 }

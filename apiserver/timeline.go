@@ -33,16 +33,19 @@ func (s *Server) serveTimeline(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)
 	flusher.Flush()
+	dl := &writeDeadline{rc: http.NewResponseController(w)}
 	for {
 		select {
 		case e, ok := <-entries:
 			if !ok {
 				return
 			}
-			if _, err := writeWithDeadline(w, timeline.MarshalLine(e)); err != nil {
+			dl.arm()
+			if _, err := w.Write(timeline.MarshalLine(e)); err != nil {
 				return
 			}
 			flusher.Flush()
+			dl.idle()
 		case <-s.done:
 			return
 		case <-r.Context().Done():
