@@ -42,6 +42,8 @@ type clusterFlags struct {
 	// back-off; 0 is a kubelet's (10s doubling to 5m).
 	backOffBase, maxBackOff time.Duration
 	fast                    bool
+	// set are the flags given on the command line.
+	set map[string]bool
 }
 
 func (f *clusterFlags) bind(fs *flag.FlagSet) {

@@ -11,25 +11,33 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
-	"github.com/minictl/minictl/auth/authenticator"
+	"github.com/minictl/minictl/apiserver"
 	"github.com/minictl/minictl/auth/pki"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/controllers"
 )
 
 // secureFlags are the secure port's: where it listens, its certificates
 // (made in the data dir unless given), and who may do what on it.
 type secureFlags struct {
-	listen                   string
-	tlsCertFile, tlsKeyFile  string
-	clientCAFile             string
-	certDir                  string
-	anonymousAuth            bool
-	authorizationMode        string
-	enableAdmissionPlugins   string
-	kubeconfigOut            string // where up writes the admin kubeconfig
-	fallbackPort             bool   // listen was not given: a taken default port falls back to a free one
-	servingHosts, servingIPs []string
+	listen                  string
+	tlsCertFile, tlsKeyFile string
+	clientCAFile            string
+	certDir                 string
+	anonymousAuth           bool
+	authorizationMode       string
+	enableAdmissionPlugins  string
+	kubeconfigOut           string // where up writes the admin kubeconfig
+	fallbackPort            bool   // listen was not given: a taken default port falls back to a free one
+
+	// Authentication (kube-apiserver's flags of the same names).
+	serviceAccountIssuer, apiAudiences                  string
+	serviceAccountKeyFile, serviceAccountSigningKeyFile string
+	serviceAccountMaxTokenExpiration                    time.Duration
+	tokenAuthFile                                       string
+	bootstrapTokenAuth                                  bool
 }
 
 func (f *secureFlags) bind(fs *flag.FlagSet) {
@@ -39,8 +47,15 @@ func (f *secureFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.clientCAFile, "client-ca-file", "", "CA bundle that signs client certificates (user = CN, groups = O); default: the cluster CA in --cert-dir")
 	fs.StringVar(&f.certDir, "cert-dir", "", "where the cluster CA, the serving certificate and the ServiceAccount key pair are kept, made on first start (up: <data-dir>/pki)")
 	fs.BoolVar(&f.anonymousAuth, "anonymous-auth", true, "let requests without credentials on the secure port through as system:anonymous, for RBAC to judge (false: 401)")
-	fs.StringVar(&f.authorizationMode, "authorization-mode", "AlwaysAllow", "comma-separated authorizers asked in turn on the secure port after system:masters: AlwaysAllow, Node, RBAC")
-	fs.StringVar(&f.enableAdmissionPlugins, "enable-admission-plugins", "", "comma-separated admission plugins to turn on besides the default ones: NodeRestriction")
+	fs.StringVar(&f.authorizationMode, "authorization-mode", "Node,RBAC", "comma-separated authorizers asked in turn on the secure port after system:masters: AlwaysAllow, Node, RBAC")
+	fs.StringVar(&f.enableAdmissionPlugins, "enable-admission-plugins", "NodeRestriction", "comma-separated admission plugins to turn on besides the default ones: NodeRestriction")
+	fs.StringVar(&f.serviceAccountIssuer, "service-account-issuer", "https://kubernetes.default.svc.cluster.local", "the iss of the ServiceAccount tokens the server issues and accepts")
+	fs.StringVar(&f.apiAudiences, "api-audiences", "", "comma-separated audiences a token must be meant for to prove anything here, and a TokenRequest's default (default: the issuer)")
+	fs.StringVar(&f.serviceAccountKeyFile, "service-account-key-file", "", "PEM public keys (or certificates) that verify ServiceAccount tokens, besides the signing key's own (default: <cert-dir>/sa.pub)")
+	fs.StringVar(&f.serviceAccountSigningKeyFile, "service-account-signing-key-file", "", "PEM private key that signs the tokens of TokenRequests (default: <cert-dir>/sa.key)")
+	fs.DurationVar(&f.serviceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, "the longest lifetime a TokenRequest may ask for (0: no cap)")
+	fs.StringVar(&f.tokenAuthFile, "token-auth-file", "", "a static token file in kube's CSV format: token,user,uid,\"group1,group2\"")
+	fs.BoolVar(&f.bootstrapTokenAuth, "enable-bootstrap-token-auth", false, "accept bootstrap tokens (Secrets bootstrap-token-<id> in kube-system), with which a kubelet asks for its client certificate")
 }
 
 // securePort is the secure port, open: its listener, its TLS
@@ -133,12 +148,45 @@ func servingNames(host string) ([]string, []net.IP) {
 	return dns, ips
 }
 
-// authenticator is the secure port's authenticator chain.
-func (p *securePort) authenticator() authenticator.Request {
-	if p == nil {
-		return nil
+// authentication is the secure port's authenticator chain, as the flags
+// and the cluster's keys say: client certificates of the client CA, then
+// bearer tokens (the token file, ServiceAccount tokens signed by the
+// cluster's key or one the flags name, bootstrap tokens).
+func (f *secureFlags) authentication(p *securePort) (apiserver.Authentication, error) {
+	a := apiserver.Authentication{
+		TokenAuthFile:                    f.tokenAuthFile,
+		ServiceAccountIssuer:             f.serviceAccountIssuer,
+		APIAudiences:                     splitList(f.apiAudiences),
+		ServiceAccountMaxTokenExpiration: f.serviceAccountMaxTokenExpiration,
+		BootstrapTokenAuth:               f.bootstrapTokenAuth,
 	}
-	return nil
+	if p == nil {
+		return a, nil
+	}
+	a.ClientCA = p.tls.ClientCAs
+	signingFile := f.serviceAccountSigningKeyFile
+	if signingFile == "" && p.pki != nil {
+		signingFile = p.pki.ServiceAccountKeyFile
+	}
+	if signingFile != "" {
+		b, err := os.ReadFile(signingFile)
+		if err != nil {
+			return a, fmt.Errorf("--service-account-signing-key-file: %w", err)
+		}
+		if a.ServiceAccountSigningKey, err = pki.ParseKey(b); err != nil {
+			return a, fmt.Errorf("--service-account-signing-key-file %s: %w", signingFile, err)
+		}
+	}
+	if f.serviceAccountKeyFile != "" {
+		b, err := os.ReadFile(f.serviceAccountKeyFile)
+		if err != nil {
+			return a, fmt.Errorf("--service-account-key-file: %w", err)
+		}
+		if a.ServiceAccountKeys, err = pki.ParsePublicKeys(b); err != nil {
+			return a, fmt.Errorf("--service-account-key-file %s: %w", f.serviceAccountKeyFile, err)
+		}
+	}
+	return a, nil
 }
 
 // tokenClients makes clients that reach the secure port with a bearer
@@ -182,6 +230,31 @@ func certPool(pemData []byte) (*x509.CertPool, error) {
 		return nil, errors.New("no PEM certificate found")
 	}
 	return pool, nil
+}
+
+// clusterCredentials gives the controller manager of up the cluster's
+// keys, as kubeadm gives kube-controller-manager its flags: the CA to sign
+// certificates with and to publish, the key that signs legacy
+// ServiceAccount tokens, and a ServiceAccount of its own for each
+// controller (unless the flags said otherwise).
+func (f *serverFlags) clusterCredentials(cm *controllers.Config, set map[string]bool, p *securePort) {
+	if p == nil || p.pki == nil {
+		cm.UseServiceAccountCredentials = false // the components use the plain listener
+		return
+	}
+	if cm.Signing.CertFile == "" && cm.Signing.KeyFile == "" {
+		cm.Signing.CertFile, cm.Signing.KeyFile = p.pki.CAFile(), p.pki.CAKeyFile()
+	}
+	if cm.Credentials.ServiceAccountPrivateKeyFile == "" {
+		cm.Credentials.ServiceAccountPrivateKeyFile = p.pki.ServiceAccountKeyFile
+	}
+	if cm.Credentials.RootCAFile == "" {
+		cm.Credentials.RootCAFile = p.pki.CAFile()
+	}
+	if !set["use-service-account-credentials"] {
+		cm.UseServiceAccountCredentials = true
+	}
+	cm.ServiceAccountClient = p.tokenClients
 }
 
 // clusterConnector is how up's own components reach the API server: with

@@ -105,6 +105,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cf.applyFast(fs)
+	cf.set = setFlags(fs)
 	if cf.fast {
 		set := setFlags(fs)
 		if !set["default-not-ready-toleration-seconds"] {
@@ -204,6 +205,10 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		defer secure.ln.Close()
 		secure.ln = budget.Listener(secure.ln)
 	}
+	authn, err := sf.secure.authentication(secure)
+	if err != nil {
+		return err
+	}
 	// Every listener is open before anything starts, so that a taken port
 	// is an error before any goroutine runs.
 	var cmListener net.Listener
@@ -237,7 +242,8 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		MaxMutatingRequestsInflight:         noLimitIfZero(sf.maxMutatingRequestsInflight),
 		AdvertiseAddress:                    sf.advertiseAddress,
 		ServiceClusterIPRange:               sf.serviceRange,
-		Authenticator:                       secure.authenticator(),
+		Authentication:                      authn,
+		ServiceAccountAdmission:             cf != nil,
 		AnonymousAuth:                       sf.secure.anonymousAuth,
 		SecurePort:                          secure != nil,
 		AuthorizationModes:                  splitList(sf.secure.authorizationMode),
@@ -293,18 +299,9 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		if url != "" {
 			fmt.Fprintf(stdout, "Try: curl %s/api/v1/namespaces\n", url)
 		}
-		if cf != nil && secure != nil && secure.pki != nil && cf.cm.Signing.CertFile == "" && cf.cm.Signing.KeyFile == "" {
-			// The controller manager signs with the cluster CA, as
-			// kubeadm points --cluster-signing-*-file at it.
-			cf.cm.Signing.CertFile, cf.cm.Signing.KeyFile = secure.pki.CAFile(), secure.pki.CAKeyFile()
-		}
 		if cf != nil {
+			sf.clusterCredentials(&cf.cm, cf.set, secure)
 			connect, err := sf.clusterConnector(url, secure)
-			if secure != nil && secure.clients != nil {
-				cf.cm.ServiceAccountClient = secure.tokenClients
-			} else {
-				cf.cm.UseServiceAccountCredentials = false // the components use the plain listener
-			}
 			if err != nil {
 				clusterErr = err
 			} else {
