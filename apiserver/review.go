@@ -64,11 +64,11 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, ri *request
 // no user, which the filter chain never lets happen.
 var errNoUser = apierrors.NewBadRequest("no user present on request")
 
-// defaultAPIAudiences are the audiences of a token meant for the API
-// server itself, as kube-apiserver's --api-audiences defaults to its
-// ServiceAccount issuer: a TokenReview that names no audiences asks for
-// these, and a token whose authenticator names none is taken to be for
-// these.
+// defaultAPIAudiences stand for the API server itself in a TokenReview: a
+// review that names no audiences asks for these, and a token whose
+// authenticator names none is taken to be for these. They are kube's
+// default ServiceAccount issuer, fixed: Authentication.APIAudiences and
+// ServiceAccountIssuer do not change them.
 var defaultAPIAudiences = []string{"https://kubernetes.default.svc.cluster.local"}
 
 // reviewToken says who spec.token proves its bearer is, for audiences
