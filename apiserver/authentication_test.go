@@ -1,21 +1,13 @@
 package apiserver_test
 
 import (
-	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -34,67 +26,13 @@ import (
 	"github.com/minictl/minictl/internal/testenv"
 )
 
-// testCA is a certificate authority of a test's own.
-type testCA struct {
-	cert *x509.Certificate
-	key  crypto.Signer
-	pool *x509.CertPool
-}
-
-func newTestCA(t testing.TB, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &testCA{cert: cert, key: key, pool: pool}
-}
-
-// issue signs a certificate for usage: a client's (cn, orgs) or a
-// loopback server's.
-func (ca *testCA) issue(t testing.TB, cn string, orgs []string, usage x509.ExtKeyUsage) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: cn, Organization: orgs},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-	}
-	if usage == x509.ExtKeyUsageServerAuth {
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
-
-// authnEnv is a server with every authenticator configured, its secure
-// port, and a listener that answers with who a credential proves.
+// authnEnv is a secureEnv with every authenticator configured: client
+// certificates of ca, the token file's s3cr3t (alice), ServiceAccount
+// tokens signed with saKey, and bootstrap tokens.
 type authnEnv struct {
-	*testenv.Env
-	ca       *testCA
-	saKey    *rsa.PrivateKey
-	secure   string // https://127.0.0.1:port of the secure port
-	whoami   string // https://127.0.0.1:port answering with the user
-	serverCA *x509.CertPool
+	*secureEnv
+	ca    *testCA
+	saKey *rsa.PrivateKey
 }
 
 const testIssuer = "https://kubernetes.default.svc.cluster.local"
@@ -118,98 +56,19 @@ func startAuthnEnv(t *testing.T, tweak func(*apiserver.Authentication)) *authnEn
 	if tweak != nil {
 		tweak(&authn)
 	}
-	env := testenv.StartWith(t, testenv.Options{Server: apiserver.Config{Authentication: authn}})
-	serving := newTestCA(t, "serving-ca")
-	cfg := &tls.Config{Certificates: []tls.Certificate{serving.issue(t, "apiserver", nil, x509.ExtKeyUsageServerAuth)}}
-	se := &authnEnv{Env: env, ca: ca, saKey: saKey, serverCA: serving.pool}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	se.secure = "https://" + ln.Addr().String()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = env.Server.ServeSecure(ctx, ln, cfg)
-	}()
-
-	wcfg := cfg.Clone()
-	wcfg.ClientAuth = tls.RequestClientCert
-	wln, err := tls.Listen("tcp", "127.0.0.1:0", wcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	se.whoami = "https://" + wln.Addr().String()
-	who := &http.Server{Handler: env.Server.WhoAmI(), ReadHeaderTimeout: 10 * time.Second}
-	whoDone := make(chan struct{})
-	go func() {
-		defer close(whoDone)
-		_ = who.Serve(wln)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		_ = who.Close()
-		<-whoDone
-	})
-	return se
-}
-
-// client is an HTTPS client trusting the server, presenting cert if any.
-func (se *authnEnv) client(cert *tls.Certificate) *http.Client {
-	cfg := &tls.Config{RootCAs: se.serverCA}
-	if cert != nil {
-		cfg.Certificates = []tls.Certificate{*cert}
-	}
-	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
-}
-
-// send sends a request with the credentials given and returns the code
-// and body.
-func (se *authnEnv) send(t *testing.T, base, method, path string, cert *tls.Certificate, token string, body any) (int, []byte) {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		data, _ := json.Marshal(body)
-		rd = strings.NewReader(string(data))
-	}
-	req, err := http.NewRequest(method, base+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", jsonType)
-	}
-	c := se.client(cert)
-	defer c.CloseIdleConnections()
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, data
+	e := startSecureEnv(t, secureOptions{server: apiserver.Config{Authentication: authn}, whoami: true})
+	return &authnEnv{secureEnv: e, ca: ca, saKey: saKey}
 }
 
 // who is the user cert and token prove, or nil and the 401.
 func (se *authnEnv) who(t *testing.T, cert *tls.Certificate, token string) *user.Info {
 	t.Helper()
-	code, body := se.send(t, se.whoami, http.MethodGet, "/", cert, token, nil)
-	if code == http.StatusUnauthorized {
+	r := se.send(t, se.whoamiURL, cert, token, http.MethodGet, "/", nil)
+	if r.code == http.StatusUnauthorized {
 		return nil
 	}
-	if code != http.StatusOK {
-		t.Fatalf("whoami: %d %s", code, body)
-	}
 	var u user.Info
-	if err := json.Unmarshal(body, &u); err != nil {
-		t.Fatal(err)
-	}
+	r.want(t, http.StatusOK).into(t, &u)
 	return &u
 }
 
@@ -217,20 +76,16 @@ func (se *authnEnv) who(t *testing.T, cert *tls.Certificate, token string) *user
 // with kube's 401.
 func (se *authnEnv) wantUnauthorized(t *testing.T, cert *tls.Certificate, token string) {
 	t.Helper()
-	code, body := se.send(t, se.secure, http.MethodGet, "/api/v1/namespaces/default", cert, token, nil)
-	var st metav1.Status
-	_ = json.Unmarshal(body, &st)
-	if code != http.StatusUnauthorized || st.Reason != metav1.StatusReasonUnauthorized || st.Message != "Unauthorized" {
-		t.Fatalf("got %d %s, want 401 Unauthorized", code, body)
+	r := se.send(t, se.secureURL, cert, token, http.MethodGet, "/api/v1/namespaces/default", nil)
+	if st := r.wantStatus(t, http.StatusUnauthorized, metav1.StatusReasonUnauthorized); st.Message != "Unauthorized" {
+		t.Fatalf("got 401 %q, want Unauthorized", st.Message)
 	}
 }
 
 // wantAuthorized checks that the secure port answers the credentials.
 func (se *authnEnv) wantAuthorized(t *testing.T, cert *tls.Certificate, token string) {
 	t.Helper()
-	if code, body := se.send(t, se.secure, http.MethodGet, "/api/v1/namespaces/default", cert, token, nil); code != http.StatusOK {
-		t.Fatalf("got %d %s, want 200", code, body)
-	}
+	se.send(t, se.secureURL, cert, token, http.MethodGet, "/api/v1/namespaces/default", nil).want(t, http.StatusOK)
 }
 
 func TestSecurePortClientCertificates(t *testing.T) {

@@ -40,45 +40,7 @@ func (s *Server) serveApproval(w http.ResponseWriter, r *http.Request, ri *reque
 	if ri.res != api.CertificateSigningRequests {
 		return apierrors.NewNotFound(ri.res.GroupResource(), ri.name)
 	}
-	var next updateFunc
-	switch r.Method {
-	case http.MethodGet:
-		return s.serveGet(w, r, ri)
-	case http.MethodPut:
-		obj, err := s.decodeObject(r, ri.res)
-		if err != nil {
-			return err
-		}
-		if err := checkIdentity(ri.res, obj, ri.namespace, ri.name); err != nil {
-			return err
-		}
-		next = func(api.Object) (api.Object, error) { return obj.DeepCopyObject().(api.Object), nil }
-	case http.MethodPatch:
-		fv, err := writeOptions(r)
-		if err != nil {
-			return err
-		}
-		if isApply(r) {
-			return s.serveApply(w, r, ri, "approval", fv)
-		}
-		if _, err := patchOptions(r); err != nil {
-			return err
-		}
-		apply, err := s.readPatch(r, ri.res.New())
-		if err != nil {
-			return err
-		}
-		next = func(cur api.Object) (api.Object, error) { return patchObject(r.Context(), ri.res, cur, apply, fv) }
-	default:
-		return newMethodNotAllowed(r.Method, r.URL.Path)
-	}
-	o := updateOptions{mode: modeApproval, dry: dryRun(r), subresource: "approval", manager: managerOrUserAgent(r)}
-	out, err := s.updateObject(r.Context(), ri.store, ri.namespace, ri.name, o, next)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return s.servePart(w, r, ri, "approval", modeApproval)
 }
 
 // validateCertificateApproval is kube-apiserver's CertificateApproval

@@ -7,12 +7,10 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"math/big"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,21 +34,6 @@ func csrPEM(t testing.TB, cn string, orgs ...string) []byte {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
-}
-
-// selfSignedPEM is a PEM certificate, good enough for a status to carry.
-func selfSignedPEM(t testing.TB) []byte {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "x"}, NotBefore: time.Unix(0, 0), NotAfter: time.Unix(1<<33, 0)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
 func newCSR(t testing.TB, name, signer string) *certificatesv1.CertificateSigningRequest {
@@ -183,12 +166,12 @@ func TestCSRApprovalSubresourceChangesOnlyTheApproval(t *testing.T) {
 
 	// The signer's certificate comes through /status, once.
 	cur = get[certificatesv1.CertificateSigningRequest](t, env, csrsPath+"/web")
-	cur.Status.Certificate = selfSignedPEM(t)
+	cur.Status.Certificate = newTestCA(t, "x").pem()
 	issued := update[certificatesv1.CertificateSigningRequest](t, env, csrsPath+"/web/status", cur)
 	if len(issued.Status.Certificate) == 0 || len(issued.Status.Conditions) != 1 {
 		t.Fatalf("after /status: certificate %d bytes, conditions %v", len(issued.Status.Certificate), issued.Status.Conditions)
 	}
-	issued.Status.Certificate = selfSignedPEM(t)
+	issued.Status.Certificate = newTestCA(t, "x").pem()
 	st = do(t, env, http.MethodPut, csrsPath+"/web/status", jsonType, issued).wantStatus(t, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid)
 	if !strings.Contains(st.Message, "updates may not modify existing certificate content") {
 		t.Errorf("message %q", st.Message)

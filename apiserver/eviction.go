@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -84,17 +83,9 @@ func (s *Server) serveEviction(w http.ResponseWriter, r *http.Request, ri *reque
 // readEviction decodes the body: an Eviction of policy/v1 or v1beta1 (the
 // same fields) naming the pod on the URL.
 func (s *Server) readEviction(r *http.Request, ri *requestInfo) (*policyv1.Eviction, error) {
-	body, err := readBody(r, s.maxBody)
-	if err != nil {
-		return nil, err
-	}
-	data, err := s.toJSON(mediaType(r), body)
-	if err != nil {
-		return nil, err
-	}
 	var ev policyv1.Eviction
-	if err := json.Unmarshal(data, &ev); err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a valid Eviction: %v", err))
+	if err := s.readBodyInto(r, "Eviction", &ev); err != nil {
+		return nil, err
 	}
 	if ev.Kind != "Eviction" || (ev.APIVersion != "policy/v1" && ev.APIVersion != "policy/v1beta1") {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is a %q %q, not a policy/v1 or policy/v1beta1 Eviction", ev.APIVersion, ev.Kind))

@@ -43,27 +43,11 @@ type reply struct {
 	body   []byte
 }
 
-// do sends one request. body may be nil, a []byte or string sent as is,
-// an io.Reader sent chunked (with no Content-Length), or anything else,
-// sent as JSON.
+// do sends one request to env's plain listener, as the admin. body is
+// sent as encodeBody sends it.
 func do(t testing.TB, env *testenv.Env, method, path, contentType string, body any) *reply {
 	t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case []byte:
-		rd = bytes.NewReader(b)
-	case string:
-		rd = strings.NewReader(b)
-	case io.Reader:
-		rd = struct{ io.Reader }{b} // hides the length http.NewRequest would find
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			t.Fatalf("encode body: %v", err)
-		}
-		rd = bytes.NewReader(data)
-	}
+	rd := encodeBody(t, body)
 	req, err := http.NewRequest(method, env.URL+path, rd)
 	if err != nil {
 		t.Fatalf("new request: %v", err)
@@ -81,6 +65,29 @@ func do(t testing.TB, env *testenv.Env, method, path, contentType string, body a
 		t.Fatalf("%s %s: read body: %v", method, path, err)
 	}
 	return &reply{code: resp.StatusCode, header: resp.Header, body: data}
+}
+
+// encodeBody is a request's body: nil for none, a []byte or string sent
+// as is, an io.Reader sent chunked (with no Content-Length), or anything
+// else, sent as JSON.
+func encodeBody(t testing.TB, body any) io.Reader {
+	t.Helper()
+	switch b := body.(type) {
+	case nil:
+		return nil
+	case []byte:
+		return bytes.NewReader(b)
+	case string:
+		return strings.NewReader(b)
+	case io.Reader:
+		return struct{ io.Reader }{b} // hides the length http.NewRequest would find
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			t.Fatalf("encode body: %v", err)
+		}
+		return bytes.NewReader(data)
+	}
 }
 
 // want fails the test unless the reply has the given code.

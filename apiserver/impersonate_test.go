@@ -14,7 +14,7 @@ import (
 )
 
 // whoami is `kubectl auth whoami` with the given headers.
-func (e *reviewEnv) whoami(t *testing.T, token string, headers ...string) authenticationv1.UserInfo {
+func (e *secureEnv) whoami(t *testing.T, token string, headers ...string) authenticationv1.UserInfo {
 	t.Helper()
 	var me authenticationv1.SelfSubjectReview
 	e.as(t, token, "POST", ssrPath, &authenticationv1.SelfSubjectReview{}, headers...).want(t, http.StatusCreated).into(t, &me)

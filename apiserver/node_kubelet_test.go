@@ -21,11 +21,11 @@ import (
 // and finishes their deletion. None of its requests is refused.
 func TestKubeletRunsAsItsNode(t *testing.T) {
 	c := startNodeCluster(t)
-	create[corev1.Secret](t, c.env, "/api/v1/namespaces/default/secrets", secret("web-config"))
-	create[corev1.Pod](t, c.env, podPath("default", ""), podMounting("web", "node-1", "web-config"))
-	create[corev1.Pod](t, c.env, podPath("default", ""), podMounting("elsewhere", "node-2", "web-config"))
+	create[corev1.Secret](t, c.Env, "/api/v1/namespaces/default/secrets", secret("web-config"))
+	create[corev1.Pod](t, c.Env, podPath("default", ""), podMounting("web", "node-1", "web-config"))
+	create[corev1.Pod](t, c.Env, podPath("default", ""), podMounting("elsewhere", "node-2", "web-config"))
 
-	rc, err := client.New(&client.Config{Server: c.secure, CAData: c.caPEM, BearerToken: "node-1", Timeout: 10 * time.Second})
+	rc, err := client.New(&client.Config{Server: c.secureURL, CAData: c.servingCA.pem(), BearerToken: "node-1", Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestKubeletRunsAsItsNode(t *testing.T) {
 
 	eventually(t, "node-1 registered, Ready, with its kubelet's port", func() (bool, string) {
 		var n corev1.Node
-		r := do(t, c.env, http.MethodGet, "/api/v1/nodes/node-1", "", nil)
+		r := do(t, c.Env, http.MethodGet, "/api/v1/nodes/node-1", "", nil)
 		if r.code != http.StatusOK {
 			return false, truncate(r.body)
 		}
@@ -64,7 +64,7 @@ func TestKubeletRunsAsItsNode(t *testing.T) {
 	})
 	var first string // the lease's resourceVersion when first seen
 	eventually(t, "node-1's lease created, then renewed", func() (bool, string) {
-		r := do(t, c.env, http.MethodGet, leases+"/node-1", "", nil)
+		r := do(t, c.Env, http.MethodGet, leases+"/node-1", "", nil)
 		if r.code != http.StatusOK {
 			return false, truncate(r.body)
 		}
@@ -76,11 +76,11 @@ func TestKubeletRunsAsItsNode(t *testing.T) {
 		return l.Spec.RenewTime != nil && l.ResourceVersion != first, l.ResourceVersion
 	})
 	eventually(t, "web running with an IP", func() (bool, string) {
-		p := get[corev1.Pod](t, c.env, podPath("default", "web"))
+		p := get[corev1.Pod](t, c.Env, podPath("default", "web"))
 		return p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "", string(p.Status.Phase)
 	})
 	eventually(t, "the kubelet's Starting event recorded", func() (bool, string) {
-		l := get[corev1.EventList](t, c.env, "/api/v1/namespaces/default/events")
+		l := get[corev1.EventList](t, c.Env, "/api/v1/namespaces/default/events")
 		for _, e := range l.Items {
 			if e.Reason == "Starting" && e.InvolvedObject.Name == "node-1" && e.Source.Host == "node-1" {
 				return true, ""
@@ -88,18 +88,18 @@ func TestKubeletRunsAsItsNode(t *testing.T) {
 		}
 		return false, "no Starting event"
 	})
-	do(t, c.env, http.MethodGet, podPath("default", "web")+"/log", "", nil).want(t, http.StatusOK)
-	if p := get[corev1.Pod](t, c.env, podPath("default", "elsewhere")); p.Status.Phase == corev1.PodRunning {
+	do(t, c.Env, http.MethodGet, podPath("default", "web")+"/log", "", nil).want(t, http.StatusOK)
+	if p := get[corev1.Pod](t, c.Env, podPath("default", "elsewhere")); p.Status.Phase == corev1.PodRunning {
 		t.Fatal("node-1's kubelet ran node-2's pod")
 	}
-	if n := metric(t, c.env, `apiserver_authorization_decisions_total{decision="denied"}`); n != 0 {
+	if n := metric(t, c.Env, `apiserver_authorization_decisions_total{decision="denied"}`); n != 0 {
 		t.Fatalf("%v of the kubelet's requests were refused", n)
 	}
 
 	// A graceful delete is finished by the kubelet, which removes the pod.
-	do(t, c.env, http.MethodDelete, podPath("default", "web"), "", nil).want(t, http.StatusOK)
+	do(t, c.Env, http.MethodDelete, podPath("default", "web"), "", nil).want(t, http.StatusOK)
 	eventually(t, "web deleted by its kubelet", func() (bool, string) {
-		r := do(t, c.env, http.MethodGet, podPath("default", "web"), "", nil)
+		r := do(t, c.Env, http.MethodGet, podPath("default", "web"), "", nil)
 		return r.code == http.StatusNotFound, truncate(r.body)
 	})
 }

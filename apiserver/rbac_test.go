@@ -1,41 +1,18 @@
 package apiserver_test
 
 import (
-	"bytes"
-	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/json"
-	"errors"
-	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minictl/minictl/apiserver"
-	"github.com/minictl/minictl/auth/authenticator"
 	"github.com/minictl/minictl/auth/user"
 	"github.com/minictl/minictl/internal/testenv"
 )
-
-// secureEnv is an API server with RBAC, serving its secure port with a
-// certificate made for the test, whose users are fixed bearer tokens.
-type secureEnv struct {
-	*testenv.Env
-	secureURL string
-	client    *http.Client
-}
 
 // testUsers are the users the test's tokens prove: token "alice" is alice.
 var testUsers = map[string]*user.Info{
@@ -50,112 +27,14 @@ var testUsers = map[string]*user.Info{
 	"gc":         {Name: user.ServiceAccountUsername("kube-system", "generic-garbage-collector"), Groups: user.ServiceAccountGroups("kube-system")},
 }
 
-func startSecure(t *testing.T) *secureEnv {
+// startRBACEnv starts a secureEnv authorizing with RBAC alone, whose
+// users are testUsers and anonymous.
+func startRBACEnv(t *testing.T) *secureEnv {
 	t.Helper()
-	tokens := authenticator.TokenFunc(func(_ context.Context, token string) (*authenticator.Response, bool, error) {
-		if u, ok := testUsers[token]; ok {
-			return &authenticator.Response{User: u}, true, nil
-		}
-		return nil, false, errors.New("unknown token")
+	return startSecureEnv(t, secureOptions{
+		server: apiserver.Config{AnonymousAuth: true, AuthorizationModes: []string{"RBAC"}},
+		tokens: usersByToken(testUsers),
 	})
-	env := testenv.StartWith(t, testenv.Options{Server: apiserver.Config{
-		Authenticator:      authenticator.BearerToken(tokens),
-		AnonymousAuth:      true,
-		AuthorizationModes: []string{"RBAC"},
-	}})
-	cert, pool := selfSigned(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	srv := env.Server
-	go func() {
-		defer close(done)
-		_ = srv.ServeSecure(ctx, ln, &tls.Config{Certificates: []tls.Certificate{cert}})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return &secureEnv{
-		Env: env, secureURL: "https://" + ln.Addr().String(),
-		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}},
-	}
-}
-
-// selfSigned makes a serving certificate for 127.0.0.1 and the pool that
-// trusts it.
-func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
-}
-
-// as sends a request on the secure port with token's credentials ("" for
-// none).
-func (e *secureEnv) as(t *testing.T, token, method, path string, body any) *reply {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequest(method, e.secureURL+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := e.client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return &reply{code: resp.StatusCode, header: resp.Header, body: data}
-}
-
-// asPatch sends a JSON patch on the secure port as token's user.
-func (e *secureEnv) asPatch(t *testing.T, token, path, patch string) *reply {
-	t.Helper()
-	req, err := http.NewRequest("PATCH", e.secureURL+path, strings.NewReader(patch))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json-patch+json")
-	resp, err := e.client.Do(req)
-	if err != nil {
-		t.Fatalf("PATCH %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return &reply{code: resp.StatusCode, header: resp.Header, body: data}
 }
 
 const rbacPath = "/apis/rbac.authorization.k8s.io/v1"
@@ -196,7 +75,7 @@ func list(s ...string) []string { return s }
 // the cluster scope and in namespaces, on subresources, named objects and
 // non-resource paths; a refusal is kube's 403.
 func TestRBACAuthorizationMatrix(t *testing.T) {
-	e := startSecure(t)
+	e := startRBACEnv(t)
 	for _, ns := range []string{"team-a", "team-b"} {
 		createNamespace(t, e.Env, ns)
 	}
@@ -315,7 +194,7 @@ func TestRBACAuthorizationMatrix(t *testing.T) {
 // grants only what they hold, unless they may escalate the role or bind
 // the role the binding names.
 func TestRBACEscalationPrevention(t *testing.T) {
-	e := startSecure(t)
+	e := startRBACEnv(t)
 	createNamespace(t, e.Env, "team-a")
 	create[rbacv1.ClusterRole](t, e.Env, rbacPath+"/clusterroles", clusterRole("rbac-writer",
 		rbacRule(list("create", "update", "patch", "get"), list("rbac.authorization.k8s.io"), list("roles", "rolebindings"))))
@@ -349,7 +228,7 @@ func TestRBACEscalationPrevention(t *testing.T) {
 	dr.Rules = append(dr.Rules, rbacRule(list("list"), list(""), list("secrets")))
 	for _, r := range []*reply{
 		e.as(t, "bob", "PUT", rolesPath+"/deploy-reader", dr),
-		e.asPatch(t, "bob", rolesPath+"/deploy-reader", `[{"op":"add","path":"/rules/-","value":{"verbs":["list"],"apiGroups":[""],"resources":["secrets"]}}]`),
+		e.patch(t, "bob", jsonPatch, rolesPath+"/deploy-reader", `[{"op":"add","path":"/rules/-","value":{"verbs":["list"],"apiGroups":[""],"resources":["secrets"]}}]`),
 	} {
 		if st := r.wantStatus(t, 403, metav1.StatusReasonForbidden); !strings.Contains(st.Message, `is attempting to grant RBAC permissions not currently held:`+"\n"+`{APIGroups:[""], Resources:["secrets"], Verbs:["list"]}`) {
 			t.Errorf("escalating update refused with %q", st.Message)
@@ -359,7 +238,7 @@ func TestRBACEscalationPrevention(t *testing.T) {
 		t.Errorf("a refused update changed the Role: %v", got.Rules)
 	}
 	// A change that grants nothing new (a label) is not escalation.
-	e.asPatch(t, "bob", rolesPath+"/deploy-reader", `[{"op":"add","path":"/metadata/labels","value":{"team":"a"}}]`).want(t, 200)
+	e.patch(t, "bob", jsonPatch, rolesPath+"/deploy-reader", `[{"op":"add","path":"/metadata/labels","value":{"team":"a"}}]`).want(t, 200)
 
 	// escalate on roles and bind on cluster-admin lift the checks.
 	create[rbacv1.ClusterRole](t, e.Env, rbacPath+"/clusterroles", clusterRole("escalator",
@@ -420,7 +299,7 @@ func TestBootstrapPolicy(t *testing.T) {
 // manager and a controller's ServiceAccount may do, through the bootstrap
 // policy alone, what they do, and no more.
 func TestBootstrapRolesLetComponentsWork(t *testing.T) {
-	e := startSecure(t)
+	e := startRBACEnv(t)
 	lease := map[string]any{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": map[string]any{"name": "kube-scheduler"}}
 	event := map[string]any{"apiVersion": "v1", "kind": "Event", "metadata": map[string]any{"name": "e1"},
 		"involvedObject": map[string]any{"kind": "Pod", "name": "p", "namespace": "default"}, "reason": "Scheduled", "message": "m"}

@@ -1,6 +1,7 @@
 package apiserver_test
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,9 +11,80 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/minictl/minictl/apiserver"
+	"github.com/minictl/minictl/auth/audit"
+	"github.com/minictl/minictl/auth/authenticator"
+	"github.com/minictl/minictl/auth/authorizer"
 	"github.com/minictl/minictl/auth/user"
 	"github.com/minictl/minictl/store"
 )
+
+// The reviews', impersonation's and audit's tests share a few users who
+// prove themselves with bearer tokens, and an authorizer that knows what
+// each may do (testAuthorizer):
+//
+//	alice     reads pods anywhere, and may impersonate bob, the group dev,
+//	          the extra scopes=view and the ServiceAccount default:builder
+//	mallory   is refused secrets outright (Deny)
+//	bob, dev  bob's group dev lists configmaps
+//
+// Everybody may create the reviews; everything else is refused for lack
+// of a rule.
+
+// testTokens are the users' bearer tokens. The "aud" token is meant for
+// another audience than the API server's.
+var testTokens = map[string]*authenticator.Response{
+	"alice-token":   {User: &user.Info{Name: "alice", UID: "alice-uid", Groups: []string{"staff", user.AllAuthenticated}}},
+	"mallory-token": {User: &user.Info{Name: "mallory", Groups: []string{user.AllAuthenticated}}},
+	"aud-token":     {User: &user.Info{Name: "vault"}, Audiences: []string{"vault"}},
+}
+
+const noRule = "no rule allows it"
+
+var testAuthorizer = authorizer.Func(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	u := a.User
+	switch {
+	case a.Verb == "create" && (a.APIGroup == "authorization.k8s.io" || a.APIGroup == "authentication.k8s.io"):
+		return authorizer.Allow, "reviews are for everyone", nil
+	case u.Name == "alice" && a.Resource == "pods" && (a.Verb == "get" || a.Verb == "list" || a.Verb == "watch"):
+		return authorizer.Allow, "alice reads pods", nil
+	case u.Name == "alice" && a.Verb == "impersonate":
+		ok := a.Resource == "users" && a.Name == "bob" ||
+			a.Resource == "groups" && a.Name == "dev" ||
+			a.Resource == "userextras" && a.Subresource == "scopes" && a.Name == "view" ||
+			a.Resource == "serviceaccounts" && a.Namespace == "default" && a.Name == "builder"
+		if ok {
+			return authorizer.Allow, "", nil
+		}
+	case u.Name == "mallory" && a.Resource == "secrets":
+		return authorizer.Deny, "mallory is denied secrets", nil
+	case u.InGroup("dev") && a.Resource == "configmaps" && a.Verb == "list":
+		return authorizer.Allow, "dev lists configmaps", nil
+	}
+	return authorizer.NoOpinion, noRule, nil
+})
+
+// testRules lists alice's rules; nobody else has any.
+type testRules struct{}
+
+func (testRules) RulesFor(_ context.Context, u *user.Info, namespace string) ([]authorizationv1.ResourceRule, []authorizationv1.NonResourceRule, bool, error) {
+	if u.Name != "alice" {
+		return nil, nil, false, nil
+	}
+	return []authorizationv1.ResourceRule{{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""}, Resources: []string{"pods"}}},
+		[]authorizationv1.NonResourceRule{{Verbs: []string{"get"}, NonResourceURLs: []string{"/healthz"}}}, false, nil
+}
+
+// startReviewEnv starts a secureEnv with the users above; policy nil
+// audits at the default level.
+func startReviewEnv(t *testing.T, policy *audit.Policy) *secureEnv {
+	t.Helper()
+	return startSecureEnv(t, secureOptions{
+		server: apiserver.Config{Authorizer: testAuthorizer, RuleResolver: testRules{}, AuditPolicy: policy},
+		tokens: testTokens,
+		audit:  true,
+	})
+}
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 

@@ -25,7 +25,7 @@ func TestSecureWatchOutlivesItsWriteDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// alice may watch pods.
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.SecureURL+"/api/v1/namespaces/default/pods?watch=true", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.secureURL+"/api/v1/namespaces/default/pods?watch=true", nil)
 	req.Header.Set("Authorization", "Bearer alice-token")
 	resp, err := hc.Do(req)
 	if err != nil {

@@ -125,10 +125,12 @@ type Config struct {
 	// decides access its own way.
 	Authorizer authorizer.Authorizer
 	// TokenAuthenticator authenticates the bearer tokens a TokenReview
-	// asks about; nil: every token is answered unauthenticated.
+	// asks about, in place of Authentication's token authenticators
+	// (the token file, ServiceAccount and bootstrap tokens); with
+	// neither, every token is answered unauthenticated.
 	TokenAuthenticator authenticator.Token
-	// RuleResolver lists what a user may do, for SelfSubjectRulesReview;
-	// nil: nothing is listed.
+	// RuleResolver lists what a user may do, for SelfSubjectRulesReview,
+	// in place of the RBAC mode's rules; with neither, nothing is listed.
 	RuleResolver authorizer.RuleResolver
 	// AuditLog receives the audit Events, one JSON line each
 	// (kube-apiserver's --audit-log-path; audit.OpenLog opens one); nil:
@@ -199,11 +201,13 @@ type Server struct {
 	anonymous     bool
 	authorizer    authorizer.Authorizer
 	securePort    bool // Config.SecurePort
-	// tokens authenticates bearer tokens alone (the token file,
-	// ServiceAccount and bootstrap tokens), for TokenReview; nil: none.
+	// tokens authenticates bearer tokens alone, for TokenReview: the
+	// token file, ServiceAccount and bootstrap tokens, or
+	// Config.TokenAuthenticator; nil: none.
 	tokens authenticator.Token
 	// rules lists what a user may do, for SelfSubjectRulesReview: the
-	// RBAC authorizer's resolver; nil: nothing is listed.
+	// RBAC authorizer's resolver, or Config.RuleResolver; nil: nothing
+	// is listed.
 	rules authorizer.RuleResolver
 	// rbac is the RBAC authorization mode, nil when it is not one of the
 	// server's modes; rbacPolicy its index (rbac.go).

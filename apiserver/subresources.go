@@ -20,7 +20,13 @@ import (
 // object; writes change the status and the metadata, and nothing else
 // (api.Resource.PrepareStatusUpdate, in updateObject).
 func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
-	rs := ri.store
+	return s.servePart(w, r, ri, "status", modeStatus)
+}
+
+// servePart answers a subresource that is a view of the whole object of
+// which writes change only one part (mode): reads return the object, and
+// a PUT or a PATCH (apply included) is an update of that part.
+func (s *Server) servePart(w http.ResponseWriter, r *http.Request, ri *requestInfo, subresource string, mode updateMode) error {
 	var next updateFunc
 	switch r.Method {
 	case http.MethodGet:
@@ -40,7 +46,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, ri *request
 			return err
 		}
 		if isApply(r) {
-			return s.serveApply(w, r, ri, "status", fv)
+			return s.serveApply(w, r, ri, subresource, fv)
 		}
 		if _, err := patchOptions(r); err != nil {
 			return err
@@ -53,12 +59,30 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request, ri *request
 	default:
 		return newMethodNotAllowed(r.Method, r.URL.Path)
 	}
-	o := updateOptions{mode: modeStatus, dry: dryRun(r), subresource: "status", manager: managerOrUserAgent(r)}
-	out, err := s.updateObject(r.Context(), rs, ri.namespace, ri.name, o, next)
+	o := updateOptions{mode: mode, dry: dryRun(r), subresource: subresource, manager: managerOrUserAgent(r)}
+	out, err := s.updateObject(r.Context(), ri.store, ri.namespace, ri.name, o, next)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// readBodyInto decodes the body of a subresource's request, in any of
+// the media types the server reads, into v, a kind's Go type; a body that
+// is not one is a 400 naming the kind.
+func (s *Server) readBodyInto(r *http.Request, kind string, v any) error {
+	body, err := readBody(r, s.maxBody)
+	if err != nil {
+		return err
+	}
+	data, err := s.toJSON(mediaType(r), body)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("the body is not a valid %s: %v", kind, err))
+	}
 	return nil
 }
 
@@ -124,17 +148,9 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, ri *requestI
 		}
 		return out.writeValue(w, sc)
 	case http.MethodPut:
-		body, err := readBody(r, s.maxBody)
-		if err != nil {
-			return err
-		}
-		data, err := s.toJSON(mediaType(r), body)
-		if err != nil {
-			return err
-		}
 		var want autoscalingv1.Scale
-		if err := json.Unmarshal(data, &want); err != nil {
-			return apierrors.NewBadRequest(fmt.Sprintf("the body is not a valid Scale: %v", err))
+		if err := s.readBodyInto(r, "Scale", &want); err != nil {
+			return err
 		}
 		if want.Name != "" && want.Name != ri.name {
 			return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", want.Name, ri.name))
@@ -202,17 +218,9 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, ri *reques
 	if r.Method != http.MethodPost {
 		return newMethodNotAllowed(r.Method, r.URL.Path) // a binding is only ever created
 	}
-	body, err := readBody(r, s.maxBody)
-	if err != nil {
-		return err
-	}
-	data, err := s.toJSON(mediaType(r), body)
-	if err != nil {
-		return err
-	}
 	var b corev1.Binding
-	if err := json.Unmarshal(data, &b); err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("the body is not a valid Binding: %v", err))
+	if err := s.readBodyInto(r, "Binding", &b); err != nil {
+		return err
 	}
 	if b.Name != "" && b.Name != ri.name {
 		return apierrors.NewBadRequest(fmt.Sprintf("the name of the binding (%s) does not match the pod on the URL (%s)", b.Name, ri.name))
@@ -220,7 +228,7 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, ri *reques
 	if b.Target.Name == "" {
 		return apierrors.NewInvalid(schemaGroupKindOf("", "Binding"), ri.name, nil)
 	}
-	_, err = s.updateObject(r.Context(), s.serving().stores[api.Pods], ri.namespace, ri.name, updateOptions{mode: modeInternal, dry: dryRun(r)}, func(cur api.Object) (api.Object, error) {
+	_, err := s.updateObject(r.Context(), s.serving().stores[api.Pods], ri.namespace, ri.name, updateOptions{mode: modeInternal, dry: dryRun(r)}, func(cur api.Object) (api.Object, error) {
 		pod := cur.(*corev1.Pod)
 		if pod.DeletionTimestamp != nil {
 			return nil, apierrors.NewConflict(api.Pods.GroupResource(), pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))

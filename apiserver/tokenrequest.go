@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -68,17 +67,9 @@ func (s *Server) serveTokenRequest(w http.ResponseWriter, r *http.Request, ri *r
 
 // readTokenRequest decodes, defaults and validates the body.
 func (s *Server) readTokenRequest(r *http.Request, ri *requestInfo) (*authnv1.TokenRequest, error) {
-	body, err := readBody(r, s.maxBody)
-	if err != nil {
-		return nil, err
-	}
-	data, err := s.toJSON(mediaType(r), body)
-	if err != nil {
-		return nil, err
-	}
 	var req authnv1.TokenRequest
-	if err := json.Unmarshal(data, &req); err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a valid TokenRequest: %v", err))
+	if err := s.readBodyInto(r, "TokenRequest", &req); err != nil {
+		return nil, err
 	}
 	// A body that names no kind is taken for the one the path expects,
 	// as kube-apiserver takes it.

@@ -1,9 +1,7 @@
 package controllers
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"os"
 
 	"github.com/minictl/minictl/auth/pki"
@@ -96,8 +94,7 @@ var knownControllers = []descriptor{
 		build: func(cc *controllerContext) (runner, error) {
 			file := cc.Credentials.ServiceAccountPrivateKeyFile
 			if file == "" {
-				cc.Logger.Warn(serviceaccounttoken.Name + " is disabled because there is no private key (--service-account-private-key-file)")
-				return nil, nil
+				return disabled(cc, serviceaccounttoken.Name, "there is no private key (--service-account-private-key-file)")
 			}
 			key, err := sa.ReadPrivateKey(file)
 			if err != nil {
@@ -122,8 +119,7 @@ var knownControllers = []descriptor{
 				return nil, err
 			}
 			if len(rootCA) == 0 {
-				cc.Logger.Warn(rootcacertpublisher.Name + " is disabled because there is no root CA (--root-ca-file)")
-				return nil, nil
+				return disabled(cc, rootcacertpublisher.Name, "there is no root CA (--root-ca-file)")
 			}
 			return rootcacertpublisher.New(rootcacertpublisher.Options{Common: cc.Common, RootCA: rootCA})
 		},
@@ -210,7 +206,7 @@ var knownControllers = []descriptor{
 		build: func(cc *controllerContext) (runner, error) {
 			sg := cc.Signing
 			if sg.CertFile == "" || sg.KeyFile == "" {
-				return skipped{cc.Logger.With("controller", csrsigning.Name), "no csr cert/key was specified"}, nil
+				return disabled(cc, csrsigning.Name, "no csr cert/key was specified (--cluster-signing-cert-file, --cluster-signing-key-file)")
 			}
 			ca, err := pki.LoadCA(sg.CertFile, sg.KeyFile)
 			if err != nil {
@@ -248,17 +244,12 @@ var knownControllers = []descriptor{
 	},
 }
 
-// skipped stands for a controller that has what it needs to run only when
-// configured, as kube-controller-manager skips them: it says why, once,
-// and waits for the end.
-type skipped struct {
-	log    *slog.Logger
-	reason string
-}
-
-func (s skipped) Run(ctx context.Context, _ int) {
-	s.log.Info("skipping the controller because " + s.reason)
-	<-ctx.Done()
+// disabled stands for a controller that lacks what it needs to run, as
+// kube-controller-manager skips one: it says why, once, and the manager
+// runs nothing in its place (a nil runner).
+func disabled(cc *controllerContext, name, reason string) (runner, error) {
+	cc.Logger.Warn(name + " is disabled because " + reason)
+	return nil, nil
 }
 
 // readRootCA reads --root-ca-file; "" is none.
