@@ -60,16 +60,18 @@ const (
 	keyObject     = "object"
 	keyNode       = "node"
 	keyStage      = "stage"
+	keyErr        = "err"
 )
 
 // FromRecord builds the entry of a record from its attributes and those of
 // its logger (attrs): the component is the "controller" attribute, or else
 // "component", or else "minictl"; the object is the "object" attribute; a
 // "node" other than the object itself is shown before the message as
-// "(on node)".
+// "(on node)". A warning's or an error's "err" follows its message, so
+// that what went wrong (a 403 from RBAC, a refused write) is on the line.
 func FromRecord(r slog.Record, attrs []slog.Attr) Entry {
 	e := Entry{Time: r.Time, Level: r.Level.String(), Message: r.Message}
-	var controller, component, node string
+	var controller, component, node, errText string
 	visit := func(a slog.Attr) bool {
 		switch a.Key {
 		case keyController:
@@ -82,6 +84,8 @@ func FromRecord(r slog.Record, attrs []slog.Attr) Entry {
 			node = a.Value.String()
 		case keyStage:
 			e.Stage = a.Value.String()
+		case keyErr:
+			errText = a.Value.String()
 		}
 		return true
 	}
@@ -92,6 +96,9 @@ func FromRecord(r slog.Record, attrs []slog.Attr) Entry {
 	e.Component = cmp.Or(controller, component, "minictl")
 	if node != "" && node != e.Object {
 		e.Message = "(on " + node + ") " + e.Message
+	}
+	if errText != "" && r.Level >= slog.LevelWarn {
+		e.Message += ": " + errText
 	}
 	return e
 }

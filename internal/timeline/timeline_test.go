@@ -17,30 +17,36 @@ func TestFromRecord(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		logger []slog.Attr // the logger's, as WithAttrs gives them
+		level  slog.Level
 		msg    string
 		attrs  []any // the record's
 		want   Entry
 	}{
-		{"a controller's decision", cm, "want 3, have 2 → create 1",
+		{"a controller's decision", cm, slog.LevelInfo, "want 3, have 2 → create 1",
 			[]any{slog.String("object", "default/web"), slog.Int("want", 3), slog.Int("have", 2)},
 			Entry{Component: "replicaset", Object: "default/web", Message: "want 3, have 2 → create 1"}},
-		{"no object", cm, "starting", []any{slog.Int("workers", 5)},
+		{"no object", cm, slog.LevelInfo, "starting", []any{slog.Int("workers", 5)},
 			Entry{Component: "replicaset", Message: "starting"}},
-		{"a component without controller", []slog.Attr{slog.String("component", "apiserver")}, "api server ready", nil,
+		{"a component without controller", []slog.Attr{slog.String("component", "apiserver")}, slog.LevelInfo, "api server ready", nil,
 			Entry{Component: "apiserver", Message: "api server ready"}},
-		{"neither", nil, "plain", nil, Entry{Component: "minictl", Message: "plain"}},
-		{"a message shaped like the old ones stays whole", nil, "scheduler default/web: 3 nodes", nil,
+		{"neither", nil, slog.LevelInfo, "plain", nil, Entry{Component: "minictl", Message: "plain"}},
+		{"a message shaped like the old ones stays whole", nil, slog.LevelInfo, "scheduler default/web: 3 nodes", nil,
 			Entry{Component: "minictl", Message: "scheduler default/web: 3 nodes"}},
-		{"a pod on a node", kubelet, "Pending → Running (ip 10.244.0.2)",
+		{"a pod on a node", kubelet, slog.LevelInfo, "Pending → Running (ip 10.244.0.2)",
 			[]any{slog.String("object", "default/web-x"), slog.String("from", "Pending"), slog.String("to", "Running")},
 			Entry{Component: "kubelet", Object: "default/web-x", Message: "(on node-1) Pending → Running (ip 10.244.0.2)"}},
-		{"the node itself", kubelet, "registered node", []any{slog.String("object", "node-1")},
+		{"the node itself", kubelet, slog.LevelInfo, "registered node", []any{slog.String("object", "node-1")},
 			Entry{Component: "kubelet", Object: "node-1", Message: "registered node"}},
-		{"the record's node", cm, "tolerates unreachable for 5s → evict at 15:29:33",
+		{"the record's node", cm, slog.LevelInfo, "tolerates unreachable for 5s → evict at 15:29:33",
 			[]any{slog.String("object", "default/web-x"), slog.String("node", "node-2")},
 			Entry{Component: "replicaset", Object: "default/web-x", Message: "(on node-2) tolerates unreachable for 5s → evict at 15:29:33"}},
+		{"a warning's error", cm, slog.LevelWarn, "sync failed, will retry",
+			[]any{slog.String("object", "default/web"), slog.String("err", `replicasets.apps is forbidden: User "x" cannot create`)},
+			Entry{Component: "replicaset", Object: "default/web", Message: `sync failed, will retry: replicasets.apps is forbidden: User "x" cannot create`}},
+		{"an error at info stays off the line", cm, slog.LevelInfo, "gave up", []any{slog.String("err", "boom")},
+			Entry{Component: "replicaset", Message: "gave up"}},
 	} {
-		r := slog.NewRecord(time.Time{}, slog.LevelInfo, tc.msg, 0)
+		r := slog.NewRecord(time.Time{}, tc.level, tc.msg, 0)
 		r.Add(tc.attrs...)
 		got := FromRecord(r, tc.logger)
 		if got.Component != tc.want.Component || got.Object != tc.want.Object || got.Message != tc.want.Message {
