@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 )
 
@@ -85,8 +86,8 @@ func whoami(t *testing.T, kubeconfig string, args ...string) authenticationv1.Us
 // credential that proved who it is.
 const credentialID = "authentication.kubernetes.io/credential-id"
 
-// tokenID is the jti claim of a JWT, read without verifying it.
-func tokenID(t *testing.T, token string) string {
+// claimsOf are a JWT's claims, read without verifying it.
+func claimsOf(t *testing.T, token string) tokenClaims {
 	t.Helper()
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
@@ -96,13 +97,34 @@ func tokenID(t *testing.T, token string) string {
 	if err != nil {
 		t.Fatalf("token payload: %v", err)
 	}
-	var claims struct {
-		ID string `json:"jti"`
-	}
+	var claims tokenClaims
 	if err := json.Unmarshal(payload, &claims); err != nil || claims.ID == "" {
 		t.Fatalf("token claims: %v, jti %q", err, claims.ID)
 	}
-	return claims.ID
+	return claims
+}
+
+// tokenClaims are the claims of a ServiceAccount token the tests look at.
+type tokenClaims struct {
+	ID        string `json:"jti"`
+	IssuedAt  int64  `json:"iat"`
+	ExpiresAt int64  `json:"exp"`
+}
+
+// kubeconfigAs writes a kubeconfig for the admin's cluster and context
+// with user's credentials instead of the admin's.
+func kubeconfigAs(t *testing.T, user clientcmdapi.AuthInfo) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(env.adminKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo] = &user
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // adminClientset is client-go on the secure port as the admin, from up's
@@ -278,17 +300,10 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := clientcmd.LoadFromFile(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	user := cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo]
-	user.ClientCertificateData = cert
-	user.ClientKeyData = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
-	carol := filepath.Join(t.TempDir(), "carol.kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, carol); err != nil {
-		t.Fatal(err)
-	}
+	carol := kubeconfigAs(t, clientcmdapi.AuthInfo{
+		ClientCertificateData: cert,
+		ClientKeyData:         pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+	})
 	me := whoami(t, carol)
 	if me.Username != "carol" || !slices.Equal(me.Groups, []string{"compat-devs", "system:authenticated"}) {
 		t.Errorf("auth whoami with the issued certificate: %+v, want carol in [compat-devs system:authenticated]", me)
@@ -344,7 +359,7 @@ func TestServiceAccountTokenClientGo(t *testing.T) {
 		t.Errorf("SelfSubjectReview: %+v, want %s in %v", u, username, wantGroups)
 	}
 	// kube-apiserver names the credential by the token's jti.
-	if got, want := review.Status.UserInfo.Extra[credentialID], "JTI="+tokenID(t, tr.Status.Token); !slices.Equal(got, []string{want}) {
+	if got, want := review.Status.UserInfo.Extra[credentialID], "JTI="+claimsOf(t, tr.Status.Token).ID; !slices.Equal(got, []string{want}) {
 		t.Errorf("SelfSubjectReview extra %s: %v, want [%s]", credentialID, got, want)
 	}
 
@@ -383,5 +398,53 @@ func TestServiceAccountTokenClientGo(t *testing.T) {
 	}
 	if _, err := bcs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); !apierrors.IsUnauthorized(err) {
 		t.Errorf("list pods with a forged token: %v, want 401 Unauthorized", err)
+	}
+}
+
+func TestServiceAccountKubectlCreateToken(t *testing.T) {
+	admin := env.adminKubeconfig
+	const ns, sa = "compat-auth-token", "builder"
+	mustSecureKubectl(t, admin, "create", "namespace", ns)
+	t.Cleanup(func() { secureKubectl(t, admin, "delete", "namespace", ns, "--wait=false") })
+	mustSecureKubectl(t, admin, "create", "serviceaccount", sa, "-n", ns)
+
+	// kubectl create token asks for a TokenRequest of the duration given.
+	token := strings.TrimSpace(mustSecureKubectl(t, admin, "create", "token", sa, "-n", ns, "--duration", "1h"))
+	if c := claimsOf(t, token); c.ExpiresAt-c.IssuedAt != 3600 {
+		t.Errorf("token lives %ds, want the 3600s asked for", c.ExpiresAt-c.IssuedAt)
+	}
+	builder := kubeconfigAs(t, clientcmdapi.AuthInfo{Token: token})
+	username := "system:serviceaccount:" + ns + ":" + sa
+	if me := whoami(t, builder); me.Username != username {
+		t.Errorf("auth whoami with the token: %+v, want %s", me, username)
+	}
+
+	// Unbound, it has what every authenticated user has (basic-user,
+	// discovery), and cannot create deployments.
+	list := parseTable(t, mustSecureKubectl(t, builder, "auth", "can-i", "--list", "-n", ns))
+	if verbs := list.col(t, list.find(t, "Resources", "selfsubjectreviews.authentication.k8s.io"), "Verbs"); verbs != "[create]" {
+		t.Errorf("can-i --list: selfsubjectreviews may %s, want [create]", verbs)
+	}
+	if verbs := list.col(t, list.find(t, "Non-Resource URLs", "[/version]"), "Verbs"); verbs != "[get]" {
+		t.Errorf("can-i --list: /version may %s, want [get]", verbs)
+	}
+	r := secureKubectl(t, builder, "auth", "can-i", "create", "deployments.apps", "-n", ns)
+	if strings.TrimSpace(r.stdout) != "no" || exitCode(r.err) != 1 {
+		t.Errorf("can-i create deployments before a binding: %q exit %d, want no, exit 1", r.stdout, exitCode(r.err))
+	}
+	r = secureKubectl(t, builder, "create", "deployment", "web", "--image", "nginx", "-n", ns)
+	forbidden := fmt.Sprintf(`error: failed to create deployment: deployments.apps is forbidden: User %q cannot create resource "deployments" in API group "apps" in the namespace %q`, username, ns)
+	if strings.TrimSpace(r.stderr) != forbidden {
+		t.Errorf("create deployment before a binding: %v\nstderr: %q\nwant: %q", r.err, r.stderr, forbidden)
+	}
+
+	mustSecureKubectl(t, admin, "create", "rolebinding", "builder-edit", "-n", ns, "--clusterrole", "edit", "--serviceaccount", ns+":"+sa)
+	eventually(t, 10*time.Second, "the ServiceAccount may create deployments after its RoleBinding to edit", func() (bool, string) {
+		r := secureKubectl(t, builder, "auth", "can-i", "create", "deployments.apps", "-n", ns)
+		return strings.TrimSpace(r.stdout) == "yes", r.stdout + r.stderr
+	})
+	out := mustSecureKubectl(t, builder, "create", "deployment", "web", "--image", "nginx", "-n", ns)
+	if want := "deployment.apps/web created"; strings.TrimSpace(out) != want {
+		t.Errorf("create deployment with edit: %q, want %q", out, want)
 	}
 }
