@@ -23,6 +23,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -446,5 +447,78 @@ func TestServiceAccountKubectlCreateToken(t *testing.T) {
 	out := mustSecureKubectl(t, builder, "create", "deployment", "web", "--image", "nginx", "-n", ns)
 	if want := "deployment.apps/web created"; strings.TrimSpace(out) != want {
 		t.Errorf("create deployment with edit: %q, want %q", out, want)
+	}
+}
+
+func TestAuthAnonymousClientGo(t *testing.T) {
+	ctx := context.Background()
+	// No credentials at all: only the cluster CA to trust the server by.
+	cs, err := kubernetes.NewForConfig(&rest.Config{
+		Host:            env.secureURL,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: filepath.Join(env.dataDir, "pki", "ca.crt")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// system:public-info-viewer lets anyone read the version.
+	if v, err := cs.Discovery().ServerVersion(); err != nil || v.GitVersion == "" {
+		t.Errorf("version as system:anonymous: %v %+v, want it readable", err, v)
+	}
+	_, err = cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	const want = `pods is forbidden: User "system:anonymous" cannot list resource "pods" in API group "" at the cluster scope`
+	if !apierrors.IsForbidden(err) || err.Error() != want {
+		t.Errorf("list pods as system:anonymous: %v, want 403 %q", err, want)
+	}
+}
+
+func TestCertificateDenyKubectl(t *testing.T) {
+	admin := env.adminKubeconfig
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "mallory"}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "compat-mallory"
+	manifest := fmt.Sprintf(`{"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+  "metadata": {"name": %q},
+  "spec": {"request": %q, "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"]}}`,
+		name, base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})))
+	path := filepath.Join(t.TempDir(), "csr.json")
+	if err := os.WriteFile(path, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustSecureKubectl(t, admin, "create", "-f", path)
+	t.Cleanup(func() { secureKubectl(t, admin, "delete", "csr", name) })
+
+	out := mustSecureKubectl(t, admin, "certificate", "deny", name)
+	if want := "certificatesigningrequest.certificates.k8s.io/" + name + " denied"; strings.TrimSpace(out) != want {
+		t.Errorf("certificate deny: %q, want %q", out, want)
+	}
+	csrs := parseTable(t, mustSecureKubectl(t, admin, "get", "csr", name))
+	if got := csrs.col(t, csrs.find(t, "NAME", name), "CONDITION"); got != "Denied" {
+		t.Errorf("CONDITION after deny %q, want Denied", got)
+	}
+	// A denied request stays denied: kubectl will not approve it, and
+	// kube-apiserver refuses an approval beside the denial.
+	r := secureKubectl(t, admin, "certificate", "approve", name)
+	if want := fmt.Sprintf("error: certificate signing request %q is already Denied", name); strings.TrimSpace(r.stderr) != want {
+		t.Errorf("approve after deny: %v\nstderr: %q\nwant: %q", r.err, r.stderr, want)
+	}
+	ctx := context.Background()
+	csrClient := adminClientset(t).CertificatesV1().CertificateSigningRequests()
+	csr, err := csrClient.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Forced",
+	})
+	_, err = csrClient.UpdateApproval(ctx, name, csr, metav1.UpdateOptions{})
+	const exclusive = `status.conditions[1].type: Invalid value: "Approved": Approved and Denied conditions are mutually exclusive`
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), exclusive) {
+		t.Errorf("approval beside the denial: %v, want 422 with %q", err, exclusive)
 	}
 }
