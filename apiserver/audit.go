@@ -103,6 +103,62 @@ func (s *Server) audit(next http.Handler) http.Handler {
 	})
 }
 
+// auditFailedAuthentication records a request whose credentials proved
+// nothing, as kube-apiserver's failed-authentication audit does: one event
+// at stage ResponseStarted, with no user, the 401 and the kinds of
+// credential that were tried, never the credentials themselves. The audit
+// filter comes after authentication, so without this a 401 would leave no
+// trace in the audit log.
+func (s *Server) auditFailedAuthentication(w http.ResponseWriter, r *http.Request) {
+	if s.auditLog == nil {
+		return
+	}
+	a := authorizer.FromRequest(r, nil)
+	d := s.auditPolicy.Evaluate(a)
+	if d.Level == audit.LevelNone {
+		return
+	}
+	id := r.Header.Get("Audit-ID")
+	if id == "" {
+		id = uuid.NewString()
+	}
+	w.Header().Set("Audit-ID", id)
+	now := metav1.NowMicro()
+	ev := audit.Event{
+		Level: d.Level, AuditID: id, RequestURI: r.URL.RequestURI(), Verb: a.Verb,
+		SourceIPs: sourceIPs(r), UserAgent: r.UserAgent(),
+		RequestReceivedTimestamp: now, StageTimestamp: now,
+	}
+	if a.ResourceRequest {
+		ev.ObjectRef = &audit.ObjectReference{
+			Resource: a.Resource, Subresource: a.Subresource, Namespace: a.Namespace, Name: a.Name,
+			APIGroup: a.APIGroup, APIVersion: a.APIVersion,
+		}
+	}
+	s.writeAudit(audit.NewRecord(ev), d, audit.StageResponseStarted, &metav1.Status{
+		Code: http.StatusUnauthorized, Message: attemptedAuthentication(r),
+	})
+}
+
+// attemptedAuthentication is kube's summary of a failed authentication:
+// which kinds of credential the request carried, in kube's order.
+func attemptedAuthentication(r *http.Request) string {
+	var methods []string
+	if _, _, ok := r.BasicAuth(); ok {
+		methods = append(methods, "basic")
+	}
+	if scheme, _, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " "); ok && strings.EqualFold(scheme, "bearer") {
+		methods = append(methods, "bearer")
+	}
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		methods = append(methods, "x509")
+	}
+	if len(methods) == 0 {
+		return "Authentication failed, no credentials provided"
+	}
+	return "Authentication failed, attempted: " + strings.Join(methods, ", ")
+}
+
 // writeAudit writes the record's event at stage, with the answer's
 // status, unless the policy omits the stage.
 func (s *Server) writeAudit(rec *audit.Record, d audit.Decision, stage audit.Stage, status *metav1.Status) {

@@ -181,3 +181,41 @@ func TestAuditPolicy(t *testing.T) {
 		t.Errorf("a Request event has the request alone: %+v", ev)
 	}
 }
+
+// TestAuditFailedAuthentication: credentials that prove nothing leave one
+// event, as kube's failed-authentication audit writes it: stage
+// ResponseStarted, no user, the 401 and the kind of credential tried, and
+// never the credential.
+func TestAuditFailedAuthentication(t *testing.T) {
+	env := startReviewEnv(t, nil)
+	r := env.as(t, "stolen-token-0123456789", "DELETE", "/api/v1/namespaces/default/pods/web", nil)
+	r.wantStatus(t, http.StatusUnauthorized, metav1.StatusReasonUnauthorized)
+	id := r.header.Get("Audit-Id")
+	if id == "" {
+		t.Fatal("the 401 has no Audit-Id header")
+	}
+	var evs []audit.Event
+	eventually(t, "the 401's audit event", func() (bool, string) {
+		evs = slices.DeleteFunc(env.events(t), func(ev audit.Event) bool { return string(ev.AuditID) != id })
+		return len(evs) > 0, ""
+	})
+	if len(evs) != 1 {
+		t.Fatalf("want one event for the 401, got %+v", evs)
+	}
+	ev := evs[0]
+	if ev.Stage != audit.StageResponseStarted || ev.Verb != "delete" || ev.RequestURI != "/api/v1/namespaces/default/pods/web" {
+		t.Errorf("event: %+v", ev)
+	}
+	if ev.User.Username != "" || len(ev.User.Groups) != 0 {
+		t.Errorf("a request that proved nothing has no user, got %+v", ev.User)
+	}
+	if ev.ObjectRef == nil || ev.ObjectRef.Resource != "pods" || ev.ObjectRef.Name != "web" {
+		t.Errorf("objectRef: %+v", ev.ObjectRef)
+	}
+	if rs := ev.ResponseStatus; rs == nil || rs.Code != http.StatusUnauthorized || rs.Message != "Authentication failed, attempted: bearer" {
+		t.Errorf("responseStatus: %+v", rs)
+	}
+	if bytes.Contains(env.log.bytes(), []byte("stolen-token")) {
+		t.Error("the token is in the audit log")
+	}
+}

@@ -75,6 +75,7 @@ func (s *Server) authenticate(secure bool, next http.Handler) http.Handler {
 			case err != nil:
 				s.log.Debug("authentication failed", "path", r.URL.Path, "err", err)
 				s.metrics.authnAttempts.WithLabelValues("failure").Inc()
+				s.auditFailedAuthentication(w, r)
 				writeStatus(w, unauthorized())
 				return
 			case ok:
@@ -84,6 +85,7 @@ func (s *Server) authenticate(secure bool, next http.Handler) http.Handler {
 		}
 		if u == nil {
 			if !s.anonymous {
+				s.auditFailedAuthentication(w, r)
 				writeStatus(w, unauthorized())
 				return
 			}

@@ -69,6 +69,7 @@ func (s *Server) setupAuthentication(cfg Config) error {
 	if len(audiences) == 0 && a.ServiceAccountIssuer != "" {
 		audiences = []string{a.ServiceAccountIssuer}
 	}
+	s.apiAudiences = audiences
 	keys := slices.Clone(a.ServiceAccountKeys)
 	if a.ServiceAccountSigningKey != nil {
 		if a.ServiceAccountIssuer == "" {

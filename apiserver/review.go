@@ -65,10 +65,10 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, ri *request
 var errNoUser = apierrors.NewBadRequest("no user present on request")
 
 // defaultAPIAudiences are the audiences of a token meant for the API
-// server itself, as kube-apiserver's --api-audiences defaults to its
-// ServiceAccount issuer: a TokenReview that names no audiences asks for
-// these, and a token whose authenticator names none is taken to be for
-// these.
+// server itself when it was given none (Authentication.APIAudiences or
+// a ServiceAccount issuer): a TokenReview that names no audiences asks
+// for the server's, and a token whose authenticator names none is taken
+// to be for them.
 var defaultAPIAudiences = []string{"https://kubernetes.default.svc.cluster.local"}
 
 // reviewToken says who spec.token proves its bearer is, for audiences
@@ -90,13 +90,17 @@ func (s *Server) reviewToken(ctx context.Context, tr *authenticationv1.TokenRevi
 	if !ok || resp == nil || resp.User == nil {
 		return tr, nil
 	}
+	own := s.apiAudiences
+	if len(own) == 0 {
+		own = defaultAPIAudiences
+	}
 	wanted := tr.Spec.Audiences
 	if len(wanted) == 0 {
-		wanted = defaultAPIAudiences
+		wanted = own
 	}
 	has := resp.Audiences
 	if len(has) == 0 {
-		has = defaultAPIAudiences
+		has = own
 	}
 	var auds []string
 	for _, a := range wanted {

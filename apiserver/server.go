@@ -212,6 +212,9 @@ type Server struct {
 	// saIssuer issues the tokens of TokenRequests; nil: none are
 	// (authentication.go, tokenrequest.go).
 	saIssuer *tokenIssuer
+	// apiAudiences are the audiences a token must be meant for here
+	// (authentication.go), which a TokenReview asks about by default.
+	apiAudiences []string
 	// saAdmission is Config.ServiceAccountAdmission.
 	saAdmission bool
 	// nodeRestriction turns on the NodeRestriction admission plugin.

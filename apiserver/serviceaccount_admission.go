@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -73,19 +74,36 @@ func (s *Server) admitServiceAccount(ctx context.Context, a *attributes) error {
 
 // serviceAccountOf finds a ServiceAccount in the watch cache, and in etcd
 // when the cache has not seen it yet (it may have been created a moment
-// ago). Not found is said as kube's plugin says it.
+// ago). As kube's plugin, it asks etcd up to 10 times, 100-200ms apart,
+// for "default", which the serviceaccount controller is about to create
+// in a new namespace or a cluster just started. Not found is said as
+// kube's plugin says it.
 func (s *Server) serviceAccountOf(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error) {
 	if sa, ok := cachedAs[*corev1.ServiceAccount](s, api.ServiceAccounts, namespace, name); ok {
 		return sa, nil
 	}
-	obj, err := s.serving().stores[api.ServiceAccounts].get(ctx, namespace, name)
-	if apierrors.IsNotFound(err) {
-		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "serviceaccount"}, name)
+	attempts := 1
+	if name == api.DefaultServiceAccountName {
+		attempts = 10
 	}
-	if err != nil {
-		return nil, err
+	interval := time.Duration(100+rand.IntN(100)) * time.Millisecond
+	for i := 0; i < attempts; i++ {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(interval):
+			}
+		}
+		obj, err := s.serving().stores[api.ServiceAccounts].get(ctx, namespace, name)
+		if err == nil {
+			return obj.(*corev1.ServiceAccount), nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
 	}
-	return obj.(*corev1.ServiceAccount), nil
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "serviceaccount"}, name)
 }
 
 // mountServiceAccountToken adds the token volume to pod, unless it has

@@ -1,9 +1,12 @@
 package apiserver_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"regexp"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,5 +82,35 @@ func TestServiceAccountAdmission(t *testing.T) {
 	q.Spec.AutomountServiceAccountToken = &no
 	if got := create[corev1.Pod](t, env, "/api/v1/namespaces/team/pods", q); len(got.Spec.Volumes) != 0 {
 		t.Errorf("a pod that does not automount got %+v", got.Spec.Volumes)
+	}
+}
+
+// TestServiceAccountAdmissionWaitsForDefault: a pod asked for just before
+// the serviceaccount controller creates "default" (a new namespace, a
+// cluster just started) is admitted, as kube's plugin looks "default" up
+// again for a second or two before it refuses the pod.
+func TestServiceAccountAdmissionWaitsForDefault(t *testing.T) {
+	env := testenv.StartWith(t, testenv.Options{Server: apiserver.Config{ServiceAccountAdmission: true}})
+	createNamespace(t, env, "fresh")
+	body, err := json.Marshal(pod("early", "", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := make(chan int, 1)
+	go func() {
+		resp, err := env.Client().Post(env.URL+"/api/v1/namespaces/fresh/pods", jsonType, bytes.NewReader(body))
+		if err != nil {
+			code <- 0
+			return
+		}
+		resp.Body.Close()
+		code <- resp.StatusCode
+	}()
+	time.Sleep(300 * time.Millisecond) // the pod's first look finds nothing
+	create[corev1.ServiceAccount](t, env, "/api/v1/namespaces/fresh/serviceaccounts", &corev1.ServiceAccount{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: metav1.ObjectMeta{Name: "default"},
+	})
+	if got := <-code; got != http.StatusCreated {
+		t.Errorf("a pod asked for while default was being created: %d, want 201", got)
 	}
 }

@@ -70,6 +70,10 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 			verbs("create").groups(authorizationGroup).resources("localsubjectaccessreviews"),
 			verbs(readWrite...).groups(rbacGroup).resources("roles", "rolebindings")),
 		clusterRole("system:aggregate-to-edit", map[string]string{aggregateToAdmin: "true", aggregateToEdit: "true"},
+			// Reading what view leaves out because it escalates: the
+			// Secrets (their tokens) and the ways into a running pod.
+			verbs(read...).groups(legacyGroup).resources(
+				"pods/attach", "pods/proxy", "pods/exec", "pods/portforward", "secrets", "services/proxy"),
 			verbs("impersonate").groups(legacyGroup).resources("serviceaccounts"),
 			verbs("create", "delete", "deletecollection", "patch", "update").groups(legacyGroup).resources(
 				"pods", "pods/attach", "pods/proxy", "pods/exec", "pods/portforward"),

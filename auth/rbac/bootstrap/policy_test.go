@@ -3,7 +3,10 @@ package bootstrap
 import (
 	"testing"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+
 	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/auth/rbac"
 )
 
 // TestPolicyIsValid: every bootstrap object passes the API server's own
@@ -49,6 +52,29 @@ func TestPolicyIsValid(t *testing.T) {
 	for _, sa := range ControllerServiceAccounts() {
 		if !clusterRoles[ControllerRolePrefix+sa] {
 			t.Errorf("controller %s has no ClusterRole", sa)
+		}
+	}
+}
+
+// TestEditReadsWhatViewLeavesOut: edit (and admin, which aggregates it)
+// reads the Secrets and the ways into a pod that view leaves out, as
+// kube's system:aggregate-to-edit does; view does not.
+func TestEditReadsWhatViewLeavesOut(t *testing.T) {
+	byName := map[string][]rbacv1.PolicyRule{}
+	for _, r := range ClusterRoles() {
+		byName[r.Name] = r.Rules
+	}
+	escalating := []rbacv1.PolicyRule{{
+		Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""},
+		Resources: []string{"secrets", "pods/attach", "pods/exec", "pods/portforward", "pods/proxy", "services/proxy"},
+	}}
+	if ok, missing := rbac.Covers(byName["system:aggregate-to-edit"], escalating); !ok {
+		t.Errorf("system:aggregate-to-edit lacks %v", missing)
+	}
+	for _, r := range escalating[0].Resources {
+		read := []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{r}}}
+		if ok, _ := rbac.Covers(byName["system:aggregate-to-view"], read); ok {
+			t.Errorf("system:aggregate-to-view reads %s", r)
 		}
 	}
 }
