@@ -249,10 +249,14 @@ func validateCSRConditions(p *field.Path, conds []certificatesv1.CertificateSign
 		}
 		switch c.Type {
 		case certificatesv1.CertificateApproved, certificatesv1.CertificateDenied:
+			// The second of the two is the one refused, where it stands.
 			if c.Type == certificatesv1.CertificateApproved {
 				approved = true
 			} else {
 				denied = true
+			}
+			if approved && denied {
+				errs = append(errs, field.Invalid(p.Index(i).Child("type"), c.Type, "Approved and Denied conditions are mutually exclusive"))
 			}
 			if c.Status != corev1.ConditionTrue {
 				errs = append(errs, field.NotSupported(p.Index(i).Child("status"), c.Status, []string{string(corev1.ConditionTrue)}))
@@ -262,9 +266,6 @@ func validateCSRConditions(p *field.Path, conds []certificatesv1.CertificateSign
 			errs = append(errs, field.Duplicate(p.Index(i).Child("type"), c.Type))
 		}
 		seen[c.Type] = true
-	}
-	if approved && denied {
-		errs = append(errs, field.Invalid(p, conds, fmt.Sprintf("only one of %v or %v is allowed", certificatesv1.CertificateApproved, certificatesv1.CertificateDenied)))
 	}
 	return errs
 }

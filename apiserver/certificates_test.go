@@ -154,7 +154,7 @@ func TestCSRApprovalSubresourceChangesOnlyTheApproval(t *testing.T) {
 	both := approved.DeepCopy()
 	both.Status.Conditions = append(both.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{Type: certificatesv1.CertificateDenied, Status: corev1.ConditionTrue})
 	st := do(t, env, http.MethodPut, csrsPath+"/web/approval", jsonType, both).wantStatus(t, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid)
-	if !strings.Contains(st.Message, "only one of Approved or Denied is allowed") {
+	if !strings.Contains(st.Message, `status.conditions[1].type: Invalid value: "Denied": Approved and Denied conditions are mutually exclusive`) {
 		t.Errorf("message %q", st.Message)
 	}
 	none := approved.DeepCopy()

@@ -27,6 +27,11 @@ var env struct {
 	kubectl    string
 	kubeconfig string
 	url        string
+
+	// The secure port: TLS, client certificates, tokens and RBAC.
+	dataDir         string // up's --data-dir: pki/ca.crt and the rest
+	secureURL       string // https://127.0.0.1:PORT
+	adminKubeconfig string // the admin's, over TLS, as up writes it
 }
 
 // kubectlVersion is what the built kubectl reports: the release its
@@ -112,7 +117,8 @@ func startCluster() (stop func() error, err error) {
 	addr := ln.Addr().String()
 	ln.Close()
 	env.url = "http://" + addr
-	args := []string{"up", "--listen", addr, "--data-dir", filepath.Join(env.dir, "data"),
+	env.dataDir = filepath.Join(env.dir, "data")
+	args := []string{"up", "--listen", addr, "--data-dir", env.dataDir,
 		"--etcd-client-url", "http://127.0.0.1:0", "--secure-listen", "127.0.0.1:0",
 		// --fast plays the cluster's timings out in seconds; a free port
 		// for the controller manager keeps parallel test runs apart.
@@ -162,6 +168,10 @@ func startCluster() (stop func() error, err error) {
 		_ = stop()
 		return nil, fmt.Errorf("%v\n%s", err, logs.String())
 	}
+	if err := waitSecurePort(logs, 30*time.Second); err != nil {
+		_ = stop()
+		return nil, fmt.Errorf("%v\n%s", err, logs.String())
+	}
 	kc, err := exec.Command(env.minictl, "kubeconfig", "--server", env.url).Output()
 	if err != nil {
 		_ = stop()
@@ -173,6 +183,29 @@ func startCluster() (stop func() error, err error) {
 		return nil, err
 	}
 	return stop, nil
+}
+
+// waitSecurePort waits for up to announce the admin kubeconfig it writes
+// once the API is ready, and takes the secure port's URL from what it
+// printed before it.
+func waitSecurePort(logs *syncWriter, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(logs.String(), "  kubeconfig:  ") {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("minictl up did not announce its admin kubeconfig within %s", timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if rest, ok := strings.CutPrefix(line, "  secure API:  "); ok {
+			env.secureURL, _, _ = strings.Cut(rest, " ")
+		}
+	}
+	if !strings.HasPrefix(env.secureURL, "https://") {
+		return fmt.Errorf("no secure API URL in minictl up's output")
+	}
+	env.adminKubeconfig = filepath.Join(env.dataDir, "kubeconfig")
+	return nil
 }
 
 // waitNodesReady waits until n nodes report Ready=True.
