@@ -81,6 +81,9 @@ var controllers = []controllerRole{
 		verbs("get", "list", "watch", "delete").groups(legacyGroup).resources("namespaces"),
 		verbs("update").groups(legacyGroup).resources("namespaces/finalize", "namespaces/status"),
 		verbs("get", "list", "delete", "deletecollection").groups("*").resources("*"),
+		// minictl's namespace controller records Events (Finalized,
+		// FailedDeleteContent), which kube's does not.
+		eventsRule(),
 	}},
 	// node-controller is the ServiceAccount of the node lifecycle and the
 	// node IPAM controllers alike.
@@ -95,6 +98,9 @@ var controllers = []controllerRole{
 		verbs("list", "watch", "delete").groups(legacyGroup).resources("pods"),
 		verbs("get", "list", "watch").groups(legacyGroup).resources("nodes"),
 		verbs("patch").groups(legacyGroup).resources("pods/status"),
+		// minictl's podgc records an Event for each pod it deletes, which
+		// kube's does not.
+		eventsRule(),
 	}},
 	{"replicaset-controller", []*rule{
 		verbs("get", "list", "watch", "update").groups(appsGroup).resources("replicasets"),
