@@ -420,9 +420,18 @@ func TestRunsLastWhatTheirScriptsSay(t *testing.T) {
 	created := createPod(t, rc, shPod("timed", corev1.RestartPolicyNever, "echo one; sleep 1.5; echo two; exit 0"))
 	waitPod(t, rc, "timed", "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
 
+	// The kubelet logs a step's runs once the status that reports them is
+	// written: the exit line follows the Succeeded status, a moment later.
 	var b strings.Builder
-	if err := k.logs.Read(context.Background(), created.UID, "app", containerlog.Options{Timestamps: true}, &b); err != nil {
-		t.Fatal(err)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		b.Reset()
+		if err := k.logs.Read(context.Background(), created.UID, "app", containerlog.Options{Timestamps: true}, &b); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(b.String(), "[minictl] exited with code") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	at := map[string]time.Time{}
 	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
