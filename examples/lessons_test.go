@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -42,14 +43,17 @@ func Up(t testing.TB, extra ...string) *Cluster {
 	p := minitest.Up(t, true, addr, dataDir, args...)
 	c := &Cluster{URL: "http://" + addr, DataDir: dataDir, Stderr: p.Stdout}
 	p.WaitNodesReady(t, c.URL, 3, 60*time.Second)
-	waitDefaultServiceAccount(t, c.URL, 60*time.Second)
+	if !slices.Contains(extra, "--controller-manager=false") {
+		waitDefaultServiceAccount(t, c.URL, 60*time.Second)
+	}
 	return c
 }
 
 // waitDefaultServiceAccount waits for the serviceaccount controller to
 // have made default/default: until then the ServiceAccount admission
 // plugin refuses pods, as kube-apiserver's does, and a lesson's first pod
-// would race the controller manager's start.
+// would race the controller manager's start. A lesson that runs its own
+// controller managers makes no pods before they run.
 func waitDefaultServiceAccount(t testing.TB, url string, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
