@@ -523,6 +523,14 @@ func (s *Server) serve(ctx context.Context, ln net.Listener, secure bool) error 
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := srv.Shutdown(shutdownCtx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		// A stream still writing to a client that stopped reading, which
+		// its write deadline would end only now: the grace is over, and
+		// what is left is closed, as a server that stops must.
+		s.log.Warn("connections still open after the shutdown grace; closing them", "listener", ln.Addr().String())
+		_ = srv.Close()
+		err = nil
+	}
 	<-errc
 	s.webhooks.Close() // its requests ended with the server's
 	s.kubelets.CloseIdleConnections()
