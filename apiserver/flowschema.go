@@ -31,10 +31,10 @@ import (
 
 // The users minictl's own components act as, by kube's names for them.
 const (
-	UserKubeControllerManager = "system:kube-controller-manager"
-	UserKubeScheduler         = "system:kube-scheduler"
-	nodeUserPrefix            = "system:node:"
-	kubeSystemAccountPrefix   = "system:serviceaccount:kube-system:"
+	UserKubeControllerManager = user.KubeControllerManager
+	UserKubeScheduler         = user.KubeScheduler
+	nodeUserPrefix            = user.NodeUserPrefix
+	kubeSystemAccountPrefix   = user.ServiceAccountUsernamePrefix + "kube-system:"
 )
 
 // NodeUser is the user the kubelet of node acts as, system:node:<node>.
