@@ -24,6 +24,7 @@ import (
 	"github.com/minictl/minictl/client/leaderelection"
 	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/controllers/csrsigning"
+	"github.com/minictl/minictl/controllers/endpointslice"
 	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/controllers/job"
 	"github.com/minictl/minictl/controllers/nodeipam"
@@ -100,6 +101,9 @@ type Timings struct {
 	NodeCIDRMaskSize          int           // --node-cidr-mask-size
 	JobBackoffBase            time.Duration // the job controller's back-off after a Job's first failed pod, doubling after each
 	JobBackoffMax             time.Duration // the longest that back-off grows
+
+	MaxEndpointsPerSlice       int           // --max-endpoints-per-slice
+	EndpointUpdatesBatchPeriod time.Duration // --endpoint-updates-batch-period: how long pod changes gather before a service's slices are written
 }
 
 // Credentials are files of kube-controller-manager's flags of the same
@@ -140,6 +144,7 @@ func DefaultConfig() Config {
 			LargeClusterSizeThreshold: nodelifecycle.DefaultLargeClusterSizeThreshold,
 			ClusterCIDR:               nodeipam.DefaultClusterCIDR,
 			NodeCIDRMaskSize:          nodeipam.DefaultNodeCIDRMaskSize,
+			MaxEndpointsPerSlice:      endpointslice.DefaultMaxEndpointsPerSlice,
 		},
 		Signing: Signing{Duration: csrsigning.DefaultDuration},
 		Workers: map[string]int{},
@@ -175,6 +180,8 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Credentials.ServiceAccountPrivateKeyFile, "service-account-private-key-file", c.Credentials.ServiceAccountPrivateKeyFile, "PEM private key (RSA or ECDSA) that signs the legacy ServiceAccount tokens; without it the serviceaccount-token controller does not run")
 	fs.StringVar(&c.Credentials.RootCAFile, "root-ca-file", c.Credentials.RootCAFile, "the cluster's root CA, put into ServiceAccount token Secrets and the kube-root-ca.crt ConfigMap of every namespace; without it root-ca-cert-publisher does not run")
 	fs.IntVar(&c.Timings.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", c.Timings.TerminatedPodGCThreshold, "terminated pods kept before podgc deletes the oldest")
+	fs.IntVar(&t.MaxEndpointsPerSlice, "max-endpoints-per-slice", t.MaxEndpointsPerSlice, "the most endpoints the endpointslice controller puts in one EndpointSlice (1 to 1000)")
+	fs.DurationVar(&t.EndpointUpdatesBatchPeriod, "endpoint-updates-batch-period", t.EndpointUpdatesBatchPeriod, "how long the endpointslice controller gathers pod changes before writing a service's slices")
 	for _, d := range knownControllers {
 		if d.workersFlag == "" {
 			continue
