@@ -25,6 +25,7 @@ import (
 	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/controllers/csrsigning"
 	"github.com/minictl/minictl/controllers/endpointslice"
+	"github.com/minictl/minictl/controllers/endpointslicemirroring"
 	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/controllers/job"
 	"github.com/minictl/minictl/controllers/nodeipam"
@@ -104,6 +105,9 @@ type Timings struct {
 
 	MaxEndpointsPerSlice       int           // --max-endpoints-per-slice
 	EndpointUpdatesBatchPeriod time.Duration // --endpoint-updates-batch-period: how long pod changes gather before a service's slices are written
+
+	MirroringMaxEndpointsPerSubset      int           // --mirroring-max-endpoints-per-subset
+	MirroringEndpointUpdatesBatchPeriod time.Duration // --mirroring-endpointslice-updates-batch-period
 }
 
 // Credentials are files of kube-controller-manager's flags of the same
@@ -129,22 +133,23 @@ func DefaultConfig() Config {
 		LeaseNamespace: "kube-system",
 		LeaseName:      "kube-controller-manager",
 		Timings: Timings{
-			TerminatedPodGCThreshold:  podgc.DefaultTerminatedPodThreshold,
-			PodGCPeriod:               podgc.DefaultPeriod,
-			PodGCQuarantine:           podgc.DefaultQuarantineTime,
-			ResourceQuotaSyncPeriod:   resourcequota.DefaultResyncPeriod,
-			NodeMonitorPeriod:         nodelifecycle.DefaultNodeMonitorPeriod,
-			NodeMonitorGracePeriod:    nodelifecycle.DefaultNodeMonitorGracePeriod,
-			NodeStartupGracePeriod:    nodelifecycle.DefaultNodeStartupGracePeriod,
-			NodeEvictionRate:          nodelifecycle.DefaultEvictionRate,
-			SecondaryNodeEvictionRate: nodelifecycle.DefaultSecondaryEvictionRate,
-			UnhealthyZoneThreshold:    nodelifecycle.DefaultUnhealthyZoneThreshold,
-			JobBackoffBase:            job.DefaultBackoffBase,
-			JobBackoffMax:             job.DefaultBackoffMax,
-			LargeClusterSizeThreshold: nodelifecycle.DefaultLargeClusterSizeThreshold,
-			ClusterCIDR:               nodeipam.DefaultClusterCIDR,
-			NodeCIDRMaskSize:          nodeipam.DefaultNodeCIDRMaskSize,
-			MaxEndpointsPerSlice:      endpointslice.DefaultMaxEndpointsPerSlice,
+			TerminatedPodGCThreshold:       podgc.DefaultTerminatedPodThreshold,
+			PodGCPeriod:                    podgc.DefaultPeriod,
+			PodGCQuarantine:                podgc.DefaultQuarantineTime,
+			ResourceQuotaSyncPeriod:        resourcequota.DefaultResyncPeriod,
+			NodeMonitorPeriod:              nodelifecycle.DefaultNodeMonitorPeriod,
+			NodeMonitorGracePeriod:         nodelifecycle.DefaultNodeMonitorGracePeriod,
+			NodeStartupGracePeriod:         nodelifecycle.DefaultNodeStartupGracePeriod,
+			NodeEvictionRate:               nodelifecycle.DefaultEvictionRate,
+			SecondaryNodeEvictionRate:      nodelifecycle.DefaultSecondaryEvictionRate,
+			UnhealthyZoneThreshold:         nodelifecycle.DefaultUnhealthyZoneThreshold,
+			JobBackoffBase:                 job.DefaultBackoffBase,
+			JobBackoffMax:                  job.DefaultBackoffMax,
+			LargeClusterSizeThreshold:      nodelifecycle.DefaultLargeClusterSizeThreshold,
+			ClusterCIDR:                    nodeipam.DefaultClusterCIDR,
+			NodeCIDRMaskSize:               nodeipam.DefaultNodeCIDRMaskSize,
+			MaxEndpointsPerSlice:           endpointslice.DefaultMaxEndpointsPerSlice,
+			MirroringMaxEndpointsPerSubset: endpointslicemirroring.DefaultMaxEndpointsPerSubset,
 		},
 		Signing: Signing{Duration: csrsigning.DefaultDuration},
 		Workers: map[string]int{},
@@ -182,6 +187,8 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Timings.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", c.Timings.TerminatedPodGCThreshold, "terminated pods kept before podgc deletes the oldest")
 	fs.IntVar(&t.MaxEndpointsPerSlice, "max-endpoints-per-slice", t.MaxEndpointsPerSlice, "the most endpoints the endpointslice controller puts in one EndpointSlice (1 to 1000)")
 	fs.DurationVar(&t.EndpointUpdatesBatchPeriod, "endpoint-updates-batch-period", t.EndpointUpdatesBatchPeriod, "how long the endpointslice controller gathers pod changes before writing a service's slices")
+	fs.IntVar(&t.MirroringMaxEndpointsPerSubset, "mirroring-max-endpoints-per-subset", t.MirroringMaxEndpointsPerSubset, "the most addresses of one Endpoints subset the endpointslicemirroring controller mirrors (1 to 1000)")
+	fs.DurationVar(&t.MirroringEndpointUpdatesBatchPeriod, "mirroring-endpointslice-updates-batch-period", t.MirroringEndpointUpdatesBatchPeriod, "how long the endpointslicemirroring controller gathers Endpoints changes before writing")
 	for _, d := range knownControllers {
 		if d.workersFlag == "" {
 			continue

@@ -27,7 +27,7 @@
 //     alone: their slices, if any, are someone else's (the
 //     endpointslicemirroring controller's, or the user's).
 //   - A sync whose cache has not seen the controller's own last writes
-//     waits for it rather than writing twice (tracker.go).
+//     waits for it rather than writing twice (internal/slicetracker).
 //
 // Handlers only enqueue service keys ("namespace/name").
 package endpointslice
@@ -51,6 +51,7 @@ import (
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/controllers/internal/controller"
+	"github.com/minictl/minictl/controllers/internal/slicetracker"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
 )
@@ -99,7 +100,7 @@ type Controller struct {
 	maxPerSlice  int
 	batchPeriod  time.Duration
 	queue        *workqueue.Queue[string]
-	tracker      *tracker
+	tracker      *slicetracker.Tracker
 	triggerTimes *triggerTimes
 	metrics      *metrics
 	recorder     record.EventRecorder
@@ -128,7 +129,7 @@ func New(opts Options) (*Controller, error) {
 		slices:       client.For[*discoveryv1.EndpointSlice](opts.Client),
 		maxPerSlice:  opts.MaxEndpointsPerSlice,
 		batchPeriod:  opts.EndpointUpdatesBatchPeriod,
-		tracker:      newTracker(),
+		tracker:      slicetracker.New(),
 		triggerTimes: newTriggerTimes(),
 		metrics:      m,
 		recorder:     opts.Recorder,
@@ -257,7 +258,7 @@ func managedSlice(obj any) (*discoveryv1.EndpointSlice, bool) {
 // sliceChanged queues the service of a managed slice when the change is
 // not this controller's own write.
 func (c *Controller) sliceChanged(obj any) {
-	if s, ok := managedSlice(obj); ok && c.tracker.shouldSync(s) {
+	if s, ok := managedSlice(obj); ok && c.tracker.ShouldSync(s) {
 		c.queue.Add(s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName])
 	}
 }
@@ -285,7 +286,7 @@ func (c *Controller) updateSlice(oldObj, newObj any) {
 
 // deleteSlice: a slice deleted by someone else is written again.
 func (c *Controller) deleteSlice(obj any) {
-	if s, ok := managedSlice(obj); ok && c.tracker.handleDeletion(s) {
+	if s, ok := managedSlice(obj); ok && c.tracker.HandleDeletion(s) {
 		c.queue.Add(s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName])
 	}
 }
@@ -342,7 +343,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	svc, err := c.svcLister.Get(namespace, name)
 	if apierrors.IsNotFound(err) {
 		c.triggerTimes.forget(key)
-		c.tracker.forget(key)
+		c.tracker.Forget(key)
 		return nil // the garbage collector deletes its slices
 	}
 	if err != nil {
@@ -362,7 +363,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}))
 	existing = slices.DeleteFunc(existing, func(s *discoveryv1.EndpointSlice) bool { return s.DeletionTimestamp != nil })
 	slices.SortFunc(existing, func(a, b *discoveryv1.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) })
-	if c.tracker.stale(key, existing) {
+	if c.tracker.Stale(key, existing) {
 		return workqueue.RequeueAfter(staleCacheDelay, "EndpointSlice informer cache is out of date")
 	}
 

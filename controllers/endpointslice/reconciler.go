@@ -340,7 +340,7 @@ func (c *Controller) write(ctx context.Context, svc *corev1.Service, p plan, tri
 				}
 				return fmt.Errorf("create EndpointSlice for Service %s: %w", key, err)
 			}
-			c.tracker.update(created)
+			c.tracker.Update(created)
 			c.metrics.changes.WithLabelValues("create").Inc()
 		}
 	}
@@ -350,7 +350,7 @@ func (c *Controller) write(ctx context.Context, svc *corev1.Service, p plan, tri
 		if err != nil {
 			return fmt.Errorf("update EndpointSlice %s for Service %s: %w", s.Name, key, err)
 		}
-		c.tracker.update(updated)
+		c.tracker.Update(updated)
 		c.metrics.changes.WithLabelValues("update").Inc()
 	}
 	for _, s := range p.delete {
@@ -358,7 +358,7 @@ func (c *Controller) write(ctx context.Context, svc *corev1.Service, p plan, tri
 		if err != nil && !client.IsNotFound(err) {
 			return fmt.Errorf("delete EndpointSlice %s for Service %s: %w", s.Name, key, err)
 		}
-		c.tracker.expectDeletion(s)
+		c.tracker.ExpectDeletion(s)
 		c.metrics.changes.WithLabelValues("delete").Inc()
 	}
 	c.metrics.changedPerSync.Observe(float64(len(p.create) + len(p.update) + len(p.delete)))

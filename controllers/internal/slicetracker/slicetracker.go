@@ -1,4 +1,9 @@
-package endpointslice
+// Package slicetracker remembers the EndpointSlices a controller wrote, so
+// that it can tell its cache is behind its own writes (upstream's
+// EndpointSliceTracker). The endpointslice and endpointslicemirroring
+// controllers each keep one. Slices are grouped by their
+// kubernetes.io/service-name label; a tracker is safe for concurrent use.
+package slicetracker
 
 import (
 	"sync"
@@ -7,13 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// tracker remembers the generation of every slice this controller wrote,
-// by service, so that a sync can tell that its cache has not yet seen its
-// own last writes (upstream's EndpointSliceTracker). Syncing from such a
-// cache would create a second set of slices next to the first; a sync
-// that finds its cache behind waits for it instead, and a slice event the
-// controller caused itself does not wake the service again.
-type tracker struct {
+// Tracker remembers the generation of every slice a controller wrote, by
+// service, so that a sync can tell that its cache has not yet seen its own
+// last writes. Syncing from such a cache would create a second set of
+// slices next to the first; a sync that finds its cache behind waits for
+// it instead, and a slice event the controller caused itself does not wake
+// the service again.
+type Tracker struct {
 	mu sync.Mutex
 	// generations holds, by service key, each written slice's generation;
 	// deletionExpected marks one this controller deleted.
@@ -22,8 +27,9 @@ type tracker struct {
 
 const deletionExpected = -1
 
-func newTracker() *tracker {
-	return &tracker{generations: map[string]map[types.UID]int64{}}
+// New returns an empty tracker.
+func New() *Tracker {
+	return &Tracker{generations: map[string]map[types.UID]int64{}}
 }
 
 func serviceKeyOf(s *discoveryv1.EndpointSlice) (string, bool) {
@@ -31,8 +37,8 @@ func serviceKeyOf(s *discoveryv1.EndpointSlice) (string, bool) {
 	return s.Namespace + "/" + name, ok && name != ""
 }
 
-// update records a slice as written.
-func (t *tracker) update(s *discoveryv1.EndpointSlice) {
+// Update records a slice as written.
+func (t *Tracker) Update(s *discoveryv1.EndpointSlice) {
 	key, ok := serviceKeyOf(s)
 	if !ok {
 		return
@@ -45,8 +51,8 @@ func (t *tracker) update(s *discoveryv1.EndpointSlice) {
 	t.generations[key][s.UID] = s.Generation
 }
 
-// expectDeletion records a slice as deleted by this controller.
-func (t *tracker) expectDeletion(s *discoveryv1.EndpointSlice) {
+// ExpectDeletion records a slice as deleted by this controller.
+func (t *Tracker) ExpectDeletion(s *discoveryv1.EndpointSlice) {
 	key, ok := serviceKeyOf(s)
 	if !ok {
 		return
@@ -59,9 +65,9 @@ func (t *tracker) expectDeletion(s *discoveryv1.EndpointSlice) {
 	t.generations[key][s.UID] = deletionExpected
 }
 
-// handleDeletion forgets a deleted slice, and reports whether the
+// HandleDeletion forgets a deleted slice, and reports whether the
 // deletion was unexpected: someone else's, which the service must repair.
-func (t *tracker) handleDeletion(s *discoveryv1.EndpointSlice) bool {
+func (t *Tracker) HandleDeletion(s *discoveryv1.EndpointSlice) bool {
 	key, ok := serviceKeyOf(s)
 	if !ok {
 		return false
@@ -74,9 +80,9 @@ func (t *tracker) handleDeletion(s *discoveryv1.EndpointSlice) bool {
 	return !known || g != deletionExpected
 }
 
-// shouldSync reports whether an event about s is news: a slice not
+// ShouldSync reports whether an event about s is news: a slice not
 // written by this controller, or changed since.
-func (t *tracker) shouldSync(s *discoveryv1.EndpointSlice) bool {
+func (t *Tracker) ShouldSync(s *discoveryv1.EndpointSlice) bool {
 	key, ok := serviceKeyOf(s)
 	if !ok {
 		return false
@@ -87,10 +93,10 @@ func (t *tracker) shouldSync(s *discoveryv1.EndpointSlice) bool {
 	return !known || s.Generation > g
 }
 
-// stale reports whether the cache's slices of service key are older than
+// Stale reports whether the cache's slices of service key are older than
 // what this controller wrote: one it wrote is missing or of an older
 // generation, or one it deleted is still there.
-func (t *tracker) stale(key string, cached []*discoveryv1.EndpointSlice) bool {
+func (t *Tracker) Stale(key string, cached []*discoveryv1.EndpointSlice) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	gens := t.generations[key]
@@ -109,8 +115,8 @@ func (t *tracker) stale(key string, cached []*discoveryv1.EndpointSlice) bool {
 	return false
 }
 
-// forget drops what is known of a deleted service.
-func (t *tracker) forget(key string) {
+// Forget drops what is known of a deleted service.
+func (t *Tracker) Forget(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.generations, key)
