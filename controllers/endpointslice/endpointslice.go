@@ -343,7 +343,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	svc, err := c.svcLister.Get(namespace, name)
 	if apierrors.IsNotFound(err) {
 		c.triggerTimes.forget(key)
-		c.tracker.Forget(key)
+		c.tracker.DeleteService(key)
 		return nil // the garbage collector deletes its slices
 	}
 	if err != nil {

@@ -267,7 +267,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	svc, err := c.svcLister.Get(namespace, name)
 	if apierrors.IsNotFound(err) {
-		c.tracker.Forget(key)
+		c.tracker.DeleteService(key)
 		return c.deleteMirrored(ctx, namespace, name)
 	}
 	if err != nil {

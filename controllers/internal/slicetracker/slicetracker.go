@@ -115,8 +115,8 @@ func (t *Tracker) Stale(key string, cached []*discoveryv1.EndpointSlice) bool {
 	return false
 }
 
-// Forget drops what is known of a deleted service.
-func (t *Tracker) Forget(key string) {
+// DeleteService drops what is known of a deleted service.
+func (t *Tracker) DeleteService(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.generations, key)
