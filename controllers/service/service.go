@@ -499,7 +499,12 @@ func (c *Controller) patchStatus(ctx context.Context, svc *corev1.Service, statu
 	if apiequality.Semantic.DeepEqual(&svc.Status.LoadBalancer, status) {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"loadBalancer": status}})
+	// A merge patch replaces the ingress list whole; null clears it.
+	var ingress any = status.Ingress
+	if len(status.Ingress) == 0 {
+		ingress = nil
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"loadBalancer": map[string]any{"ingress": ingress}}})
 	if err != nil {
 		return err
 	}
