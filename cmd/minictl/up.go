@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/minictl/minictl/apiserver"
+	"github.com/minictl/minictl/controllers"
 	"github.com/minictl/minictl/internal/serving"
 	"github.com/minictl/minictl/internal/timeline"
 	"github.com/minictl/minictl/store"
@@ -218,6 +219,13 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		}
 		defer cmListener.Close()
 		cmListener = budget.Listener(cmListener)
+		if cf.ccm.provider != "" {
+			if cf.ccmListener, err = listenCloudControllerManager(cf.ccm.address); err != nil {
+				return fmt.Errorf("cloud controller manager listen: %w", err)
+			}
+			defer cf.ccmListener.Close()
+			cf.ccmListener = budget.Listener(cf.ccmListener)
+		}
 	}
 	auditLog, auditPolicy, err := sf.openAudit()
 	if err != nil {
@@ -295,6 +303,10 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		if cf != nil && cf.runCM {
 			fmt.Fprintf(stdout, "  controllers: %s (health on http://%s)\n", strings.Join(enabledNames(cf.cm.Controllers), ","), cmListener.Addr())
 			fmt.Fprintf(stdout, "  nodes:       %d simulated\n", cf.nodes)
+		}
+		if cf != nil && cf.ccmListener != nil {
+			fmt.Fprintf(stdout, "  cloud controllers: %s (cloud %s; health on http://%s%s)\n",
+				strings.Join(controllers.KnownCloudControllers(), ","), cf.ccm.provider, cf.ccmListener.Addr(), takenNote(cf.ccm.address, cf.ccmListener))
 		}
 		if url != "" {
 			fmt.Fprintf(stdout, "Try: curl %s/api/v1/namespaces\n", url)
