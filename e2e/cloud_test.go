@@ -171,3 +171,75 @@ func TestCloudControllerManagerLeaderElection(t *testing.T) {
 		t.Fatalf("the cloud has %d load balancers, want 2 (one per Service): %+v", len(lbs), lbs)
 	}
 }
+
+// TestUpRunsTheCloudControllerManager checks the cloud controller manager
+// up runs in process, as system:cloud-controller-manager with its
+// controllers on their own ServiceAccounts under RBAC: a LoadBalancer
+// Service gets its load balancer with every node behind it, and every
+// node its route.
+func TestUpRunsTheCloudControllerManager(t *testing.T) {
+	ctx := minitest.Context(t)
+	cloudClient, cloudConfig := startSimCloud(t)
+	for i := 1; i <= 3; i++ {
+		if _, err := cloudClient.CreateInstance(ctx, sim.InstanceSpec{Name: fmt.Sprintf("node-%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := up(t, minitest.FreeAddr(t), t.TempDir(), "--fast", "--cloud-provider=sim", "--cloud-config", cloudConfig,
+		"--cloud-controller-manager-address", "127.0.0.1:0")
+	rc := c.client(t)
+
+	services := client.For[*corev1.Service](rc)
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "web"},
+			Ports: []corev1.ServicePort{{Port: 80}},
+		},
+	}
+	svc, err := services.Create(ctx, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "web's load balancer behind node-1..3", func() (bool, string) {
+		lb, err := cloudClient.GetLoadBalancer(ctx, sim.DefaultLoadBalancerName(svc))
+		if err != nil {
+			return false, err.Error()
+		}
+		got, err := services.Get(ctx, "default", "web")
+		if err != nil {
+			return false, err.Error()
+		}
+		in := got.Status.LoadBalancer.Ingress
+		return len(in) == 1 && in[0].IP == lb.IP && strings.Join(lb.Backends, ",") == "node-1,node-2,node-3",
+			fmt.Sprintf("status %+v, backends %v", got.Status.LoadBalancer, lb.Backends)
+	})
+
+	nodes := client.For[*corev1.Node](rc)
+	eventually(t, "every node's route created", func() (bool, string) {
+		list, err := nodes.List(ctx, "", metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var states []string
+		ok := len(list.Items) == 3
+		for _, n := range list.Items {
+			state := "no NetworkUnavailable"
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeNetworkUnavailable {
+					state = string(c.Status) + " " + c.Reason
+				}
+			}
+			ok = ok && state == "False RouteCreated"
+			states = append(states, n.Name+": "+state)
+		}
+		return ok, strings.Join(states, "; ")
+	})
+	routes, err := cloudClient.ListRoutes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(routes) != 3 {
+		t.Fatalf("the cloud has %d routes, want one per node: %+v", len(routes), routes)
+	}
+}
