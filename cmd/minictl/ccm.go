@@ -16,7 +16,7 @@ import (
 	"github.com/minictl/minictl/auth/user"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/cloud"
-	_ "github.com/minictl/minictl/cloud/sim" // the "sim" provider
+	"github.com/minictl/minictl/cloud/sim"
 	"github.com/minictl/minictl/controllers"
 )
 
@@ -28,16 +28,11 @@ import (
 // secure port, on loopback.
 const DefaultCloudControllerManagerAddress = "127.0.0.1:10258"
 
-// ccmFlags are up's flags for the cloud: which provider, and where its
-// cloud controller manager serves. The CCM's other knobs follow the
-// controller manager's (leader election, --cluster-cidr,
+// ccmFlags are up's flags for its cloud controller manager, which runs
+// whenever up runs a cloud (--cloud-provider, cloud.go). Its other knobs
+// follow the controller manager's (leader election, --cluster-cidr,
 // --use-service-account-credentials), whose flags up already has.
 type ccmFlags struct {
-	// provider is --cloud-provider: "" is no cloud, and no cloud
-	// controller manager.
-	provider string
-	// config is --cloud-config: the provider's configuration file.
-	config string
 	// address is --cloud-controller-manager-address.
 	address string
 	// routePeriod is --route-reconciliation-period.
@@ -45,8 +40,6 @@ type ccmFlags struct {
 }
 
 func (f *ccmFlags) bind(fs *flag.FlagSet) {
-	fs.StringVar(&f.provider, "cloud-provider", "sim", "the cloud the cluster runs on, whose cloud controller manager runs in this process (\"\": no cloud, and no cloud controller manager)")
-	fs.StringVar(&f.config, "cloud-config", "", "the cloud provider's configuration file (sim: YAML with the cloud's url)")
 	fs.StringVar(&f.address, "cloud-controller-manager-address", DefaultCloudControllerManagerAddress, "where the cloud controller manager serves /healthz and /metrics (a free port if this one is taken)")
 	fs.DurationVar(&f.routePeriod, "route-reconciliation-period", 10*time.Second, "how often the route controller reconciles the cloud's routes with the nodes")
 }
@@ -104,10 +97,13 @@ func takenNote(address string, ln net.Listener) string {
 // manager up runs, as user system:cloud-controller-manager; nothing runs
 // until the returned functions are called.
 func startCloudControllerManager(connect connector, cf clusterFlags, log *slog.Logger) (*controllers.Manager, error) {
-	provider, err := cloud.New(cf.ccm.provider, cf.ccm.config)
+	// The provider of the cloud up runs, as --cloud-config naming its
+	// URL would make it.
+	cl, err := sim.NewClient(cf.cloud.url, sim.ClientOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("--cloud-provider: %w", err)
+		return nil, err
 	}
+	provider := sim.NewProvider(cl)
 	rc, err := connect(user.CloudControllerManager)
 	if err != nil {
 		return nil, err
