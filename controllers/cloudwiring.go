@@ -89,6 +89,14 @@ var cloudControllers = []descriptor{
 	{
 		name: service.Name, serviceAccount: "service-controller", defaultOn: true, workers: 1, workersFlag: "concurrent-service-syncs",
 		build: func(cc *controllerContext) (runner, error) {
+			// Without load balancers kube's cloud controller manager says
+			// so and runs the others.
+			if cc.Cloud.Provider == nil {
+				return disabled(cc, service.Name, "there is no cloud provider")
+			}
+			if _, ok := cc.Cloud.Provider.LoadBalancer(); !ok {
+				return disabled(cc, service.Name, "the cloud provider does not support external load balancers")
+			}
 			return service.New(service.Options{Common: cc.Common, Cloud: cc.Cloud.Provider, ClusterName: cc.Cloud.ClusterName})
 		},
 	},
@@ -103,6 +111,9 @@ var cloudControllers = []descriptor{
 			cl := cc.Cloud
 			if !cl.AllocateNodeCIDRs || !cl.ConfigureCloudRoutes {
 				return disabled(cc, route.Name, "--allocate-node-cidrs or --configure-cloud-routes is false")
+			}
+			if cl.Provider == nil {
+				return disabled(cc, route.Name, "there is no cloud provider")
 			}
 			if _, ok := cl.Provider.Routes(); !ok {
 				return disabled(cc, route.Name, "the cloud provider does not support routes")
