@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/cloud"
@@ -110,6 +111,11 @@ func (f *cloudFlags) open(explicitListen bool, dataDir string, log *slog.Logger)
 	}
 	if err := cloudLoopback("--cloud-listen", f.listen); err != nil {
 		return nil, err
+	}
+	for _, z := range splitList(f.zones) {
+		if msgs := validation.IsDNS1123Label(z); len(msgs) > 0 {
+			return nil, fmt.Errorf("--zones: %q is not a zone the cloud can have: %s", z, strings.Join(msgs, "; "))
+		}
 	}
 	u := &upCloud{initializesNodes: slices.Contains(controllers.KnownCloudControllers(), "cloud-node")}
 	ln, err := net.Listen("tcp", f.listen)
