@@ -139,6 +139,18 @@ func (f *cloudFlags) open(explicitListen bool, dataDir string, log *slog.Logger)
 	return u, nil
 }
 
+// provider is the "sim" provider over this cloud, at the address it
+// really listens on: what up's cloud controller manager should be given,
+// rather than a provider made from the default URL, which is another
+// cloud's when the default port was taken.
+func (u *upCloud) provider() (cloud.Interface, error) {
+	c, err := sim.NewClient(u.url, sim.ClientOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return sim.NewProvider(c), nil
+}
+
 // banner is the cloud's line in up's banner.
 func (u *upCloud) banner() string {
 	s := u.url + " (simulated: instances, load balancers, routes"

@@ -10,6 +10,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/cloud/sim"
@@ -168,9 +169,26 @@ func TestCloudPortTaken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer u.ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- u.c.Serve(ctx, u.ln) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
 	if u.url == "http://"+busy.Addr().String() || !strings.Contains(u.banner(), busy.Addr().String()+" was taken") {
 		t.Errorf("banner %q", u.banner())
+	}
+	p, err := u.provider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.c.CreateInstance(sim.InstanceSpec{Name: "node-1"})
+	iv, _ := p.InstancesV2()
+	if ok, err := iv.InstanceExists(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}); err != nil || !ok {
+		t.Errorf("the provider does not reach up's cloud: %v %v", ok, err)
 	}
 	if _, err := f.open(true, "", nil); err == nil {
 		t.Error("an explicit --cloud-listen that is taken is not an error")
