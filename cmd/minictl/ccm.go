@@ -16,7 +16,6 @@ import (
 	"github.com/minictl/minictl/auth/user"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/cloud"
-	"github.com/minictl/minictl/cloud/sim"
 	"github.com/minictl/minictl/controllers"
 )
 
@@ -97,13 +96,10 @@ func takenNote(address string, ln net.Listener) string {
 // manager up runs, as user system:cloud-controller-manager; nothing runs
 // until the returned functions are called.
 func startCloudControllerManager(connect connector, cf clusterFlags, log *slog.Logger) (*controllers.Manager, error) {
-	// The provider of the cloud up runs, as --cloud-config naming its
-	// URL would make it.
-	cl, err := sim.NewClient(cf.cloud.url, sim.ClientOptions{})
+	provider, err := cf.cloud.provider()
 	if err != nil {
 		return nil, err
 	}
-	provider := sim.NewProvider(cl)
 	rc, err := connect(user.CloudControllerManager)
 	if err != nil {
 		return nil, err
