@@ -93,10 +93,10 @@ func prepareServiceForUpdate(svc, old *corev1.Service) {
 		svc.Spec.ClusterIP = old.Spec.ClusterIP
 		svc.Spec.ClusterIPs = old.Spec.ClusterIPs
 	}
-	if needsHealthCheckNodePort(svc) && needsHealthCheckNodePort(old) && svc.Spec.HealthCheckNodePort == 0 {
+	if ServiceNeedsHealthCheckNodePort(svc) && ServiceNeedsHealthCheckNodePort(old) && svc.Spec.HealthCheckNodePort == 0 {
 		svc.Spec.HealthCheckNodePort = old.Spec.HealthCheckNodePort
 	}
-	if !needsNodePorts(svc) || !needsNodePorts(old) {
+	if !ServiceNeedsNodePorts(svc) || !ServiceNeedsNodePorts(old) {
 		return
 	}
 	for i := range svc.Spec.Ports {
@@ -134,7 +134,7 @@ func dropTypeDependentFields(svc, old *corev1.Service) {
 			svc.Spec.IPFamilyPolicy = nil
 		}
 	}
-	if !needsNodePorts(svc) {
+	if !ServiceNeedsNodePorts(svc) {
 		for i := range svc.Spec.Ports {
 			p := &svc.Spec.Ports[i]
 			for _, o := range old.Spec.Ports {
@@ -144,20 +144,22 @@ func dropTypeDependentFields(svc, old *corev1.Service) {
 			}
 		}
 	}
-	if !needsHealthCheckNodePort(svc) && svc.Spec.HealthCheckNodePort == old.Spec.HealthCheckNodePort {
+	if !ServiceNeedsHealthCheckNodePort(svc) && svc.Spec.HealthCheckNodePort == old.Spec.HealthCheckNodePort {
 		svc.Spec.HealthCheckNodePort = 0
 	}
 }
 
-// needsHealthCheckNodePort: a LoadBalancer whose external traffic stays
+// ServiceNeedsHealthCheckNodePort: a LoadBalancer whose external traffic stays
 // on the node it arrives at has a port for the load balancer to ask
 // which nodes have endpoints.
-func needsHealthCheckNodePort(svc *corev1.Service) bool {
+func ServiceNeedsHealthCheckNodePort(svc *corev1.Service) bool {
 	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer &&
 		svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 }
 
-func needsNodePorts(svc *corev1.Service) bool {
+// ServiceNeedsNodePorts: a NodePort Service has node ports, and so does a
+// LoadBalancer unless it says allocateLoadBalancerNodePorts: false.
+func ServiceNeedsNodePorts(svc *corev1.Service) bool {
 	return svc.Spec.Type == corev1.ServiceTypeNodePort ||
 		(svc.Spec.Type == corev1.ServiceTypeLoadBalancer && (svc.Spec.AllocateLoadBalancerNodePorts == nil || *svc.Spec.AllocateLoadBalancerNodePorts))
 }
@@ -319,7 +321,7 @@ func validateHealthCheckNodePort(svc *corev1.Service, fldPath *field.Path) field
 	if port == 0 {
 		return nil
 	}
-	if !needsHealthCheckNodePort(svc) {
+	if !ServiceNeedsHealthCheckNodePort(svc) {
 		return field.ErrorList{field.Invalid(fldPath, port, "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'")}
 	}
 	return validatePortNum(port, fldPath)

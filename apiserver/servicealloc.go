@@ -195,7 +195,7 @@ func (s *Server) assign(svc *corev1.Service) error {
 		h.ports = append(h.ports, p)
 		return p, nil
 	}
-	if needsNodePorts(svc) {
+	if api.ServiceNeedsNodePorts(svc) {
 		for i := range svc.Spec.Ports {
 			p := &svc.Spec.Ports[i]
 			if p.NodePort != 0 {
@@ -217,7 +217,7 @@ func (s *Server) assign(svc *corev1.Service) error {
 			}
 		}
 	}
-	if needsHealthCheckNodePort(svc) && svc.Spec.HealthCheckNodePort == 0 {
+	if api.ServiceNeedsHealthCheckNodePort(svc) && svc.Spec.HealthCheckNodePort == 0 {
 		port, err := pick()
 		if err != nil {
 			return err
@@ -225,16 +225,6 @@ func (s *Server) assign(svc *corev1.Service) error {
 		svc.Spec.HealthCheckNodePort = port
 	}
 	return nil
-}
-
-func needsNodePorts(svc *corev1.Service) bool {
-	return svc.Spec.Type == corev1.ServiceTypeNodePort ||
-		(svc.Spec.Type == corev1.ServiceTypeLoadBalancer && (svc.Spec.AllocateLoadBalancerNodePorts == nil || *svc.Spec.AllocateLoadBalancerNodePorts))
-}
-
-func needsHealthCheckNodePort(svc *corev1.Service) bool {
-	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer &&
-		svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 }
 
 // ipTaken reports whether this server's watch cache has an IPAddress for
