@@ -176,3 +176,81 @@ func post(t *testing.T, url, body string) (int, string) {
 	buf.ReadFrom(resp.Body)
 	return resp.StatusCode, buf.String()
 }
+
+// TestServiceIPsOfTwoAPIServers: two `minictl apiserver`s of one cluster,
+// each given half of 150 concurrent Service creates in a range of 254
+// addresses, never hand out the same address, and every address has its
+// one IPAddress.
+func TestServiceIPsOfTwoAPIServers(t *testing.T) {
+	const services, clients = 150, 16
+	members := startEtcdCluster(t)
+	var endpoints []string
+	for _, m := range members {
+		endpoints = append(endpoints, m.clientURL)
+	}
+	var urls []string
+	for range 2 {
+		addr := minitest.FreeAddr(t)
+		p := minitest.Start(t, false, "apiserver", "--listen", addr, "--etcd-endpoints", strings.Join(endpoints, ","),
+			"--service-cluster-ip-range", "10.97.0.0/24")
+		p.WaitReady(t, "http://"+addr, 60*time.Second)
+		urls = append(urls, "http://"+addr)
+	}
+
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*clients)
+	for c := range 2 * clients {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= services {
+					return
+				}
+				if err := createRetrying(urls[c%2], fmt.Sprintf("svc-%03d", i), 60*time.Second); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	var svcs struct {
+		Items []struct {
+			Metadata struct{ Name string }
+			Spec     struct {
+				ClusterIP string `json:"clusterIP"`
+			}
+		}
+	}
+	getJSON(t, urls[0]+"/api/v1/namespaces/default/services", &svcs)
+	holder := map[string]string{}
+	for _, s := range svcs.Items {
+		if other, dup := holder[s.Spec.ClusterIP]; dup || s.Spec.ClusterIP == "" {
+			t.Errorf("%s has %q, as %q has", s.Metadata.Name, s.Spec.ClusterIP, other)
+		}
+		holder[s.Spec.ClusterIP] = s.Metadata.Name
+	}
+	var ips struct {
+		Items []struct {
+			Metadata struct{ Name string }
+			Spec     struct {
+				ParentRef struct{ Name string } `json:"parentRef"`
+			}
+		}
+	}
+	getJSON(t, urls[1]+"/apis/networking.k8s.io/v1/ipaddresses", &ips)
+	if len(ips.Items) != len(holder) || len(holder) != services+1 {
+		t.Errorf("%d IPAddresses for %d addresses of %d Services, want %d of each", len(ips.Items), len(holder), len(svcs.Items), services+1)
+	}
+	for _, ip := range ips.Items {
+		if holder[ip.Metadata.Name] != ip.Spec.ParentRef.Name {
+			t.Errorf("IPAddress %s names %s, but %q holds it", ip.Metadata.Name, ip.Spec.ParentRef.Name, holder[ip.Metadata.Name])
+		}
+	}
+}
