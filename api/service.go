@@ -147,6 +147,13 @@ func dropTypeDependentFields(svc, old *corev1.Service) {
 	if !ServiceNeedsHealthCheckNodePort(svc) && svc.Spec.HealthCheckNodePort == old.Spec.HealthCheckNodePort {
 		svc.Spec.HealthCheckNodePort = 0
 	}
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer && reflect.DeepEqual(svc.Spec.AllocateLoadBalancerNodePorts, old.Spec.AllocateLoadBalancerNodePorts) {
+		svc.Spec.AllocateLoadBalancerNodePorts = nil
+	}
+	external := svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer || len(svc.Spec.ExternalIPs) > 0
+	if !external && svc.Spec.ExternalTrafficPolicy == old.Spec.ExternalTrafficPolicy {
+		svc.Spec.ExternalTrafficPolicy = ""
+	}
 }
 
 // ServiceNeedsHealthCheckNodePort: a LoadBalancer whose external traffic stays

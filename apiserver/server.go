@@ -289,6 +289,9 @@ func New(cfg Config) (*Server, error) {
 	if !s.serviceRange.IsValid() {
 		s.serviceRange = DefaultServiceClusterIPRange
 	}
+	if !s.serviceRange.Addr().Is4() || s.serviceRange.Bits() > 30 {
+		return nil, fmt.Errorf("apiserver: service cluster IP range %s: Services are single-stack IPv4, and need a range of at least 4 addresses", s.serviceRange)
+	}
 	s.alloc = newServiceAllocator(s.serviceRange, cmp.Or(cfg.ServiceNodePortRange, DefaultServiceNodePortRange))
 	if s.registry == nil {
 		s.registry = prometheus.NewRegistry()

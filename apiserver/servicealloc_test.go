@@ -251,9 +251,8 @@ func TestServiceNodePorts(t *testing.T) {
 	// Turned ClusterIP, "asked" gives 30080 back, and another may have it.
 	cur := get[corev1.Service](t, env, svcPath("default", "asked"))
 	cur.Spec.Type = corev1.ServiceTypeClusterIP
-	cur.Spec.ExternalTrafficPolicy = ""
-	if u := update[corev1.Service](t, env, svcPath("default", "asked"), cur); u.Spec.Ports[0].NodePort != 0 {
-		t.Errorf("turned ClusterIP: node port %d", u.Spec.Ports[0].NodePort)
+	if u := update[corev1.Service](t, env, svcPath("default", "asked"), cur); u.Spec.Ports[0].NodePort != 0 || u.Spec.ExternalTrafficPolicy != "" {
+		t.Errorf("turned ClusterIP: node port %d, externalTrafficPolicy %q", u.Spec.Ports[0].NodePort, u.Spec.ExternalTrafficPolicy)
 	}
 	if got := create[corev1.Service](t, env, svcPath("default", ""), taken); got.Spec.Ports[0].NodePort != 30080 {
 		t.Errorf("asked the released 30080, got %d", got.Spec.Ports[0].NodePort)
