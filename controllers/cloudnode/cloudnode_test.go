@@ -110,9 +110,14 @@ func TestAddressesAreRefreshedEveryPeriod(t *testing.T) {
 	// Someone writes a stale address; it stays until the next period.
 	node := f.get("node-3")
 	node.Status.Addresses = []corev1.NodeAddress{addr(corev1.NodeInternalIP, "127.0.0.3"), addr(corev1.NodeHostName, "node-3")}
-	if _, err := f.nodes.UpdateStatus(context.Background(), node); err != nil {
+	stale, err := f.nodes.UpdateStatus(context.Background(), node)
+	if err != nil {
 		t.Fatal(err)
 	}
+	controllertest.Eventually(t, "the controller to see the stale address", func() (bool, string) {
+		got, err := f.ctrl.lister.Get("", "node-3")
+		return err == nil && got.ResourceVersion == stale.ResourceVersion, ""
+	})
 	controllertest.Eventually(t, "the refresh loop to wait for its next period", func() (bool, string) {
 		return len(clk.Waiters()) > 0, ""
 	})

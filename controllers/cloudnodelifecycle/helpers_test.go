@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -133,8 +134,16 @@ func (f *fixture) setReady(name string, status corev1.ConditionStatus) {
 	}
 	controllertest.Eventually(f.t, "the controller to see "+name+"'s Ready "+string(status), func() (bool, string) {
 		got, err := f.ctrl.lister.Get("", name)
-		return err == nil && got.ResourceVersion == out.ResourceVersion, ""
+		return err == nil && rvAtLeast(got.ResourceVersion, out.ResourceVersion), ""
 	})
+}
+
+// rvAtLeast reports whether resourceVersion a is b or later: the
+// controller may have written the Node again since.
+func rvAtLeast(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	return errA == nil && errB == nil && x >= y
 }
 
 func (f *fixture) get(name string) *corev1.Node {
