@@ -66,6 +66,23 @@ var controllers = []controllerRole{
 		verbs("create").groups(legacyGroup).resources("endpoints/restricted"),
 		eventsRule(),
 	}},
+	{"endpointslice-controller", []*rule{
+		verbs("get", "list", "watch").groups(legacyGroup).resources("services", "pods", "nodes"),
+		// The slices are owned by their service, and the owner reference
+		// blocks the service's deletion: that takes the right to update
+		// the service's finalizers.
+		verbs("update").groups(legacyGroup).resources("services/finalizers"),
+		verbs("get", "list", "create", "update", "delete").groups(discoveryGroup).resources("endpointslices"),
+		eventsRule(),
+	}},
+	{"endpointslicemirroring-controller", []*rule{
+		verbs("get", "list", "watch").groups(legacyGroup).resources("services", "endpoints"),
+		// The slices are owned by their Endpoints, as above.
+		verbs("update").groups(legacyGroup).resources("services/finalizers"),
+		verbs("update").groups(legacyGroup).resources("endpoints/finalizers"),
+		verbs("get", "list", "create", "update", "delete").groups(discoveryGroup).resources("endpointslices"),
+		eventsRule(),
+	}},
 	{"generic-garbage-collector", []*rule{
 		verbs("get", "list", "watch", "patch", "update", "delete").groups("*").resources("*"),
 		eventsRule(),
