@@ -9,6 +9,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,8 +20,8 @@ import (
 // podtemplate.go, replicationcontroller.go, service.go, core.go (namespaces, nodes, endpoints, events), config.go
 // (configmaps, secrets), quota.go (resourcequotas, limitranges),
 // coordination.go, apps.go, daemonset.go, job.go, cronjob.go, policy.go, admissionregistration.go, apiextensions.go,
-// rbac.go, certificates.go and review.go; their Table
-// columns live in table.go.
+// rbac.go, certificates.go, review.go and networking.go; their Table
+// columns live in table.go (networking_table.go for networking.k8s.io).
 var (
 	Namespaces = &Resource{
 		Version: "v1", Kind: "Namespace", Plural: "namespaces", Singular: "namespace",
@@ -194,6 +195,29 @@ var (
 		PrepareForCreate: defaulter(preparePodDisruptionBudgetForCreate), PrepareForUpdate: updatePreparer(preparePodDisruptionBudgetForUpdate),
 		Table: podDisruptionBudgetTable,
 	}
+	Ingresses = &Resource{
+		Group: "networking.k8s.io", Version: "v1", Kind: "Ingress", Plural: "ingresses", Singular: "ingress", Namespaced: true,
+		ShortNames: []string{"ing"}, Subresources: []string{"status"},
+		New:              func() Object { return &networkingv1.Ingress{} },
+		ValidateObject:   objectValidator(validateIngressObject),
+		PrepareForCreate: defaulter(prepareIngressForCreate), PrepareForUpdate: updatePreparer(prepareIngressForUpdate),
+		Table: ingressTable,
+	}
+	IngressClasses = &Resource{
+		Group: "networking.k8s.io", Version: "v1", Kind: "IngressClass", Plural: "ingressclasses", Singular: "ingressclass",
+		New:     func() Object { return &networkingv1.IngressClass{} },
+		Default: defaulter(defaultIngressClass), Validate: validator(validateIngressClass), ValidateUpdate: updateValidator(validateIngressClassUpdate),
+		PrepareForCreate: defaulter(prepareIngressClassForCreate), PrepareForUpdate: updatePreparer(prepareIngressClassForUpdate),
+		Table: ingressClassTable,
+	}
+	NetworkPolicies = &Resource{
+		Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy", Plural: "networkpolicies", Singular: "networkpolicy", Namespaced: true,
+		ShortNames: []string{"netpol"},
+		New:        func() Object { return &networkingv1.NetworkPolicy{} },
+		Default:    defaulter(defaultNetworkPolicy), ValidateObject: objectValidator(validateNetworkPolicyObject),
+		PrepareForCreate: defaulter(prepareNetworkPolicyForCreate), PrepareForUpdate: updatePreparer(prepareNetworkPolicyForUpdate),
+		Table: networkPolicyTable,
+	}
 	Roles = &Resource{
 		Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role", Plural: "roles", Singular: "role", Namespaced: true,
 		New: func() Object { return &rbacv1.Role{} }, ValidateName: nameIsPathSegment,
@@ -266,7 +290,7 @@ var (
 var all = Catalogue{
 	Namespaces, Pods, PodTemplates, ReplicationControllers, Nodes, Services, Endpoints, ConfigMaps, Secrets, ServiceAccounts,
 	Events, ResourceQuotas, LimitRanges, Leases, ReplicaSets, Deployments, DaemonSets, ControllerRevisions,
-	Jobs, CronJobs, PodDisruptionBudgets,
+	Jobs, CronJobs, PodDisruptionBudgets, Ingresses, IngressClasses, NetworkPolicies,
 	TokenReviews, SelfSubjectReviews,
 	LocalSubjectAccessReviews, SelfSubjectAccessReviews, SelfSubjectRulesReviews, SubjectAccessReviews,
 	Roles, ClusterRoles, RoleBindings, ClusterRoleBindings, CertificateSigningRequests,
