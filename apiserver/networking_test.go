@@ -125,7 +125,9 @@ func TestIngressValidation(t *testing.T) {
 		{"a Prefix path ending in /..", "spec.rules[0].http.paths[0].path", "cannot end with '/..'",
 			func(ing *networkingv1.Ingress) { ing.Spec.Rules[0].HTTP.Paths[0].Path = "/api/.." }},
 		{"a backend with neither service nor resource", "spec.rules[0].http.paths[0].backend", "resource or service backend is required",
-			func(ing *networkingv1.Ingress) { ing.Spec.Rules[0].HTTP.Paths[0].Backend = networkingv1.IngressBackend{} }},
+			func(ing *networkingv1.Ingress) {
+				ing.Spec.Rules[0].HTTP.Paths[0].Backend = networkingv1.IngressBackend{}
+			}},
 		{"a backend with both service and resource", "spec.rules[0].http.paths[0].backend", "cannot set both resource and service backends",
 			func(ing *networkingv1.Ingress) {
 				ing.Spec.Rules[0].HTTP.Paths[0].Backend.Resource = &corev1.TypedLocalObjectReference{Kind: "Bucket", Name: "static"}
@@ -368,9 +370,13 @@ func TestNetworkPolicies(t *testing.T) {
 		mutate               func(np *networkingv1.NetworkPolicy)
 	}{
 		{"a bad pod selector", "spec.podSelector.matchLabels", "name part must consist of alphanumeric characters",
-			func(np *networkingv1.NetworkPolicy) { np.Spec.PodSelector.MatchLabels = map[string]string{"bad key!": "x"} }},
+			func(np *networkingv1.NetworkPolicy) {
+				np.Spec.PodSelector.MatchLabels = map[string]string{"bad key!": "x"}
+			}},
 		{"an unknown protocol", "spec.ingress[0].ports[0].protocol", `Unsupported value: "ICMP"`,
-			func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].Ports[0].Protocol = ptr(corev1.Protocol("ICMP")) }},
+			func(np *networkingv1.NetworkPolicy) {
+				np.Spec.Ingress[0].Ports[0].Protocol = ptr(corev1.Protocol("ICMP"))
+			}},
 		{"a port out of range", "spec.ingress[0].ports[0].port", "must be between 1 and 65535, inclusive",
 			func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].Ports[0].Port = ptr(intstr.FromInt32(0)) }},
 		{"an endPort below the port", "spec.ingress[0].ports[0].endPort", "must be greater than or equal to `port`",
@@ -394,9 +400,13 @@ func TestNetworkPolicies(t *testing.T) {
 		{"an ipBlock with a bad cidr", "spec.ingress[0].from[0].ipBlock.cidr", "must be a valid CIDR value",
 			func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].From[0].IPBlock.CIDR = "10.0.0.0/33" }},
 		{"an except outside the cidr", "spec.ingress[0].from[0].ipBlock.except[0]", "must be a strict subset of `cidr`",
-			func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].From[0].IPBlock.Except = []string{"192.168.0.0/16"} }},
+			func(np *networkingv1.NetworkPolicy) {
+				np.Spec.Ingress[0].From[0].IPBlock.Except = []string{"192.168.0.0/16"}
+			}},
 		{"an except as wide as the cidr", "spec.ingress[0].from[0].ipBlock.except[0]", "must be a strict subset of `cidr`",
-			func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].From[0].IPBlock.Except = []string{"10.0.0.0/8"} }},
+			func(np *networkingv1.NetworkPolicy) {
+				np.Spec.Ingress[0].From[0].IPBlock.Except = []string{"10.0.0.0/8"}
+			}},
 		{"a bad egress peer selector", "spec.egress[0].to[0].namespaceSelector.matchExpressions[0].operator", "not a valid selector operator",
 			func(np *networkingv1.NetworkPolicy) {
 				np.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{
