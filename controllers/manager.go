@@ -70,6 +70,10 @@ type Config struct {
 	// other credential.
 	UseServiceAccountCredentials bool
 	ServiceAccountClient         func(tokens client.TokenSource) (*client.RESTClient, error)
+
+	// Cloud is the cloud controller manager's: the provider its
+	// controllers ask and their knobs (cloudwiring.go).
+	Cloud Cloud
 }
 
 // Signing is kube-controller-manager's --cluster-signing-* flags: the CA
@@ -149,15 +153,7 @@ func DefaultConfig() Config {
 // BindFlags registers the configuration's flags on fs, with c's current
 // values as defaults.
 func (c *Config) BindFlags(fs *flag.FlagSet) {
-	fs.Func("controllers", fmt.Sprintf("comma-separated controllers to run: '*' enables every default-on one, 'foo' enables foo, '-foo' disables foo (known: %s) (default \"*\")", strings.Join(KnownControllers(), ", ")), func(s string) error {
-		c.Controllers = splitComma(s)
-		return nil
-	})
-	fs.BoolVar(&c.LeaderElect, "leader-elect", c.LeaderElect, "take a Lease before running controllers, so that only one controller manager acts")
-	fs.DurationVar(&c.LeaseDuration, "leader-elect-lease-duration", c.LeaseDuration, "how long a candidate waits, after the lease last changed, before taking it over")
-	fs.DurationVar(&c.RenewDeadline, "leader-elect-renew-deadline", c.RenewDeadline, "how long the leader tries to renew before it stops leading")
-	fs.DurationVar(&c.RetryPeriod, "leader-elect-retry-period", c.RetryPeriod, "the wait between attempts to acquire or renew the lease")
-	fs.BoolVar(&c.UseServiceAccountCredentials, "use-service-account-credentials", c.UseServiceAccountCredentials, "run each controller with the credentials of its own ServiceAccount in kube-system, so that RBAC holds it to its role")
+	c.bindCommonFlags(fs, knownControllers)
 	fs.DurationVar(&c.Timings.ResourceQuotaSyncPeriod, "resource-quota-sync-period", c.Timings.ResourceQuotaSyncPeriod, "how often every quota's usage is recalculated in full")
 	t := &c.Timings
 	fs.DurationVar(&t.NodeMonitorPeriod, "node-monitor-period", t.NodeMonitorPeriod, "how often the node lifecycle controller checks node health")
@@ -175,7 +171,28 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Credentials.ServiceAccountPrivateKeyFile, "service-account-private-key-file", c.Credentials.ServiceAccountPrivateKeyFile, "PEM private key (RSA or ECDSA) that signs the legacy ServiceAccount tokens; without it the serviceaccount-token controller does not run")
 	fs.StringVar(&c.Credentials.RootCAFile, "root-ca-file", c.Credentials.RootCAFile, "the cluster's root CA, put into ServiceAccount token Secrets and the kube-root-ca.crt ConfigMap of every namespace; without it root-ca-cert-publisher does not run")
 	fs.IntVar(&c.Timings.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", c.Timings.TerminatedPodGCThreshold, "terminated pods kept before podgc deletes the oldest")
-	for _, d := range knownControllers {
+	c.bindWorkerFlags(fs, knownControllers)
+}
+
+// bindCommonFlags registers the flags both managers have: which
+// controllers of table run, leader election, and whose credentials they
+// use.
+func (c *Config) bindCommonFlags(fs *flag.FlagSet, table []descriptor) {
+	fs.Func("controllers", fmt.Sprintf("comma-separated controllers to run: '*' enables every default-on one, 'foo' enables foo, '-foo' disables foo (known: %s) (default \"*\")", strings.Join(names(table), ", ")), func(s string) error {
+		c.Controllers = splitComma(s)
+		return nil
+	})
+	fs.BoolVar(&c.LeaderElect, "leader-elect", c.LeaderElect, "take a Lease before running controllers, so that only one controller manager acts")
+	fs.DurationVar(&c.LeaseDuration, "leader-elect-lease-duration", c.LeaseDuration, "how long a candidate waits, after the lease last changed, before taking it over")
+	fs.DurationVar(&c.RenewDeadline, "leader-elect-renew-deadline", c.RenewDeadline, "how long the leader tries to renew before it stops leading")
+	fs.DurationVar(&c.RetryPeriod, "leader-elect-retry-period", c.RetryPeriod, "the wait between attempts to acquire or renew the lease")
+	fs.BoolVar(&c.UseServiceAccountCredentials, "use-service-account-credentials", c.UseServiceAccountCredentials, "run each controller with the credentials of its own ServiceAccount in kube-system, so that RBAC holds it to its role")
+}
+
+// bindWorkerFlags registers the --concurrent-...-syncs flag of each
+// controller of table that has one.
+func (c *Config) bindWorkerFlags(fs *flag.FlagSet, table []descriptor) {
+	for _, d := range table {
 		if d.workersFlag == "" {
 			continue
 		}
@@ -211,6 +228,7 @@ type controllerContext struct {
 	Timings     Timings
 	Signing     Signing
 	Credentials Credentials
+	Cloud       Cloud
 }
 
 // runner is what the manager needs of a controller.
@@ -238,20 +256,23 @@ type descriptor struct {
 }
 
 // KnownControllers lists every controller's name, sorted.
-func KnownControllers() []string {
-	names := make([]string, 0, len(knownControllers))
-	for _, d := range knownControllers {
-		names = append(names, d.name)
+func KnownControllers() []string { return names(knownControllers) }
+
+// names lists the names of table's controllers, sorted.
+func names(table []descriptor) []string {
+	out := make([]string, 0, len(table))
+	for _, d := range table {
+		out = append(out, d.name)
 	}
-	sort.Strings(names)
-	return names
+	sort.Strings(out)
+	return out
 }
 
-// enabled resolves --controllers the way kube-controller-manager does: an
-// explicit "-name" wins, then an explicit "name", then "*" for the
-// default-on ones.
-func enabled(selection []string) ([]descriptor, error) {
-	known := KnownControllers()
+// enabled resolves --controllers against table the way
+// kube-controller-manager does: an explicit "-name" wins, then an explicit
+// "name", then "*" for the default-on ones.
+func enabled(table []descriptor, selection []string) ([]descriptor, error) {
+	known := names(table)
 	for _, s := range selection {
 		name := strings.TrimPrefix(s, "-")
 		if s == "*" {
@@ -262,7 +283,7 @@ func enabled(selection []string) ([]descriptor, error) {
 		}
 	}
 	var out []descriptor
-	for _, d := range knownControllers {
+	for _, d := range table {
 		switch {
 		case slices.Contains(selection, "-"+d.name):
 		case slices.Contains(selection, d.name):
@@ -291,18 +312,25 @@ type Manager struct {
 	saClients map[string]*client.RESTClient
 }
 
-// NewManager checks cfg and prepares a manager; nothing runs until Run.
+// NewManager checks cfg and prepares a controller manager (the controllers
+// of wiring.go); nothing runs until Run.
 func NewManager(rc *client.RESTClient, cfg Config, log *slog.Logger) (*Manager, error) {
+	return newManager(rc, cfg, log, "controller-manager", knownControllers)
+}
+
+// newManager prepares a manager of the controllers of table, whose log
+// lines say component=component.
+func newManager(rc *client.RESTClient, cfg Config, log *slog.Logger, component string, table []descriptor) (*Manager, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	selected, err := enabled(cfg.Controllers)
+	selected, err := enabled(table, cfg.Controllers)
 	if err != nil {
 		return nil, err
 	}
 	host, _ := os.Hostname()
 	m := &Manager{
-		rc: rc, cfg: cfg, log: log.With("component", "controller-manager"),
+		rc: rc, cfg: cfg, log: log.With("component", component),
 		registry: prometheus.NewRegistry(), selected: selected,
 		identity: host + "_" + uuid.NewString(),
 		isLeader: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -452,7 +480,7 @@ func (m *Manager) runTerm(ctx context.Context) error {
 				Logger:  m.log,
 				Metrics: prometheus.WrapRegistererWith(prometheus.Labels{"controller": d.name}, m.registry),
 			},
-			Timings: m.cfg.Timings, Signing: m.cfg.Signing, Credentials: m.cfg.Credentials,
+			Timings: m.cfg.Timings, Signing: m.cfg.Signing, Credentials: m.cfg.Credentials, Cloud: m.cfg.Cloud,
 		}
 		c, err := d.build(cc)
 		if err != nil {
@@ -493,7 +521,7 @@ func (m *Manager) runTerm(ctx context.Context) error {
 // Enabled returns the names of the controllers a --controllers selection
 // runs, or an error naming the unknown ones.
 func Enabled(selection []string) ([]string, error) {
-	ds, err := enabled(selection)
+	ds, err := enabled(knownControllers, selection)
 	if err != nil {
 		return nil, err
 	}

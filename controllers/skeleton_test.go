@@ -33,9 +33,10 @@ const (
 //     attribute to its logger itself, falls back to slog.Default(), or reads
 //     time.Now instead of its clock.
 func TestEveryControllerUsesTheSkeleton(t *testing.T) {
-	wired := wiredPackages(t)
-	if len(wired) != len(knownControllers) {
-		t.Fatalf("wiring.go wires %d packages by Name, the table has %d controllers", len(wired), len(knownControllers))
+	wired := append(wiredPackages(t, "wiring.go", "knownControllers"), wiredPackages(t, "cloudwiring.go", "cloudControllers")...)
+	tables := append(slices.Clip(knownControllers), cloudControllers...)
+	if len(wired) != len(tables) {
+		t.Fatalf("wiring.go and cloudwiring.go wire %d packages by Name, the tables have %d controllers", len(wired), len(tables))
 	}
 
 	dirs, err := os.ReadDir(".")
@@ -45,7 +46,7 @@ func TestEveryControllerUsesTheSkeleton(t *testing.T) {
 	for _, d := range dirs {
 		if d.IsDir() && d.Name() != "internal" && d.Name() != "testdata" {
 			if !slices.Contains(wired, d.Name()) {
-				t.Errorf("controllers/%s is not in the manager's table (wiring.go)", d.Name())
+				t.Errorf("controllers/%s is in no manager's table (wiring.go, cloudwiring.go)", d.Name())
 			}
 		}
 	}
@@ -57,7 +58,7 @@ func TestEveryControllerUsesTheSkeleton(t *testing.T) {
 			names[name] = true
 		})
 	}
-	for _, d := range knownControllers {
+	for _, d := range tables {
 		if !names[d.name] {
 			t.Errorf("the manager runs %q, which no controller package calls itself", d.name)
 		}
@@ -65,12 +66,12 @@ func TestEveryControllerUsesTheSkeleton(t *testing.T) {
 }
 
 // wiredPackages returns the directory of every package whose Name names an
-// entry of knownControllers in wiring.go, checking on the way that the
-// entry builds it from cc.Common.
-func wiredPackages(t *testing.T) []string {
+// entry of the table variable in file, checking on the way that the entry
+// builds it from cc.Common.
+func wiredPackages(t *testing.T, file, table string) []string {
 	t.Helper()
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "wiring.go", nil, 0)
+	f, err := parser.ParseFile(fset, file, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func wiredPackages(t *testing.T) []string {
 	var out []string
 	ast.Inspect(f, func(n ast.Node) bool {
 		vs, ok := n.(*ast.ValueSpec)
-		if !ok || len(vs.Names) != 1 || vs.Names[0].Name != "knownControllers" {
+		if !ok || len(vs.Names) != 1 || vs.Names[0].Name != table {
 			return true
 		}
 		for _, elt := range vs.Values[0].(*ast.CompositeLit).Elts {
