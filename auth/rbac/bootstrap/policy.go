@@ -165,7 +165,21 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 			verbs("list", "watch").groups("*").resources("*"),
 			verbs("create").groups(legacyGroup).resources("serviceaccounts/token")),
 	}
+	roles = append(roles, simIngressControllerRole())
 	return append(roles, controllerRoles()...)
+}
+
+// simIngressControllerRole is what minictl's simulated ingress controller
+// may do, as an ingress-nginx install's ClusterRole lets it: read the
+// Ingresses (and hold them with its finalizer), write their status, read
+// the Services behind them, create its IngressClass, and record Events.
+func simIngressControllerRole() *rbacv1.ClusterRole {
+	return clusterRole(user.SimIngressController, nil,
+		verbs("get", "list", "watch", "update").groups(networkingGroup).resources("ingresses"),
+		verbs("update").groups(networkingGroup).resources("ingresses/status"),
+		verbs("get", "list", "watch", "create").groups(networkingGroup).resources("ingressclasses"),
+		verbs("get", "list", "watch").groups(legacyGroup).resources("services"),
+		eventsRule())
 }
 
 func clusterRoleBinding(name, role string, subjects ...rbacv1.Subject) *rbacv1.ClusterRoleBinding {
@@ -195,6 +209,7 @@ func ClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		clusterRoleBinding("system:public-info-viewer", "system:public-info-viewer", group(user.AllAuthenticated), group(user.AllUnauthenticated)),
 		clusterRoleBinding("system:kube-controller-manager", "system:kube-controller-manager", userSubject(user.KubeControllerManager)),
 		clusterRoleBinding("system:kube-scheduler", "system:kube-scheduler", userSubject(user.KubeScheduler)),
+		clusterRoleBinding(user.SimIngressController, user.SimIngressController, userSubject(user.SimIngressController)),
 	}
 	return append(bindings, controllerRoleBindings()...)
 }
