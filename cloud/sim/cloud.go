@@ -31,7 +31,8 @@ type Options struct {
 	Pool string
 	// Clock times the fault switch.
 	Clock clock.Clock
-	Log   *slog.Logger
+	// Log receives a line for every change, as component "cloud".
+	Log *slog.Logger
 }
 
 // Cloud is the simulated cloud's state. Every method is safe to call
@@ -66,7 +67,7 @@ type state struct {
 // New makes a cloud, with what opts.DataDir holds when there is anything.
 func New(opts Options) (*Cloud, error) {
 	c := &Cloud{
-		log:     cmp.Or(opts.Log, slog.New(slog.DiscardHandler)),
+		log:     cmp.Or(opts.Log, slog.New(slog.DiscardHandler)).With("component", "cloud"),
 		clock:   clock.Or(opts.Clock),
 		changed: make(chan struct{}),
 		state: state{
@@ -153,8 +154,8 @@ func (c *Cloud) CreateInstance(spec InstanceSpec) (Instance, error) {
 	}
 	c.state.NextID++
 	c.state.Instances[in.ID] = in
-	c.log.Info(fmt.Sprintf("cloud: instance %s created for %s in zone %s, %s", in.ID, in.Name, in.Zone, describeAddresses(in.Addresses)),
-		"instance", in.ID, "name", in.Name, "zone", in.Zone, "region", in.Region, "type", in.InstanceType)
+	c.log.Info(fmt.Sprintf("instance %s created for %s in zone %s, %s", in.ID, in.Name, in.Zone, describeAddresses(in.Addresses)),
+		"object", in.Name, "instance", in.ID, "zone", in.Zone, "region", in.Region, "type", in.InstanceType)
 	c.changedLocked()
 	return copyInstance(in), nil
 }
@@ -169,16 +170,16 @@ func (c *Cloud) DeleteInstance(id string) error {
 		return newError(http.StatusNotFound, "instance %q not found", id)
 	}
 	delete(c.state.Instances, id)
-	c.log.Info(fmt.Sprintf("cloud: instance %s (%s) deleted", id, in.Name), "instance", id, "name", in.Name)
+	c.log.Info(fmt.Sprintf("instance %s (%s) deleted", id, in.Name), "object", in.Name, "instance", id)
 	for _, lb := range c.sortedLBsLocked() {
 		if i := slices.Index(lb.Backends, in.Name); i >= 0 {
 			lb.Backends = slices.Delete(lb.Backends, i, i+1)
-			c.log.Info(fmt.Sprintf("cloud: load balancer %s: backend %s removed, its instance is gone", lb.Name, in.Name), "loadBalancer", lb.Name)
+			c.log.Info(fmt.Sprintf("load balancer %s: backend %s removed, its instance is gone", lb.Name, in.Name), "object", lb.Name)
 		}
 	}
 	for _, r := range c.state.Routes {
 		if r.TargetID == id {
-			c.log.Info(fmt.Sprintf("cloud: route %s to %s is a blackhole now", r.Name, in.Name), "route", r.Name)
+			c.log.Info(fmt.Sprintf("route %s to %s is a blackhole now", r.Name, in.Name), "object", r.Name)
 		}
 	}
 	c.changedLocked()
@@ -202,7 +203,7 @@ func (c *Cloud) setState(id, to string) (Instance, error) {
 	}
 	if in.State != to {
 		in.State = to
-		c.log.Info(fmt.Sprintf("cloud: instance %s (%s) %s", id, in.Name, to), "instance", id, "name", in.Name, "state", to)
+		c.log.Info(fmt.Sprintf("instance %s (%s) %s", id, in.Name, to), "object", in.Name, "instance", id, "state", to)
 		c.changedLocked()
 	}
 	return copyInstance(in), nil
@@ -299,9 +300,9 @@ func (c *Cloud) PutLoadBalancer(name string, spec LoadBalancerSpec) (lb LoadBala
 	if exists {
 		verb = "updated"
 	}
-	c.log.Info(fmt.Sprintf("cloud: load balancer %s %s%s, ip %s, listeners %s, backends %s", name, verb, owner(next.Tags), ip,
+	c.log.Info(fmt.Sprintf("load balancer %s %s%s, ip %s, listeners %s, backends %s", name, verb, owner(next.Tags), ip,
 		describeListeners(next.Listeners), cmp.Or(strings.Join(next.Backends, ","), "none")),
-		"loadBalancer", name, "ip", ip)
+		"object", name, "ip", ip)
 	c.saveLocked()
 	return copyLB(next), !exists, nil
 }
@@ -315,7 +316,7 @@ func (c *Cloud) DeleteLoadBalancer(name string) error {
 		return newError(http.StatusNotFound, "load balancer %q not found", name)
 	}
 	delete(c.state.LoadBalancers, name)
-	c.log.Info(fmt.Sprintf("cloud: load balancer %s deleted%s, ip %s freed", name, owner(lb.Tags), lb.IP), "loadBalancer", name, "ip", lb.IP)
+	c.log.Info(fmt.Sprintf("load balancer %s deleted%s, ip %s freed", name, owner(lb.Tags), lb.IP), "object", name, "ip", lb.IP)
 	c.saveLocked()
 	return nil
 }
@@ -409,7 +410,7 @@ func (c *Cloud) PutRoute(name string, spec RouteSpec) (r Route, created bool, er
 		}
 	}
 	c.state.Routes[name] = next
-	c.log.Info(fmt.Sprintf("cloud: route %s: %s → %s (%s)", name, next.DestinationCIDR, target.Name, target.ID), "route", name)
+	c.log.Info(fmt.Sprintf("route %s: %s → %s (%s)", name, next.DestinationCIDR, target.Name, target.ID), "object", name)
 	c.saveLocked()
 	return c.routeLocked(next), !exists, nil
 }
@@ -423,7 +424,7 @@ func (c *Cloud) DeleteRoute(name string) error {
 		return newError(http.StatusNotFound, "route %q not found", name)
 	}
 	delete(c.state.Routes, name)
-	c.log.Info(fmt.Sprintf("cloud: route %s: %s → %s deleted", name, r.DestinationCIDR, r.Target), "route", name)
+	c.log.Info(fmt.Sprintf("route %s: %s → %s deleted", name, r.DestinationCIDR, r.Target), "object", name)
 	c.saveLocked()
 	return nil
 }
@@ -442,7 +443,7 @@ func (c *Cloud) SetFaults(f Faults) (Faults, error) {
 	}
 	c.faultUntil = c.clock.Now().Add(window)
 	c.faultDelay = delay
-	msg := fmt.Sprintf("cloud: fault %s for %s", f.Mode, window)
+	msg := fmt.Sprintf("fault %s for %s", f.Mode, window)
 	if delay > 0 {
 		msg += ", each call delayed " + delay.String()
 	}
@@ -472,7 +473,7 @@ func (c *Cloud) ClearFaults() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.faultsLocked().Mode != FaultNone {
-		c.log.Info("cloud: fault cleared", "mode", c.fault.Mode)
+		c.log.Info("fault cleared", "mode", c.fault.Mode)
 	}
 	c.faultUntil = time.Time{}
 }

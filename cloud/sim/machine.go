@@ -30,7 +30,7 @@ func (c *Cloud) RunMachine(ctx context.Context, id string, boot func(context.Con
 		in, err := c.Instance(id)
 		if IsNotFound(err) {
 			halt()
-			c.log.Info(fmt.Sprintf("cloud: machine %s is gone; what ran on it has stopped", id), "instance", id)
+			c.log.Info(fmt.Sprintf("machine %s is gone; what ran on it has stopped", id), "instance", id)
 			return nil
 		}
 		switch running := in.State == StateRunning; {

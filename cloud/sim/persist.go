@@ -34,7 +34,7 @@ func (c *Cloud) load() error {
 		c.state.Routes = s.Routes
 	}
 	c.state.NextID = max(s.NextID, 1)
-	c.log.Info(fmt.Sprintf("cloud: %d instances, %d load balancers and %d routes read from %s",
+	c.log.Info(fmt.Sprintf("%d instances, %d load balancers and %d routes read from %s",
 		len(c.state.Instances), len(c.state.LoadBalancers), len(c.state.Routes), c.file))
 	return nil
 }
@@ -62,6 +62,6 @@ func (c *Cloud) saveLocked() {
 		return os.Rename(tmp, c.file)
 	}()
 	if err != nil {
-		c.log.Warn("cloud: keeping the state failed; going on in memory", "file", c.file, "err", err)
+		c.log.Warn("keeping the state failed; going on in memory", "file", c.file, "err", err)
 	}
 }

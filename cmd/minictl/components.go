@@ -44,6 +44,10 @@ type clusterFlags struct {
 	fast                    bool
 	// set are the flags given on the command line.
 	set map[string]bool
+	// zones spread the nodes (--zones); cloud, when set, is the simulated
+	// cloud the nodes live in (cloud.go).
+	zones string
+	cloud *upCloud
 }
 
 func (f *clusterFlags) bind(fs *flag.FlagSet) {
@@ -159,7 +163,7 @@ func runCluster(ctx context.Context, connect connector, cf clusterFlags, cmListe
 			wg.Wait()
 			return err
 		}
-		run(name, func() error { return runKubelet(ctx, rc, name, cf, log) })
+		run(name, func() error { return runNode(ctx, rc, name, i, cf, log) })
 	}
 	done := make(chan struct{})
 	go func() {
@@ -207,15 +211,19 @@ func runWithRecorder(ctx context.Context, rec *record.Recorder, f func() error) 
 	return err
 }
 
-func runKubelet(ctx context.Context, rc *client.RESTClient, name string, cf clusterFlags, log *slog.Logger) error {
+func runKubelet(ctx context.Context, rc *client.RESTClient, name string, cf clusterFlags, log *slog.Logger, adjust ...func(*kubelet.Options)) error {
 	log = log.With("component", "kubelet")
 	rec := record.NewRecorder(rc, record.Options{Component: "kubelet", Host: name, Logger: log})
-	k, err := kubelet.New(kubelet.Options{
+	opts := kubelet.Options{
 		Client: rc, NodeName: name, Recorder: rec, Logger: log,
 		HeartbeatInterval: cf.heartbeatInterval, StatusUpdateInterval: cf.statusInterval,
 		Port:        cf.kubeletPort,
 		BackOffBase: cf.backOffBase, MaxBackOff: cf.maxBackOff,
-	})
+	}
+	for _, f := range adjust {
+		f(&opts)
+	}
+	k, err := kubelet.New(opts)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,8 @@ Usage:
   minictl controller-manager  run the controller manager against an API server
   minictl scheduler           run the scheduler against an API server
   minictl kubelet --name N    run one simulated node against an API server
+  minictl cloud               run the simulated cloud alone (instances, load
+                              balancers, routes behind an HTTP API)
   minictl trace               stream a running cluster's timeline of decisions
   minictl kubeconfig          print (or --write) a kubeconfig for kubectl and client-go
   minictl version             print the version
@@ -78,6 +80,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runSchedulerCmd(ctx, rest, stdout, stderr)
 	case "kubelet":
 		return runKubeletCmd(ctx, rest, stdout, stderr)
+	case "cloud":
+		return runCloud(ctx, rest, stdout, stderr)
 	case "trace":
 		return runTrace(ctx, rest, stdout, stderr)
 	case "kubeconfig":
