@@ -34,6 +34,9 @@ const (
 
 	KubeControllerManager = "system:kube-controller-manager"
 	KubeScheduler         = "system:kube-scheduler"
+	// CloudControllerManager is the cloud controller manager's user, as
+	// cloud providers' manifests name it.
+	CloudControllerManager = "system:cloud-controller-manager"
 
 	// SimIngressController is the user minictl's simulated ingress
 	// controller acts as, and the name of its ClusterRole and binding: a

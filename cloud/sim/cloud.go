@@ -174,6 +174,7 @@ func (c *Cloud) DeleteInstance(id string) error {
 	for _, lb := range c.sortedLBsLocked() {
 		if i := slices.Index(lb.Backends, in.Name); i >= 0 {
 			lb.Backends = slices.Delete(lb.Backends, i, i+1)
+			lb.UpdatedAt = c.clock.Now().UTC().Truncate(time.Second)
 			c.log.Info(fmt.Sprintf("load balancer %s: backend %s removed, its instance is gone", lb.Name, in.Name), "object", lb.Name)
 		}
 	}

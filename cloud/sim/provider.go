@@ -211,6 +211,10 @@ func lbStatus(lb *LoadBalancer) *corev1.LoadBalancerStatus {
 // instance finds a node's machine: by provider ID first, by name when the
 // node has none yet. nil with no error: there is no such machine.
 func (p *Provider) instance(ctx context.Context, providerID, name string) (*Instance, error) {
+	if providerID != "" && !strings.HasPrefix(providerID, ProviderName+"://") {
+		// Not ours to judge: "no such machine" would get the node deleted.
+		return nil, fmt.Errorf("sim: provider ID %q is not the simulated cloud's (sim://<zone>/<name>)", providerID)
+	}
 	all, err := p.c.ListInstances(ctx)
 	if err != nil {
 		return nil, err

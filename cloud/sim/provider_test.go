@@ -144,6 +144,10 @@ func TestProviderInstances(t *testing.T) {
 	if _, err := iv.InstanceMetadata(ctx, n); !errors.Is(err, cloud.InstanceNotFound) {
 		t.Fatalf("metadata of a deleted machine: %v", err)
 	}
+	// A node of another cloud is not declared gone.
+	if ok, err := iv.InstanceExists(ctx, node("node-1", "aws:///us-east-1a/i-0abc")); err == nil || ok {
+		t.Fatalf("a foreign provider ID: exists %v, err %v; want an error", ok, err)
+	}
 	if _, err := zones.GetZoneByNodeName(ctx, "node-9"); !errors.Is(err, cloud.InstanceNotFound) {
 		t.Fatalf("zone of an unknown node: %v", err)
 	}

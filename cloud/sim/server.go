@@ -67,6 +67,8 @@ func (c *Cloud) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           c.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute, // a body is at most maxBody; no one needs longer to send it
+		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	done := make(chan error, 1)

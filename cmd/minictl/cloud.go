@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/cloud"
@@ -111,6 +112,11 @@ func (f *cloudFlags) open(explicitListen bool, dataDir string, log *slog.Logger)
 	if err := cloudLoopback("--cloud-listen", f.listen); err != nil {
 		return nil, err
 	}
+	for _, z := range splitList(f.zones) {
+		if msgs := validation.IsDNS1123Label(z); len(msgs) > 0 {
+			return nil, fmt.Errorf("--zones: %q is not a zone the cloud can have: %s", z, strings.Join(msgs, "; "))
+		}
+	}
 	u := &upCloud{initializesNodes: slices.Contains(controllers.KnownCloudControllers(), "cloud-node")}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil && !explicitListen {
@@ -131,6 +137,18 @@ func (f *cloudFlags) open(explicitListen bool, dataDir string, log *slog.Logger)
 	}
 	u.ln, u.url = ln, "http://"+ln.Addr().String()
 	return u, nil
+}
+
+// provider is the "sim" provider over this cloud, at the address it
+// really listens on: what up's cloud controller manager should be given,
+// rather than a provider made from the default URL, which is another
+// cloud's when the default port was taken.
+func (u *upCloud) provider() (cloud.Interface, error) {
+	c, err := sim.NewClient(u.url, sim.ClientOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return sim.NewProvider(c), nil
 }
 
 // banner is the cloud's line in up's banner.

@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/cloud/sim"
@@ -129,5 +132,65 @@ func TestZonesWithoutCloud(t *testing.T) {
 			t.Fatalf("node-2's lease never appeared: %v", err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestCloudFlagsRefuse: up refuses, before anything starts, a cloud it
+// cannot run.
+func TestCloudFlagsRefuse(t *testing.T) {
+	for _, tc := range []struct {
+		f    cloudFlags
+		says string
+	}{
+		{cloudFlags{provider: "aws", listen: "127.0.0.1:0"}, `unknown cloud provider "aws"`},
+		{cloudFlags{provider: "sim", listen: "0.0.0.0:8090"}, "loopback addresses only"},
+		{cloudFlags{provider: "sim", listen: "127.0.0.1:0", zones: "a,Zone_B"}, `--zones: "Zone_B"`},
+	} {
+		if _, err := tc.f.open(false, "", slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%+v: %v, want an error saying %q", tc.f, err, tc.says)
+		}
+	}
+	u, err := (&cloudFlags{provider: ""}).open(false, "", nil)
+	if u != nil || err != nil {
+		t.Errorf(`--cloud-provider "": %v %v, want no cloud`, u, err)
+	}
+}
+
+// TestCloudPortTaken: the default port taken, up's cloud takes a free one
+// and says so; a port asked for that is taken is an error.
+func TestCloudPortTaken(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	f := cloudFlags{provider: "sim", listen: busy.Addr().String()}
+	u, err := f.open(false, t.TempDir(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- u.c.Serve(ctx, u.ln) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	if u.url == "http://"+busy.Addr().String() || !strings.Contains(u.banner(), busy.Addr().String()+" was taken") {
+		t.Errorf("banner %q", u.banner())
+	}
+	p, err := u.provider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.c.CreateInstance(sim.InstanceSpec{Name: "node-1"})
+	iv, _ := p.InstancesV2()
+	if ok, err := iv.InstanceExists(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}); err != nil || !ok {
+		t.Errorf("the provider does not reach up's cloud: %v %v", ok, err)
+	}
+	if _, err := f.open(true, "", nil); err == nil {
+		t.Error("an explicit --cloud-listen that is taken is not an error")
 	}
 }

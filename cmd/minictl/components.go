@@ -48,6 +48,10 @@ type clusterFlags struct {
 	// cloud the nodes live in (cloud.go).
 	zones string
 	cloud *upCloud
+	// ccm is the cloud controller manager (ccm.go); ccmListener is its
+	// port, which serve opens.
+	ccm         ccmFlags
+	ccmListener net.Listener
 }
 
 func (f *clusterFlags) bind(fs *flag.FlagSet) {
@@ -57,6 +61,7 @@ func (f *clusterFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.cmAddress, "controller-manager-address", "127.0.0.1:10257", "where the controller manager serves /healthz and /metrics")
 	f.bindKubelet(fs)
 	fs.IntVar(&f.nodes, "nodes", 3, "how many simulated nodes (kubelets) to run")
+	f.ccm.bind(fs)
 	fs.BoolVar(&f.fast, "fast", false, "scale every timing down (heartbeats, grace periods, leader election, tolerations, container restart back-off) so a lesson's story plays out in seconds")
 }
 
@@ -137,7 +142,7 @@ func runCluster(ctx context.Context, connect connector, cf clusterFlags, cmListe
 	}
 	ln := cmListener
 	var wg sync.WaitGroup
-	errc := make(chan error, 4+cf.nodes)
+	errc := make(chan error, 6+cf.nodes)
 	run := func(name string, f func() error) {
 		wg.Add(1)
 		go func() {
@@ -152,6 +157,16 @@ func runCluster(ctx context.Context, connect connector, cf clusterFlags, cmListe
 		run("controller-manager server", func() error { return mgr.Serve(ctx, ln) })
 	} else {
 		ln.Close()
+	}
+	if cf.ccmListener != nil {
+		ccm, err := startCloudControllerManager(connect, cf, log)
+		if err != nil {
+			cancel()
+			wg.Wait()
+			return err
+		}
+		run("cloud-controller-manager", func() error { return ccm.Run(ctx) })
+		run("cloud-controller-manager server", func() error { return ccm.Serve(ctx, cf.ccmListener) })
 	}
 	run("scheduler", func() error {
 		return runScheduler(ctx, schedClient, log, stageTracer(bus, "scheduler"), bus.Active)

@@ -28,6 +28,9 @@ Usage:
   minictl apiserver           run the API server alone against etcd endpoints
   minictl etcd                run one member of an etcd cluster for the API servers
   minictl controller-manager  run the controller manager against an API server
+  minictl cloud-controller-manager --cloud-provider sim
+                              run the cloud controller manager against an API
+                              server and a cloud
   minictl scheduler           run the scheduler against an API server
   minictl kubelet --name N    run one simulated node against an API server
   minictl cloud               run the simulated cloud alone (instances, load
@@ -76,6 +79,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runEtcd(ctx, rest, stdout, stderr)
 	case "controller-manager":
 		return runControllerManager(ctx, rest, stdout, stderr)
+	case "cloud-controller-manager":
+		return runCloudControllerManager(ctx, rest, stdout, stderr)
 	case "scheduler":
 		return runSchedulerCmd(ctx, rest, stdout, stderr)
 	case "kubelet":

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/minictl/minictl/apiserver"
+	"github.com/minictl/minictl/controllers"
 	"github.com/minictl/minictl/internal/serving"
 	"github.com/minictl/minictl/internal/timeline"
 	"github.com/minictl/minictl/store"
@@ -227,6 +228,13 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		}
 		defer cmListener.Close()
 		cmListener = budget.Listener(cmListener)
+		if cf.cloud != nil {
+			if cf.ccmListener, err = listenCloudControllerManager(cf.ccm.address); err != nil {
+				return fmt.Errorf("cloud controller manager listen: %w", err)
+			}
+			defer cf.ccmListener.Close()
+			cf.ccmListener = budget.Listener(cf.ccmListener)
+		}
 	}
 	auditLog, auditPolicy, err := sf.openAudit()
 	if err != nil {
@@ -310,6 +318,10 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		}
 		if cf != nil && cf.cloud != nil {
 			fmt.Fprintf(stdout, "  cloud:       %s\n", cf.cloud.banner())
+		}
+		if cf != nil && cf.ccmListener != nil {
+			fmt.Fprintf(stdout, "  cloud controllers: %s (health on http://%s%s)\n",
+				strings.Join(controllers.KnownCloudControllers(), ","), cf.ccmListener.Addr(), takenNote(cf.ccm.address, cf.ccmListener))
 		}
 		if url != "" {
 			fmt.Fprintf(stdout, "Try: curl %s/api/v1/namespaces\n", url)

@@ -144,6 +144,22 @@ var controllers = []controllerRole{
 		verbs("create", "update").groups(legacyGroup).resources("configmaps"),
 		eventsRule(),
 	}},
+	// The cloud controller manager's service and route controllers.
+	{"service-controller", []*rule{
+		verbs("get", "list", "watch").groups(legacyGroup).resources("services"),
+		// The load-balancer-cleanup finalizer is patched onto the Service
+		// itself; kube's in-tree role predates the finalizer, and cloud
+		// providers grant this beside it.
+		verbs("patch", "update").groups(legacyGroup).resources("services"),
+		verbs("patch", "update").groups(legacyGroup).resources("services/status"),
+		verbs("list", "watch").groups(legacyGroup).resources("nodes"),
+		eventsRule(),
+	}},
+	{"route-controller", []*rule{
+		verbs("list", "watch").groups(legacyGroup).resources("nodes"),
+		verbs("patch").groups(legacyGroup).resources("nodes/status"),
+		eventsRule(),
+	}},
 }
 
 // ControllerServiceAccounts are the names of the kube-system
