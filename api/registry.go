@@ -21,8 +21,9 @@ import (
 // podtemplate.go, replicationcontroller.go, service.go, core.go (namespaces, nodes, endpoints, events), config.go
 // (configmaps, secrets), quota.go (resourcequotas, limitranges),
 // coordination.go, endpointslice.go, apps.go, daemonset.go, job.go, cronjob.go, policy.go, admissionregistration.go, apiextensions.go,
-// rbac.go, certificates.go, networking.go and review.go; their Table
-// columns live in table.go.
+// rbac.go, certificates.go, review.go, networking.go (ingresses, ingress classes, network policies) and servicecidr.go
+// (service CIDRs, IP addresses); their Table columns live in table.go (networking_table.go for ingresses and
+// network policies).
 var (
 	Namespaces = &Resource{
 		Version: "v1", Kind: "Namespace", Plural: "namespaces", Singular: "namespace",
@@ -203,6 +204,29 @@ var (
 		PrepareForCreate: defaulter(preparePodDisruptionBudgetForCreate), PrepareForUpdate: updatePreparer(preparePodDisruptionBudgetForUpdate),
 		Table: podDisruptionBudgetTable,
 	}
+	Ingresses = &Resource{
+		Group: "networking.k8s.io", Version: "v1", Kind: "Ingress", Plural: "ingresses", Singular: "ingress", Namespaced: true,
+		ShortNames: []string{"ing"}, Subresources: []string{"status"},
+		New:              func() Object { return &networkingv1.Ingress{} },
+		ValidateObject:   objectValidator(validateIngressObject),
+		PrepareForCreate: defaulter(prepareIngressForCreate), PrepareForUpdate: updatePreparer(prepareIngressForUpdate),
+		Table: ingressTable,
+	}
+	IngressClasses = &Resource{
+		Group: "networking.k8s.io", Version: "v1", Kind: "IngressClass", Plural: "ingressclasses", Singular: "ingressclass",
+		New:     func() Object { return &networkingv1.IngressClass{} },
+		Default: defaulter(defaultIngressClass), Validate: validator(validateIngressClass), ValidateUpdate: updateValidator(validateIngressClassUpdate),
+		PrepareForCreate: defaulter(prepareIngressClassForCreate), PrepareForUpdate: updatePreparer(prepareIngressClassForUpdate),
+		Table: ingressClassTable,
+	}
+	NetworkPolicies = &Resource{
+		Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy", Plural: "networkpolicies", Singular: "networkpolicy", Namespaced: true,
+		ShortNames: []string{"netpol"},
+		New:        func() Object { return &networkingv1.NetworkPolicy{} },
+		Default:    defaulter(defaultNetworkPolicy), ValidateObject: objectValidator(validateNetworkPolicyObject),
+		PrepareForCreate: defaulter(prepareNetworkPolicyForCreate), PrepareForUpdate: updatePreparer(prepareNetworkPolicyForUpdate),
+		Table: networkPolicyTable,
+	}
 	Roles = &Resource{
 		Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role", Plural: "roles", Singular: "role", Namespaced: true,
 		New: func() Object { return &rbacv1.Role{} }, ValidateName: nameIsPathSegment,
@@ -291,7 +315,7 @@ var (
 var all = Catalogue{
 	Namespaces, Pods, PodTemplates, ReplicationControllers, Nodes, Services, Endpoints, ConfigMaps, Secrets, ServiceAccounts,
 	Events, ResourceQuotas, LimitRanges, Leases, ReplicaSets, Deployments, DaemonSets, ControllerRevisions,
-	Jobs, CronJobs, PodDisruptionBudgets, EndpointSlices,
+	Jobs, CronJobs, PodDisruptionBudgets, EndpointSlices, Ingresses, IngressClasses, NetworkPolicies,
 	TokenReviews, SelfSubjectReviews,
 	LocalSubjectAccessReviews, SelfSubjectAccessReviews, SelfSubjectRulesReviews, SubjectAccessReviews,
 	Roles, ClusterRoles, RoleBindings, ClusterRoleBindings, CertificateSigningRequests,

@@ -46,8 +46,7 @@ var servedScheme = sync.OnceValues(func() (*runtime.Scheme, error) {
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, policyv1.AddToScheme, policyv1beta1.AddToScheme, coordinationv1.AddToScheme, autoscalingv1.AddToScheme,
 		admissionregistrationv1.AddToScheme, apiextensionsv1.AddToScheme, rbacv1.AddToScheme, certificatesv1.AddToScheme, discoveryv1.AddToScheme,
-		authenticationv1.AddToScheme, authorizationv1.AddToScheme, metav1.AddMetaToScheme,
-		networkingv1.AddToScheme,
+		authenticationv1.AddToScheme, authorizationv1.AddToScheme, networkingv1.AddToScheme, metav1.AddMetaToScheme,
 	} {
 		if err := add(sc); err != nil {
 			return nil, err

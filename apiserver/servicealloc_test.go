@@ -41,7 +41,7 @@ func service(name string, typ corev1.ServiceType) *corev1.Service {
 }
 
 // wantInvalid checks a 422 whose message names field and says msg.
-func wantInvalid(t *testing.T, r *reply, field, msg string) {
+func wantInvalidService(t *testing.T, r *reply, field, msg string) {
 	t.Helper()
 	st := r.wantStatus(t, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid)
 	if !strings.Contains(st.Message, field) || !strings.Contains(st.Message, msg) {
@@ -135,11 +135,11 @@ func TestServiceAskedClusterIP(t *testing.T) {
 
 	again := service("dns2", "")
 	again.Spec.ClusterIPs = []string{"10.96.0.10"}
-	wantInvalid(t, do(t, env, http.MethodPost, svcPath("default", ""), "application/json", again), "spec.clusterIPs[0]", "provided IP is already allocated")
+	wantInvalidService(t, do(t, env, http.MethodPost, svcPath("default", ""), "application/json", again), "spec.clusterIPs[0]", "provided IP is already allocated")
 
 	outside := service("outside", "")
 	outside.Spec.ClusterIP = "192.168.0.10"
-	wantInvalid(t, do(t, env, http.MethodPost, svcPath("default", ""), "application/json", outside), "spec.clusterIPs[0]",
+	wantInvalidService(t, do(t, env, http.MethodPost, svcPath("default", ""), "application/json", outside), "spec.clusterIPs[0]",
 		"provided IP is not in the valid range. The range of valid IPs is 10.96.0.0/12")
 	for _, name := range []string{"dns2", "outside"} {
 		do(t, env, http.MethodGet, svcPath("default", name), "", nil).want(t, http.StatusNotFound)
@@ -151,7 +151,7 @@ func TestServiceAskedClusterIP(t *testing.T) {
 	// Immutable once set.
 	cur := get[corev1.Service](t, env, svcPath("default", "dns"))
 	cur.Spec.ClusterIP, cur.Spec.ClusterIPs = "10.96.0.11", []string{"10.96.0.11"}
-	wantInvalid(t, do(t, env, http.MethodPut, svcPath("default", "dns"), "application/json", cur), "spec.clusterIP", "field is immutable")
+	wantInvalidService(t, do(t, env, http.MethodPut, svcPath("default", "dns"), "application/json", cur), "spec.clusterIP", "field is immutable")
 
 	// Deleted, its address is free to ask for again.
 	do(t, env, http.MethodDelete, svcPath("default", "dns"), "", nil).want(t, http.StatusOK)
@@ -166,10 +166,10 @@ func TestServiceAskedClusterIP(t *testing.T) {
 	// them on such a cluster.
 	v6 := service("v6", "")
 	v6.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol}
-	wantInvalid(t, do(t, env, http.MethodPost, svcPath("default", ""), "application/json", v6), "spec.ipFamilies[0]", "not configured on this cluster")
+	wantInvalidService(t, do(t, env, http.MethodPost, svcPath("default", ""), "application/json", v6), "spec.ipFamilies[0]", "not configured on this cluster")
 	dual := service("dual", "")
 	dual.Spec.IPFamilyPolicy = ptr(corev1.IPFamilyPolicyRequireDualStack)
-	wantInvalid(t, do(t, env, http.MethodPost, svcPath("default", ""), "application/json", dual), "spec.ipFamilyPolicy", "this cluster is not configured for dual-stack services")
+	wantInvalidService(t, do(t, env, http.MethodPost, svcPath("default", ""), "application/json", dual), "spec.ipFamilyPolicy", "this cluster is not configured for dual-stack services")
 }
 
 // TestServiceWithoutClusterIP: a headless Service and an ExternalName get
@@ -216,10 +216,10 @@ func TestServiceNodePorts(t *testing.T) {
 	}
 	taken := service("taken", corev1.ServiceTypeNodePort)
 	taken.Spec.Ports[0].NodePort = 30080
-	wantInvalid(t, do(t, env, http.MethodPost, svcPath("default", ""), "application/json", taken), "spec.ports[0].nodePort", "provided port is already allocated")
+	wantInvalidService(t, do(t, env, http.MethodPost, svcPath("default", ""), "application/json", taken), "spec.ports[0].nodePort", "provided port is already allocated")
 	outside := service("outside", corev1.ServiceTypeNodePort)
 	outside.Spec.Ports[0].NodePort = 8080
-	wantInvalid(t, do(t, env, http.MethodPost, svcPath("default", ""), "application/json", outside), "spec.ports[0].nodePort",
+	wantInvalidService(t, do(t, env, http.MethodPost, svcPath("default", ""), "application/json", outside), "spec.ports[0].nodePort",
 		"provided port is not in the valid range. The range of valid ports is 30000-32767")
 
 	lb := service("lb", corev1.ServiceTypeLoadBalancer)
@@ -286,7 +286,7 @@ func TestServiceDryRunAllocatesNothing(t *testing.T) {
 	// A dry run of a taken one is refused like the real thing.
 	dry.Name = "dry2"
 	r := do(t, env, http.MethodPost, svcPath("default", "")+"?dryRun=All", "application/json", dry)
-	wantInvalid(t, r, "spec.clusterIPs[0]", "provided IP is already allocated")
+	wantInvalidService(t, r, "spec.clusterIPs[0]", "provided IP is already allocated")
 }
 
 // TestServiceAllocationRepair: a restarted server puts back the
@@ -331,11 +331,11 @@ func TestServiceAllocationRepair(t *testing.T) {
 	if ipAddressOf(t, env, "10.96.0.30") != nil {
 		t.Error("the orphan IPAddress is still there")
 	}
-	wantInvalid(t, do(t, env, http.MethodPost, svcPath("default", ""), "application/json", taken), "spec.ports[0].nodePort", "provided port is already allocated")
+	wantInvalidService(t, do(t, env, http.MethodPost, svcPath("default", ""), "application/json", taken), "spec.ports[0].nodePort", "provided port is already allocated")
 	// A repaired address can no more be asked for.
 	again := service("again", "")
 	again.Spec.ClusterIP = "10.96.0.20"
-	wantInvalid(t, do(t, env, http.MethodPost, svcPath("default", ""), "application/json", again), "spec.clusterIPs[0]", "provided IP is already allocated")
+	wantInvalidService(t, do(t, env, http.MethodPost, svcPath("default", ""), "application/json", again), "spec.clusterIPs[0]", "provided IP is already allocated")
 }
 
 // TestServiceValidation: what ValidateService refuses, each a 422 at its
@@ -363,7 +363,7 @@ func TestServiceValidation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			svc := service("bad", "")
 			tt.edit(svc)
-			wantInvalid(t, do(t, env, http.MethodPost, svcPath("default", ""), "application/json", svc), tt.field, tt.msg)
+			wantInvalidService(t, do(t, env, http.MethodPost, svcPath("default", ""), "application/json", svc), tt.field, tt.msg)
 			do(t, env, http.MethodGet, svcPath("default", "bad"), "", nil).want(t, http.StatusNotFound)
 		})
 	}
