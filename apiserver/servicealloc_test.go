@@ -40,7 +40,7 @@ func service(name string, typ corev1.ServiceType) *corev1.Service {
 	}
 }
 
-// wantInvalid checks a 422 whose message names field and says msg.
+// wantInvalidService checks a 422 whose message names field and says msg.
 func wantInvalidService(t *testing.T, r *reply, field, msg string) {
 	t.Helper()
 	st := r.wantStatus(t, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid)
