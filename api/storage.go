@@ -88,8 +88,8 @@ var (
 	supportedClassReclaimPolicies = []corev1.PersistentVolumeReclaimPolicy{
 		corev1.PersistentVolumeReclaimDelete, corev1.PersistentVolumeReclaimRetain,
 	}
-	supportedVolumeModes  = []corev1.PersistentVolumeMode{corev1.PersistentVolumeBlock, corev1.PersistentVolumeFilesystem}
-	supportedBindingModes = []storagev1.VolumeBindingMode{storagev1.VolumeBindingImmediate, storagev1.VolumeBindingWaitForFirstConsumer}
+	supportedVolumeModes   = []corev1.PersistentVolumeMode{corev1.PersistentVolumeBlock, corev1.PersistentVolumeFilesystem}
+	supportedBindingModes  = []storagev1.VolumeBindingMode{storagev1.VolumeBindingImmediate, storagev1.VolumeBindingWaitForFirstConsumer}
 	supportedHostPathTypes = []corev1.HostPathType{
 		corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate, corev1.HostPathDirectory, corev1.HostPathFileOrCreate,
 		corev1.HostPathFile, corev1.HostPathSocket, corev1.HostPathCharDev, corev1.HostPathBlockDev,
