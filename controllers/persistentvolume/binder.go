@@ -77,7 +77,7 @@ type Controller struct {
 	volumeList  informer.Lister[*corev1.PersistentVolume]
 	claimList   informer.Lister[*corev1.PersistentVolumeClaim]
 	classList   informer.Lister[*storagev1.StorageClass]
-	nodeList    informer.Lister[*corev1.Node]
+	nodes       *client.Client[*corev1.Node]
 	hasSynced   []func() bool
 	volumeQueue *workqueue.Queue[string]
 	claimQueue  *workqueue.Queue[string]
@@ -86,9 +86,10 @@ type Controller struct {
 	period      time.Duration
 }
 
-// New returns a controller reading volumes, claims, classes and nodes from
+// New returns a controller reading volumes, claims and classes from
 // opts.Informers, with its event handlers registered. Nothing runs until
-// Run.
+// Run. It reads a node only when a claim names one, from the API, as its
+// role allows (get, not watch).
 func New(opts Options) (*Controller, error) {
 	var err error
 	if opts.Common, err = opts.Complete(Name); err != nil {
@@ -97,14 +98,13 @@ func New(opts Options) (*Controller, error) {
 	pvInformer := informer.For[*corev1.PersistentVolume](opts.Informers)
 	pvcInformer := informer.For[*corev1.PersistentVolumeClaim](opts.Informers)
 	scInformer := informer.For[*storagev1.StorageClass](opts.Informers)
-	nodeInformer := informer.For[*corev1.Node](opts.Informers)
 	c := &Controller{
 		volumes:     client.For[*corev1.PersistentVolume](opts.Client),
 		claims:      client.For[*corev1.PersistentVolumeClaim](opts.Client),
 		volumeList:  informer.NewLister[*corev1.PersistentVolume](pvInformer.GetIndexer()),
 		claimList:   informer.NewLister[*corev1.PersistentVolumeClaim](pvcInformer.GetIndexer()),
 		classList:   informer.NewLister[*storagev1.StorageClass](scInformer.GetIndexer()),
-		nodeList:    informer.NewLister[*corev1.Node](nodeInformer.GetIndexer()),
+		nodes:       client.For[*corev1.Node](opts.Client),
 		volumeQueue: controller.NewQueue[string]("volumes", opts.Common),
 		claimQueue:  controller.NewQueue[string]("claims", opts.Common),
 		recorder:    opts.Recorder,
@@ -129,7 +129,6 @@ func New(opts Options) (*Controller, error) {
 			DeleteFunc: c.claimDeleted,
 		}},
 		{scInformer, informer.ResourceEventHandlerFuncs{}},
-		{nodeInformer, informer.ResourceEventHandlerFuncs{}},
 	}
 	for _, r := range regs {
 		reg, err := r.inf.AddEventHandler(r.h)

@@ -52,7 +52,7 @@ func (c *Controller) syncUnboundClaim(ctx context.Context, pvc *corev1.Persisten
 	}
 	delay := class != nil && class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
 	node := pvc.Annotations[api.AnnSelectedNode]
-	if pv := c.bestMatch(pvc, node); pv != nil && (!delay || node != "") {
+	if pv := c.bestMatch(ctx, pvc, node); pv != nil && (!delay || node != "") {
 		c.log.Info(fmt.Sprintf("%s asked, %s fits → bind to %s", requested(pvc), capacityOf(pv), pv.Name), key)
 		return c.bind(ctx, pv.DeepCopy(), pvc)
 	}

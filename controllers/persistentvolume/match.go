@@ -1,6 +1,7 @@
 package persistentvolume
 
 import (
+	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,10 +17,12 @@ import (
 // one already pre-bound to it; nil when none fits. node, when set, is the
 // node chosen for the claim's first pod: the volume must be reachable
 // there.
-func (c *Controller) bestMatch(pvc *corev1.PersistentVolumeClaim, node string) *corev1.PersistentVolume {
+func (c *Controller) bestMatch(ctx context.Context, pvc *corev1.PersistentVolumeClaim, node string) *corev1.PersistentVolume {
 	nodeLabels := labels.Set{corev1.LabelHostname: node}
-	if n, err := c.nodeList.Get("", node); node != "" && err == nil {
-		nodeLabels = n.Labels
+	if node != "" {
+		if n, err := c.nodes.Get(ctx, "", node); err == nil {
+			nodeLabels = n.Labels
+		}
 	}
 	var best *corev1.PersistentVolume
 	for _, pv := range c.volumeList.List(labels.Everything()) {
