@@ -14,6 +14,7 @@ import (
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
+	"github.com/minictl/minictl/controllers/namespace"
 )
 
 func testCtx(t *testing.T) context.Context {
@@ -136,4 +137,40 @@ func TestUses(t *testing.T) {
 			t.Errorf("%s: uses = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// TestATerminatingNamespaceTakesItsClaims runs the namespace controller
+// beside this one: the namespace controller, which learns what to empty
+// from discovery, deletes the claims of a deleted namespace, and the
+// namespace goes once this controller has let them go.
+func TestATerminatingNamespaceTakesItsClaims(t *testing.T) {
+	env := controllertest.Start(t)
+	common := controller.Common{Client: env.Client, Informers: env.Informers, Logger: controllertest.Logger(t)}
+	c, err := New(Options{Common: common})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := namespace.New(namespace.Options{Common: common})
+	if err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Run(t, env.Informers, 2, c, ns)
+	namespaces := client.For[*corev1.Namespace](env.Client)
+	claims := client.For[*corev1.PersistentVolumeClaim](env.Client)
+	if _, err := namespaces.Create(testCtx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}); err != nil {
+		t.Fatal(err)
+	}
+	pvc := newClaim("data")
+	pvc.Namespace = "shop"
+	if _, err := claims.Create(testCtx(t), pvc); err != nil {
+		t.Fatal(err)
+	}
+	if err := namespaces.Delete(testCtx(t), "", "shop", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Eventually(t, "the namespace and its claim gone", func() (bool, string) {
+		_, cerr := claims.Get(testCtx(t), "shop", "data")
+		_, nerr := namespaces.Get(testCtx(t), "", "shop")
+		return client.IsNotFound(cerr) && client.IsNotFound(nerr), fmt.Sprint(cerr, nerr)
+	})
 }
