@@ -156,6 +156,7 @@ var knownControllers = []descriptor{
 		// kube-controller-manager runs each of the volume controllers
 		// with one worker and no flag for it.
 		name: persistentvolume.Name, serviceAccount: "persistent-volume-binder", defaultOn: true, workers: 1,
+		component: "persistentvolume-controller",
 		build: func(cc *controllerContext) (runner, error) {
 			return persistentvolume.New(persistentvolume.Options{Common: cc.Common, SyncPeriod: cc.Timings.PVClaimBinderSyncPeriod})
 		},
