@@ -15,7 +15,7 @@ func TestAdmissionChainOrder(t *testing.T) {
 		"NamespaceLifecycle", "LimitRanger", "ServiceAccount", "NodeRestriction", "Priority", "DefaultTolerationSeconds",
 		"PodTolerationRestriction", "DefaultStorageClass", "StorageObjectInUseProtection",
 		"PersistentVolumeClaimResize", "CertificateApproval", "CertificateSigning",
-		"CertificateSubjectRestriction", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy",
+		"CertificateSubjectRestriction", "DefaultIngressClass", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy",
 		"ValidatingAdmissionWebhook", "ResourceQuota",
 	}
 	var names []string
