@@ -13,6 +13,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -21,9 +22,10 @@ import (
 // podtemplate.go, replicationcontroller.go, service.go, core.go (namespaces, nodes, endpoints, events), config.go
 // (configmaps, secrets), quota.go (resourcequotas, limitranges),
 // coordination.go, endpointslice.go, apps.go, daemonset.go, job.go, cronjob.go, policy.go, admissionregistration.go, apiextensions.go,
-// rbac.go, certificates.go, review.go, networking.go (ingresses, ingress classes, network policies) and servicecidr.go
-// (service CIDRs, IP addresses); their Table columns live in table.go (networking_table.go for ingresses and
-// network policies).
+// rbac.go, certificates.go, review.go, networking.go (ingresses, ingress classes, network policies), servicecidr.go
+// (service CIDRs, IP addresses) and storage.go (persistentvolumes, persistentvolumeclaims, storageclasses); their
+// Table columns live in table.go (networking_table.go for ingresses and network policies, storage_table.go for
+// the storage kinds).
 var (
 	Namespaces = &Resource{
 		Version: "v1", Kind: "Namespace", Plural: "namespaces", Singular: "namespace",
@@ -123,6 +125,23 @@ var (
 		Validate:         validator(validateEvent),
 		SelectableFields: selectable(eventFields), FieldLabels: eventFieldLabels,
 		Table: eventTable,
+	}
+	PersistentVolumes = &Resource{
+		Version: "v1", Kind: "PersistentVolume", Plural: "persistentvolumes", Singular: "persistentvolume",
+		ShortNames: []string{"pv"}, Subresources: []string{"status"},
+		New:     func() Object { return &corev1.PersistentVolume{} },
+		Default: defaulter(defaultPersistentVolume), Validate: validator(validatePersistentVolume), ValidateUpdate: updateValidator(validatePersistentVolumeUpdate),
+		PrepareForCreate: defaulter(preparePersistentVolumeForCreate), PrepareForUpdate: updatePreparer(preparePersistentVolumeForUpdate),
+		PrepareForStatusUpdate: updatePreparer(preparePersistentVolumeForStatusUpdate),
+		Table:                  persistentVolumeTable,
+	}
+	PersistentVolumeClaims = &Resource{
+		Version: "v1", Kind: "PersistentVolumeClaim", Plural: "persistentvolumeclaims", Singular: "persistentvolumeclaim", Namespaced: true,
+		ShortNames: []string{"pvc"}, Subresources: []string{"status"},
+		New:     func() Object { return &corev1.PersistentVolumeClaim{} },
+		Default: defaulter(defaultPersistentVolumeClaim), Validate: validator(validatePersistentVolumeClaim), ValidateUpdate: updateValidator(validatePersistentVolumeClaimUpdate),
+		PrepareForCreate: defaulter(preparePersistentVolumeClaimForCreate), PrepareForUpdate: updatePreparer(preparePersistentVolumeClaimForUpdate),
+		Table: persistentVolumeClaimTable,
 	}
 	ResourceQuotas = &Resource{
 		Version: "v1", Kind: "ResourceQuota", Plural: "resourcequotas", Singular: "resourcequota", Namespaced: true,
@@ -286,6 +305,13 @@ var (
 		PrepareForStatusUpdate: updatePreparer(prepareValidatingAdmissionPolicyForStatusUpdate),
 		Table:                  validatingAdmissionPolicyTable,
 	}
+	StorageClasses = &Resource{
+		Group: "storage.k8s.io", Version: "v1", Kind: "StorageClass", Plural: "storageclasses", Singular: "storageclass",
+		ShortNames: []string{"sc"},
+		New:        func() Object { return &storagev1.StorageClass{} },
+		Default:    defaulter(defaultStorageClass), Validate: validator(validateStorageClass), ValidateUpdate: updateValidator(validateStorageClassUpdate),
+		Table: storageClassTable,
+	}
 	ServiceCIDRs = &Resource{
 		Group: "networking.k8s.io", Version: "v1", Kind: "ServiceCIDR", Plural: "servicecidrs", Singular: "servicecidr",
 		Subresources: []string{"status"},
@@ -314,14 +340,14 @@ var (
 
 var all = Catalogue{
 	Namespaces, Pods, PodTemplates, ReplicationControllers, Nodes, Services, Endpoints, ConfigMaps, Secrets, ServiceAccounts,
-	Events, ResourceQuotas, LimitRanges, Leases, ReplicaSets, Deployments, DaemonSets, ControllerRevisions,
+	Events, PersistentVolumes, PersistentVolumeClaims, ResourceQuotas, LimitRanges, Leases, ReplicaSets, Deployments, DaemonSets, ControllerRevisions,
 	Jobs, CronJobs, PodDisruptionBudgets, EndpointSlices, Ingresses, IngressClasses, NetworkPolicies,
 	TokenReviews, SelfSubjectReviews,
 	LocalSubjectAccessReviews, SelfSubjectAccessReviews, SelfSubjectRulesReviews, SubjectAccessReviews,
 	Roles, ClusterRoles, RoleBindings, ClusterRoleBindings, CertificateSigningRequests,
 	MutatingWebhookConfigurations, ValidatingWebhookConfigurations,
 	ValidatingAdmissionPolicies, ValidatingAdmissionPolicyBindings, CustomResourceDefinitions,
-	ServiceCIDRs, IPAddresses,
+	ServiceCIDRs, IPAddresses, StorageClasses,
 }
 
 // Resources returns the catalogue minictl serves, in discovery order.

@@ -20,6 +20,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +47,7 @@ var servedScheme = sync.OnceValues(func() (*runtime.Scheme, error) {
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, policyv1.AddToScheme, policyv1beta1.AddToScheme, coordinationv1.AddToScheme, autoscalingv1.AddToScheme,
 		admissionregistrationv1.AddToScheme, apiextensionsv1.AddToScheme, rbacv1.AddToScheme, certificatesv1.AddToScheme, discoveryv1.AddToScheme,
+		storagev1.AddToScheme,
 		authenticationv1.AddToScheme, authorizationv1.AddToScheme, networkingv1.AddToScheme, metav1.AddMetaToScheme,
 	} {
 		if err := add(sc); err != nil {

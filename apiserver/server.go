@@ -400,7 +400,8 @@ func (s *Server) Run(ctx context.Context) error {
 	case <-ctx.Done():
 		return nil
 	}
-	if !s.keepNamespaces(ctx) || !s.keepBootstrapPolicy(ctx) || !s.startServiceAllocation(ctx) || !s.publishKubernetesService(ctx) {
+	if !s.keepNamespaces(ctx) || !s.keepBootstrapPolicy(ctx) || !s.startServiceAllocation(ctx) || !s.publishKubernetesService(ctx) ||
+		!s.retry(ctx, "creating the default storage class", s.ensureDefaultStorageClass) {
 		return nil
 	}
 	close(s.ready)

@@ -79,6 +79,10 @@ func ObjectUsageAt(res *api.Resource, obj api.Object, now time.Time) corev1.Reso
 		if isCore(res, "services") {
 			return serviceUsage(o)
 		}
+	case *corev1.PersistentVolumeClaim:
+		if isCore(res, "persistentvolumeclaims") {
+			return claimUsage(o)
+		}
 	}
 	usage := corev1.ResourceList{ObjectCountName(res): one()}
 	if legacy, ok := legacyCountNames[res.Plural]; ok && res.Group == "" {
@@ -142,6 +146,14 @@ func MatchingResources(res *api.Resource, names []corev1.ResourceName) []corev1.
 		return out
 	case isCore(res, "services"):
 		return intersect(names, serviceResources)
+	case isCore(res, "persistentvolumeclaims"):
+		var out []corev1.ResourceName
+		for _, name := range names {
+			if !slices.Contains(out, name) && isClaimResource(name) {
+				out = append(out, name)
+			}
+		}
+		return out
 	}
 	own := []corev1.ResourceName{ObjectCountName(res)}
 	if legacy, ok := legacyCountNames[res.Plural]; ok && res.Group == "" {
@@ -227,4 +239,40 @@ func Constraints(res *api.Resource, obj api.Object, required []corev1.ResourceNa
 		return nil
 	}
 	return podConstraints(pod, required)
+}
+
+// storageClassSuffix ends the names that charge claims of one class:
+// "<class>.storageclass.storage.k8s.io/requests.storage" and
+// "<class>.storageclass.storage.k8s.io/persistentvolumeclaims".
+const storageClassSuffix = ".storageclass.storage.k8s.io/"
+
+// claimUsage is what a claim is charged for, as kube's claim evaluator
+// charges it: one claim and the storage it asks for, overall and under
+// its class.
+func claimUsage(pvc *corev1.PersistentVolumeClaim) corev1.ResourceList {
+	usage := corev1.ResourceList{
+		"count/persistentvolumeclaims":        one(),
+		corev1.ResourcePersistentVolumeClaims: one(),
+	}
+	storage, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	if ok {
+		usage[corev1.ResourceRequestsStorage] = storage.DeepCopy()
+	}
+	if class := api.ClaimClass(pvc); class != "" {
+		usage[corev1.ResourceName(class+storageClassSuffix+string(corev1.ResourcePersistentVolumeClaims))] = one()
+		if ok {
+			usage[corev1.ResourceName(class+storageClassSuffix+string(corev1.ResourceRequestsStorage))] = storage.DeepCopy()
+		}
+	}
+	return usage
+}
+
+// isClaimResource reports whether claims can be charged under name.
+func isClaimResource(name corev1.ResourceName) bool {
+	switch name {
+	case "count/persistentvolumeclaims", corev1.ResourcePersistentVolumeClaims, corev1.ResourceRequestsStorage:
+		return true
+	}
+	_, rest, ok := strings.Cut(string(name), storageClassSuffix)
+	return ok && (rest == string(corev1.ResourceRequestsStorage) || rest == string(corev1.ResourcePersistentVolumeClaims))
 }

@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minictl/minictl/api"
@@ -126,14 +127,14 @@ func TestCoveredResources(t *testing.T) {
 	hard := list("pods", "10", "requests.cpu", "4", "count/deployments.apps", "2", "configmaps", "5",
 		"requests.storage", "10Gi", "count/widgets.example.com", "1", "count/events", "100", "count/leases.coordination.k8s.io", "3")
 	got := CoveredResources(api.Resources(), hard)
-	want := []corev1.ResourceName{"configmaps", "count/deployments.apps", "count/leases.coordination.k8s.io", "pods", "requests.cpu"}
+	want := []corev1.ResourceName{"configmaps", "count/deployments.apps", "count/leases.coordination.k8s.io", "pods", "requests.cpu", "requests.storage"}
 	if !slices.Equal(got, want) {
 		t.Errorf("CoveredResources = %v, want %v", got, want)
 	}
 	// A catalogue with the kind covers its count.
 	widgets := &api.Resource{Group: "example.com", Version: "v1", Kind: "Widget", Plural: "widgets", Namespaced: true, New: api.NewUnstructured}
 	got = CoveredResources(api.Resources().With(widgets), hard)
-	want = []corev1.ResourceName{"configmaps", "count/deployments.apps", "count/leases.coordination.k8s.io", "count/widgets.example.com", "pods", "requests.cpu"}
+	want = []corev1.ResourceName{"configmaps", "count/deployments.apps", "count/leases.coordination.k8s.io", "count/widgets.example.com", "pods", "requests.cpu", "requests.storage"}
 	if !slices.Equal(got, want) {
 		t.Errorf("CoveredResources with widgets = %v, want %v", got, want)
 	}
@@ -170,5 +171,27 @@ func TestMatches(t *testing.T) {
 				t.Errorf("Matches = %v, %v; want %v", got, err, tc.want)
 			}
 		})
+	}
+}
+
+func TestClaimUsage(t *testing.T) {
+	class := "fast"
+	pvc := &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{
+		StorageClassName: &class,
+		Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("5Gi")}},
+	}}
+	got := ObjectUsage(api.PersistentVolumeClaims, pvc)
+	want := corev1.ResourceList{
+		"count/persistentvolumeclaims": resource.MustParse("1"), "persistentvolumeclaims": resource.MustParse("1"),
+		"requests.storage": resource.MustParse("5Gi"),
+		"fast.storageclass.storage.k8s.io/requests.storage":       resource.MustParse("5Gi"),
+		"fast.storageclass.storage.k8s.io/persistentvolumeclaims": resource.MustParse("1"),
+	}
+	if !Equals(got, want) {
+		t.Errorf("usage = %v, want %v", got, want)
+	}
+	names := []corev1.ResourceName{"requests.storage", "pods", "fast.storageclass.storage.k8s.io/requests.storage", "persistentvolumeclaims", "fast.storageclass.storage.k8s.io/pods"}
+	if m := MatchingResources(api.PersistentVolumeClaims, names); !slices.Equal(m, []corev1.ResourceName{names[0], names[2], names[3]}) {
+		t.Errorf("MatchingResources = %v", m)
 	}
 }

@@ -98,7 +98,7 @@ func TestMeasure(t *testing.T) {
 		{"object counts of this namespace only", quotaOf(list("configmaps", "3", "count/configmaps", "3")),
 			"configmaps=1,count/configmaps=1"},
 		{"scoped quotas count no configmaps", quotaOf(list("configmaps", "3"), corev1.ResourceQuotaScopeBestEffort), "configmaps=0"},
-		{"what cannot be measured is left out", quotaOf(list("pods", "1", "requests.storage", "1Gi")), "pods=2"},
+		{"what cannot be measured is left out", quotaOf(list("pods", "1", "count/gadgets.example.com", "1")), "pods=2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := measure(tc.q, sources, now)
