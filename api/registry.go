@@ -19,7 +19,7 @@ import (
 // functions each entry names live in the file of its kind group: pod.go,
 // podtemplate.go, replicationcontroller.go, service.go, core.go (namespaces, nodes, endpoints, events), config.go
 // (configmaps, secrets), quota.go (resourcequotas, limitranges),
-// coordination.go, apps.go, daemonset.go, job.go, cronjob.go, policy.go, admissionregistration.go, apiextensions.go,
+// coordination.go, apps.go, daemonset.go, statefulset.go, job.go, cronjob.go, policy.go, admissionregistration.go, apiextensions.go,
 // rbac.go, certificates.go, review.go and storage.go (persistentvolumes,
 // persistentvolumeclaims, storageclasses); their Table
 // columns live in table.go.
@@ -181,6 +181,15 @@ var (
 		PrepareForCreate: defaulter(prepareDaemonSetForCreate), PrepareForUpdate: updatePreparer(prepareDaemonSetForUpdate),
 		Table: daemonSetTable,
 	}
+	StatefulSets = &Resource{
+		Group: "apps", Version: "v1", Kind: "StatefulSet", Plural: "statefulsets", Singular: "statefulset", Namespaced: true,
+		ShortNames: []string{"sts"}, Categories: []string{"all"}, Subresources: []string{"status", "scale"},
+		New:     func() Object { return &appsv1.StatefulSet{} },
+		Default: defaulter(defaultStatefulSet), Validate: validator(validateStatefulSet), ValidateUpdate: updateValidator(validateStatefulSetUpdate),
+		PrepareForCreate: defaulter(prepareStatefulSetForCreate), PrepareForUpdate: updatePreparer(prepareStatefulSetForUpdate),
+		Scale: statefulSetScale,
+		Table: statefulSetTable,
+	}
 	ControllerRevisions = &Resource{
 		Group: "apps", Version: "v1", Kind: "ControllerRevision", Plural: "controllerrevisions", Singular: "controllerrevision", Namespaced: true,
 		New:      func() Object { return &appsv1.ControllerRevision{} },
@@ -291,7 +300,7 @@ var (
 
 var all = Catalogue{
 	Namespaces, Pods, PodTemplates, ReplicationControllers, Nodes, Services, Endpoints, ConfigMaps, Secrets, ServiceAccounts,
-	Events, PersistentVolumes, PersistentVolumeClaims, ResourceQuotas, LimitRanges, Leases, ReplicaSets, Deployments, DaemonSets, ControllerRevisions,
+	Events, PersistentVolumes, PersistentVolumeClaims, ResourceQuotas, LimitRanges, Leases, ReplicaSets, Deployments, DaemonSets, StatefulSets, ControllerRevisions,
 	Jobs, CronJobs, PodDisruptionBudgets,
 	TokenReviews, SelfSubjectReviews,
 	LocalSubjectAccessReviews, SelfSubjectAccessReviews, SelfSubjectRulesReviews, SubjectAccessReviews,
