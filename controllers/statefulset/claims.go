@@ -23,7 +23,8 @@ import (
 //   - whenDeleted Delete: each claim is owned by the set, so deleting the
 //     set deletes its claims; Retain: no such reference.
 //   - whenScaled Delete: the claims of an ordinal a scale down removes
-//     are owned by its pod, so they go with it; Retain: no such reference.
+//     are owned by its pod alone, so they go with it; Retain: no such
+//     reference.
 
 // ensureClaims creates the claims of pod (ordinal ord) that do not exist.
 // A claim that is being deleted is an error: the pod must not start on
@@ -92,7 +93,7 @@ func wantClaimRefs(set *appsv1.StatefulSet, pod *corev1.Pod, ord int, refs []met
 	out := slices.DeleteFunc(slices.Clone(refs), func(r metav1.OwnerReference) bool {
 		return r.UID == set.UID || (pod.UID != "" && r.UID == pod.UID)
 	})
-	if deleteWithSet {
+	if deleteWithSet && !deleteWithPod {
 		out = append(out, ownerRef(set.UID, set.Name, controllerKind.GroupVersion().String(), controllerKind.Kind))
 	}
 	if deleteWithPod && pod.UID != "" {
