@@ -124,7 +124,10 @@ func TestOrderedReadyHalts(t *testing.T) {
 	r.waitForStatus(t, "web", "web-0 created", false, func(s *appsv1.StatefulSet) bool { return s.Status.Replicas == 1 })
 	// The controller has synced since it made web-0 and still made
 	// nothing else; a second status round trip confirms it stays so.
-	r.update(t, "web", func(s *appsv1.StatefulSet) { s.Spec.MinReadySeconds = 0; s.Spec.Template.Annotations = map[string]string{"touch": "1"} })
+	r.update(t, "web", func(s *appsv1.StatefulSet) {
+		s.Spec.MinReadySeconds = 0
+		s.Spec.Template.Annotations = map[string]string{"touch": "1"}
+	})
 	r.waitForStatus(t, "web", "the touch observed", false, func(s *appsv1.StatefulSet) bool { return s.Status.UpdateRevision != s.Status.CurrentRevision })
 	if got := names(r.livePods(t)); !slices.Equal(got, []string{"web-0"}) {
 		t.Errorf("pods %v while web-0 is Pending, want only web-0", got)
