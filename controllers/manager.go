@@ -24,10 +24,13 @@ import (
 	"github.com/minictl/minictl/client/leaderelection"
 	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/controllers/csrsigning"
+	"github.com/minictl/minictl/controllers/endpointslice"
+	"github.com/minictl/minictl/controllers/endpointslicemirroring"
 	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/controllers/job"
 	"github.com/minictl/minictl/controllers/nodeipam"
 	"github.com/minictl/minictl/controllers/nodelifecycle"
+	"github.com/minictl/minictl/controllers/persistentvolume"
 	"github.com/minictl/minictl/controllers/podgc"
 	"github.com/minictl/minictl/controllers/resourcequota"
 	"github.com/minictl/minictl/informer"
@@ -92,6 +95,7 @@ type Timings struct {
 	PodGCPeriod              time.Duration // how often podgc looks
 	PodGCQuarantine          time.Duration // how long a node must stay gone before its pods are force-deleted
 	ResourceQuotaSyncPeriod  time.Duration // --resource-quota-sync-period: full recalculation of every quota
+	PVClaimBinderSyncPeriod  time.Duration // --pvclaimbinder-sync-period: how often every volume and claim is synced again
 
 	NodeMonitorPeriod         time.Duration // --node-monitor-period: how often node health is checked
 	NodeMonitorGracePeriod    time.Duration // --node-monitor-grace-period: silence before a node is Unknown
@@ -104,6 +108,12 @@ type Timings struct {
 	NodeCIDRMaskSize          int           // --node-cidr-mask-size
 	JobBackoffBase            time.Duration // the job controller's back-off after a Job's first failed pod, doubling after each
 	JobBackoffMax             time.Duration // the longest that back-off grows
+
+	MaxEndpointsPerSlice       int           // --max-endpoints-per-slice
+	EndpointUpdatesBatchPeriod time.Duration // --endpoint-updates-batch-period: how long pod changes gather before a service's slices are written
+
+	MirroringMaxEndpointsPerSubset      int           // --mirroring-max-endpoints-per-subset
+	MirroringEndpointUpdatesBatchPeriod time.Duration // --mirroring-endpointslice-updates-batch-period
 }
 
 // Credentials are files of kube-controller-manager's flags of the same
@@ -129,21 +139,24 @@ func DefaultConfig() Config {
 		LeaseNamespace: "kube-system",
 		LeaseName:      "kube-controller-manager",
 		Timings: Timings{
-			TerminatedPodGCThreshold:  podgc.DefaultTerminatedPodThreshold,
-			PodGCPeriod:               podgc.DefaultPeriod,
-			PodGCQuarantine:           podgc.DefaultQuarantineTime,
-			ResourceQuotaSyncPeriod:   resourcequota.DefaultResyncPeriod,
-			NodeMonitorPeriod:         nodelifecycle.DefaultNodeMonitorPeriod,
-			NodeMonitorGracePeriod:    nodelifecycle.DefaultNodeMonitorGracePeriod,
-			NodeStartupGracePeriod:    nodelifecycle.DefaultNodeStartupGracePeriod,
-			NodeEvictionRate:          nodelifecycle.DefaultEvictionRate,
-			SecondaryNodeEvictionRate: nodelifecycle.DefaultSecondaryEvictionRate,
-			UnhealthyZoneThreshold:    nodelifecycle.DefaultUnhealthyZoneThreshold,
-			JobBackoffBase:            job.DefaultBackoffBase,
-			JobBackoffMax:             job.DefaultBackoffMax,
-			LargeClusterSizeThreshold: nodelifecycle.DefaultLargeClusterSizeThreshold,
-			ClusterCIDR:               nodeipam.DefaultClusterCIDR,
-			NodeCIDRMaskSize:          nodeipam.DefaultNodeCIDRMaskSize,
+			TerminatedPodGCThreshold:       podgc.DefaultTerminatedPodThreshold,
+			PodGCPeriod:                    podgc.DefaultPeriod,
+			PodGCQuarantine:                podgc.DefaultQuarantineTime,
+			ResourceQuotaSyncPeriod:        resourcequota.DefaultResyncPeriod,
+			PVClaimBinderSyncPeriod:        persistentvolume.DefaultSyncPeriod,
+			NodeMonitorPeriod:              nodelifecycle.DefaultNodeMonitorPeriod,
+			NodeMonitorGracePeriod:         nodelifecycle.DefaultNodeMonitorGracePeriod,
+			NodeStartupGracePeriod:         nodelifecycle.DefaultNodeStartupGracePeriod,
+			NodeEvictionRate:               nodelifecycle.DefaultEvictionRate,
+			SecondaryNodeEvictionRate:      nodelifecycle.DefaultSecondaryEvictionRate,
+			UnhealthyZoneThreshold:         nodelifecycle.DefaultUnhealthyZoneThreshold,
+			JobBackoffBase:                 job.DefaultBackoffBase,
+			JobBackoffMax:                  job.DefaultBackoffMax,
+			LargeClusterSizeThreshold:      nodelifecycle.DefaultLargeClusterSizeThreshold,
+			ClusterCIDR:                    nodeipam.DefaultClusterCIDR,
+			NodeCIDRMaskSize:               nodeipam.DefaultNodeCIDRMaskSize,
+			MaxEndpointsPerSlice:           endpointslice.DefaultMaxEndpointsPerSlice,
+			MirroringMaxEndpointsPerSubset: endpointslicemirroring.DefaultMaxEndpointsPerSubset,
 		},
 		Signing: Signing{Duration: csrsigning.DefaultDuration},
 		Workers: map[string]int{},
@@ -155,6 +168,7 @@ func DefaultConfig() Config {
 func (c *Config) BindFlags(fs *flag.FlagSet) {
 	c.bindCommonFlags(fs, knownControllers)
 	fs.DurationVar(&c.Timings.ResourceQuotaSyncPeriod, "resource-quota-sync-period", c.Timings.ResourceQuotaSyncPeriod, "how often every quota's usage is recalculated in full")
+	fs.DurationVar(&c.Timings.PVClaimBinderSyncPeriod, "pvclaimbinder-sync-period", c.Timings.PVClaimBinderSyncPeriod, "how often the persistentvolume-binder syncs every volume and claim again")
 	t := &c.Timings
 	fs.DurationVar(&t.NodeMonitorPeriod, "node-monitor-period", t.NodeMonitorPeriod, "how often the node lifecycle controller checks node health")
 	fs.DurationVar(&t.NodeMonitorGracePeriod, "node-monitor-grace-period", t.NodeMonitorGracePeriod, "how long a node may be silent before it is marked Unknown")
@@ -171,6 +185,10 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Credentials.ServiceAccountPrivateKeyFile, "service-account-private-key-file", c.Credentials.ServiceAccountPrivateKeyFile, "PEM private key (RSA or ECDSA) that signs the legacy ServiceAccount tokens; without it the serviceaccount-token controller does not run")
 	fs.StringVar(&c.Credentials.RootCAFile, "root-ca-file", c.Credentials.RootCAFile, "the cluster's root CA, put into ServiceAccount token Secrets and the kube-root-ca.crt ConfigMap of every namespace; without it root-ca-cert-publisher does not run")
 	fs.IntVar(&c.Timings.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", c.Timings.TerminatedPodGCThreshold, "terminated pods kept before podgc deletes the oldest")
+	fs.IntVar(&t.MaxEndpointsPerSlice, "max-endpoints-per-slice", t.MaxEndpointsPerSlice, "the most endpoints the endpointslice controller puts in one EndpointSlice (1 to 1000)")
+	fs.DurationVar(&t.EndpointUpdatesBatchPeriod, "endpoint-updates-batch-period", t.EndpointUpdatesBatchPeriod, "how long the endpointslice controller gathers pod changes before writing a service's slices")
+	fs.IntVar(&t.MirroringMaxEndpointsPerSubset, "mirroring-max-endpoints-per-subset", t.MirroringMaxEndpointsPerSubset, "the most addresses of one Endpoints subset the endpointslicemirroring controller mirrors (1 to 1000)")
+	fs.DurationVar(&t.MirroringEndpointUpdatesBatchPeriod, "mirroring-endpointslice-updates-batch-period", t.MirroringEndpointUpdatesBatchPeriod, "how long the endpointslicemirroring controller gathers Endpoints changes before writing")
 	c.bindWorkerFlags(fs, knownControllers)
 }
 

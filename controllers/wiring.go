@@ -16,12 +16,17 @@ import (
 	"github.com/minictl/minictl/controllers/deployment"
 	"github.com/minictl/minictl/controllers/disruption"
 	"github.com/minictl/minictl/controllers/endpoints"
+	"github.com/minictl/minictl/controllers/endpointslice"
+	"github.com/minictl/minictl/controllers/endpointslicemirroring"
 	"github.com/minictl/minictl/controllers/garbagecollector"
 	"github.com/minictl/minictl/controllers/job"
 	"github.com/minictl/minictl/controllers/namespace"
 	"github.com/minictl/minictl/controllers/nodeipam"
 	"github.com/minictl/minictl/controllers/nodelifecycle"
+	"github.com/minictl/minictl/controllers/persistentvolume"
 	"github.com/minictl/minictl/controllers/podgc"
+	"github.com/minictl/minictl/controllers/pvcprotection"
+	"github.com/minictl/minictl/controllers/pvprotection"
 	"github.com/minictl/minictl/controllers/replicaset"
 	"github.com/minictl/minictl/controllers/replicationcontroller"
 	"github.com/minictl/minictl/controllers/resourcequota"
@@ -152,6 +157,46 @@ var knownControllers = []descriptor{
 		name: endpoints.Name, serviceAccount: "endpoint-controller", defaultOn: true, workers: 5, workersFlag: "concurrent-endpoint-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return endpoints.New(endpoints.Options{Common: cc.Common})
+		},
+	},
+	{
+		// kube-controller-manager runs each of the volume controllers
+		// with one worker and no flag for it.
+		name: persistentvolume.Name, serviceAccount: "persistent-volume-binder", defaultOn: true, workers: 1,
+		build: func(cc *controllerContext) (runner, error) {
+			return persistentvolume.New(persistentvolume.Options{Common: cc.Common, SyncPeriod: cc.Timings.PVClaimBinderSyncPeriod})
+		},
+	},
+	{
+		name: pvcprotection.Name, serviceAccount: "pvc-protection-controller", defaultOn: true, workers: 1,
+		build: func(cc *controllerContext) (runner, error) {
+			return pvcprotection.New(pvcprotection.Options{Common: cc.Common})
+		},
+	},
+	{
+		name: pvprotection.Name, serviceAccount: "pv-protection-controller", defaultOn: true, workers: 1,
+		build: func(cc *controllerContext) (runner, error) {
+			return pvprotection.New(pvprotection.Options{Common: cc.Common})
+		},
+	},
+	{
+		name: endpointslice.Name, serviceAccount: "endpointslice-controller", defaultOn: true, workers: 5, workersFlag: "concurrent-service-endpoint-syncs",
+		component: "endpoint-slice-controller",
+		build: func(cc *controllerContext) (runner, error) {
+			return endpointslice.New(endpointslice.Options{
+				Common:               cc.Common,
+				MaxEndpointsPerSlice: cc.Timings.MaxEndpointsPerSlice, EndpointUpdatesBatchPeriod: cc.Timings.EndpointUpdatesBatchPeriod,
+			})
+		},
+	},
+	{
+		name: endpointslicemirroring.Name, serviceAccount: "endpointslicemirroring-controller", defaultOn: true, workers: 5, workersFlag: "mirroring-concurrent-service-endpoint-syncs",
+		component: "endpoint-slice-mirroring-controller",
+		build: func(cc *controllerContext) (runner, error) {
+			return endpointslicemirroring.New(endpointslicemirroring.Options{
+				Common:                cc.Common,
+				MaxEndpointsPerSubset: cc.Timings.MirroringMaxEndpointsPerSubset, UpdatesBatchPeriod: cc.Timings.MirroringEndpointUpdatesBatchPeriod,
+			})
 		},
 	},
 	{

@@ -66,6 +66,23 @@ var controllers = []controllerRole{
 		verbs("create").groups(legacyGroup).resources("endpoints/restricted"),
 		eventsRule(),
 	}},
+	{"endpointslice-controller", []*rule{
+		verbs("get", "list", "watch").groups(legacyGroup).resources("services", "pods", "nodes"),
+		// The slices are owned by their service, and the owner reference
+		// blocks the service's deletion: that takes the right to update
+		// the service's finalizers.
+		verbs("update").groups(legacyGroup).resources("services/finalizers"),
+		verbs("get", "list", "create", "update", "delete").groups(discoveryGroup).resources("endpointslices"),
+		eventsRule(),
+	}},
+	{"endpointslicemirroring-controller", []*rule{
+		verbs("get", "list", "watch").groups(legacyGroup).resources("services", "endpoints"),
+		// The slices are owned by their Endpoints, as above.
+		verbs("update").groups(legacyGroup).resources("services/finalizers"),
+		verbs("update").groups(legacyGroup).resources("endpoints/finalizers"),
+		verbs("get", "list", "create", "update", "delete").groups(discoveryGroup).resources("endpointslices"),
+		eventsRule(),
+	}},
 	{"generic-garbage-collector", []*rule{
 		verbs("get", "list", "watch", "patch", "update", "delete").groups("*").resources("*"),
 		eventsRule(),
@@ -125,6 +142,32 @@ var controllers = []controllerRole{
 		verbs("create").groups(legacyGroup).resources("serviceaccounts"),
 		eventsRule(),
 	}},
+	// Binding, provisioning and protecting volumes, with the rules kube
+	// gives these ServiceAccounts (the binder's take in what its in-tree
+	// volume plugins once needed).
+	{"persistent-volume-binder", []*rule{
+		verbs("get", "list", "watch", "update", "create", "delete").groups(legacyGroup).resources("persistentvolumes"),
+		verbs("update").groups(legacyGroup).resources("persistentvolumes/status"),
+		verbs("get", "list", "watch", "update").groups(legacyGroup).resources("persistentvolumeclaims"),
+		verbs("update").groups(legacyGroup).resources("persistentvolumeclaims/status"),
+		verbs("list", "watch", "get", "create", "delete").groups(legacyGroup).resources("pods"),
+		verbs("get", "list", "watch").groups(storageGroup).resources("storageclasses"),
+		verbs("get", "create", "update", "delete").groups(legacyGroup).resources("endpoints"),
+		verbs("get", "create", "delete").groups(legacyGroup).resources("services"),
+		verbs("get").groups(legacyGroup).resources("secrets"),
+		verbs("get", "list").groups(legacyGroup).resources("nodes"),
+		verbs("watch").groups(legacyGroup).resources("events"),
+		eventsRule(),
+	}},
+	{"pvc-protection-controller", []*rule{
+		verbs("get", "list", "watch", "update").groups(legacyGroup).resources("persistentvolumeclaims"),
+		verbs("list", "watch", "get").groups(legacyGroup).resources("pods"),
+		eventsRule(),
+	}},
+	{"pv-protection-controller", []*rule{
+		verbs("get", "list", "watch", "update").groups(legacyGroup).resources("persistentvolumes"),
+		eventsRule(),
+	}},
 	{"statefulset-controller", []*rule{
 		verbs("list", "watch").groups(legacyGroup).resources("pods"),
 		verbs("get", "list", "watch").groups(appsGroup).resources("statefulsets"),
@@ -154,6 +197,22 @@ var controllers = []controllerRole{
 	}},
 	{"root-ca-cert-publisher", []*rule{
 		verbs("create", "update").groups(legacyGroup).resources("configmaps"),
+		eventsRule(),
+	}},
+	// The cloud controller manager's service and route controllers.
+	{"service-controller", []*rule{
+		verbs("get", "list", "watch").groups(legacyGroup).resources("services"),
+		// The load-balancer-cleanup finalizer is patched onto the Service
+		// itself; kube's in-tree role predates the finalizer, and cloud
+		// providers grant this beside it.
+		verbs("patch", "update").groups(legacyGroup).resources("services"),
+		verbs("patch", "update").groups(legacyGroup).resources("services/status"),
+		verbs("list", "watch").groups(legacyGroup).resources("nodes"),
+		eventsRule(),
+	}},
+	{"route-controller", []*rule{
+		verbs("list", "watch").groups(legacyGroup).resources("nodes"),
+		verbs("patch").groups(legacyGroup).resources("nodes/status"),
 		eventsRule(),
 	}},
 }
