@@ -10,6 +10,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -21,7 +22,7 @@ import (
 // podtemplate.go, replicationcontroller.go, service.go, core.go (namespaces, nodes, endpoints, events), config.go
 // (configmaps, secrets), quota.go (resourcequotas, limitranges),
 // coordination.go, endpointslice.go, apps.go, daemonset.go, statefulset.go, job.go, cronjob.go, policy.go, admissionregistration.go, apiextensions.go,
-// rbac.go, certificates.go, review.go and storage.go (persistentvolumes,
+// rbac.go, certificates.go, networking.go, review.go and storage.go (persistentvolumes,
 // persistentvolumeclaims, storageclasses); their Table
 // columns live in table.go.
 var (
@@ -296,6 +297,22 @@ var (
 		Default:    defaulter(defaultStorageClass), Validate: validator(validateStorageClass), ValidateUpdate: updateValidator(validateStorageClassUpdate),
 		Table: storageClassTable,
 	}
+	ServiceCIDRs = &Resource{
+		Group: "networking.k8s.io", Version: "v1", Kind: "ServiceCIDR", Plural: "servicecidrs", Singular: "servicecidr",
+		Subresources: []string{"status"},
+		New:          func() Object { return &networkingv1.ServiceCIDR{} },
+		Validate:     validator(validateServiceCIDR), ValidateUpdate: updateValidator(validateServiceCIDRUpdate),
+		PrepareForCreate: defaulter(prepareServiceCIDRForCreate), PrepareForUpdate: updatePreparer(prepareServiceCIDRForUpdate),
+		PrepareForStatusUpdate: updatePreparer(prepareServiceCIDRForStatusUpdate),
+		Table:                  serviceCIDRTable,
+	}
+	IPAddresses = &Resource{
+		Group: "networking.k8s.io", Version: "v1", Kind: "IPAddress", Plural: "ipaddresses", Singular: "ipaddress",
+		ShortNames: []string{"ip"},
+		New:        func() Object { return &networkingv1.IPAddress{} }, ValidateName: ipAddressNameValid,
+		Validate: validator(validateIPAddress), ValidateUpdate: updateValidator(validateIPAddressUpdate),
+		Table: ipAddressTable,
+	}
 	ValidatingAdmissionPolicyBindings = &Resource{
 		Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicyBinding",
 		Plural: "validatingadmissionpolicybindings", Singular: "validatingadmissionpolicybinding",
@@ -315,7 +332,7 @@ var all = Catalogue{
 	Roles, ClusterRoles, RoleBindings, ClusterRoleBindings, CertificateSigningRequests,
 	MutatingWebhookConfigurations, ValidatingWebhookConfigurations,
 	ValidatingAdmissionPolicies, ValidatingAdmissionPolicyBindings, CustomResourceDefinitions,
-	StorageClasses,
+	StorageClasses, ServiceCIDRs, IPAddresses,
 }
 
 // Resources returns the catalogue minictl serves, in discovery order.

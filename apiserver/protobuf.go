@@ -16,6 +16,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -48,6 +49,7 @@ var servedScheme = sync.OnceValues(func() (*runtime.Scheme, error) {
 		admissionregistrationv1.AddToScheme, apiextensionsv1.AddToScheme, rbacv1.AddToScheme, certificatesv1.AddToScheme, discoveryv1.AddToScheme,
 		storagev1.AddToScheme,
 		authenticationv1.AddToScheme, authorizationv1.AddToScheme, metav1.AddMetaToScheme,
+		networkingv1.AddToScheme,
 	} {
 		if err := add(sc); err != nil {
 			return nil, err

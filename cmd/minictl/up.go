@@ -46,6 +46,8 @@ type serverFlags struct {
 	// advertiseAddress and serviceRange place the kubernetes Service.
 	advertiseAddress netip.Addr
 	serviceRange     netip.Prefix
+	// nodePortRange is where Services' node ports come from.
+	nodePortRange apiserver.PortRange
 	// auditLogPath and auditPolicyFile: the audit log and its policy.
 	auditLogPath, auditPolicyFile string
 }
@@ -69,6 +71,7 @@ func (f *serverFlags) bind(fs *flag.FlagSet) {
 	fs.IntVar(&f.watchCacheSize, "default-watch-cache-size", apiserver.DefaultWatchCacheSize, "how many recent events each resource's watch cache keeps, so that a watch resuming from an older resourceVersion than the newest is served from memory; one older than them all is served by etcd, or 410 Gone once compacted")
 	fs.TextVar(&f.advertiseAddress, "advertise-address", netip.Addr{}, "the IP address the API server publishes in the kubernetes Service's Endpoints (default: the listen address, or this machine's first global IPv4 address when listening on loopback)")
 	fs.TextVar(&f.serviceRange, "service-cluster-ip-range", apiserver.DefaultServiceClusterIPRange, "the IPv4 range Services' cluster IPs come from; the kubernetes Service has its first address")
+	fs.TextVar(&f.nodePortRange, "service-node-port-range", apiserver.DefaultServiceNodePortRange, "the range of ports NodePort and LoadBalancer Services' node ports come from, both ends included")
 	fs.StringVar(&f.auditLogPath, "audit-log-path", "", "if set, every request to the API server is recorded in this file as audit.k8s.io/v1 Events, one JSON line each; '-' means standard out")
 	fs.StringVar(&f.auditPolicyFile, "audit-policy-file", "", "the audit.k8s.io/v1 Policy (YAML or JSON) that says what the audit log records of which request (default: every request at the Metadata level)")
 	fs.BoolVar(&f.profiling, "profiling", false, "serve Go's CPU, heap and allocation profiles at /debug/pprof/ on the API port (for go tool pprof)")
@@ -259,6 +262,7 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		MaxMutatingRequestsInflight:         noLimitIfZero(sf.maxMutatingRequestsInflight),
 		AdvertiseAddress:                    sf.advertiseAddress,
 		ServiceClusterIPRange:               sf.serviceRange,
+		ServiceNodePortRange:                sf.nodePortRange,
 		Authentication:                      authn,
 		ServiceAccountAdmission:             cf != nil,
 		AnonymousAuth:                       sf.secure.anonymousAuth,
