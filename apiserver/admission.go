@@ -40,6 +40,9 @@ var admissionChain = []admissionPlugin{
 	{name: "ServiceAccount", admit: (*Server).admitServiceAccount},   // serviceaccount_admission.go
 	{name: "NodeRestriction", admit: (*Server).admitNodeRestriction}, // only when enabled (noderestriction.go)
 	{name: "DefaultTolerationSeconds", admit: (*Server).admitDefaultTolerationSeconds},
+	{name: "DefaultStorageClass", admit: (*Server).admitDefaultStorageClass}, // storage_admission.go
+	{name: "StorageObjectInUseProtection", admit: (*Server).admitStorageObjectInUseProtection},
+	{name: "PersistentVolumeClaimResize", validate: (*Server).validatePersistentVolumeClaimResize},
 	{name: "CertificateApproval", validate: (*Server).validateCertificateApproval},
 	{name: "CertificateSigning", validate: (*Server).validateCertificateSigning},
 	{name: "CertificateSubjectRestriction", validate: (*Server).validateCertificateSubjectRestriction},

@@ -13,7 +13,8 @@ func TestAdmissionChainOrder(t *testing.T) {
 	// plugins minictl has or could have among them.
 	kubeOrder := []string{
 		"NamespaceLifecycle", "LimitRanger", "ServiceAccount", "NodeRestriction", "Priority", "DefaultTolerationSeconds",
-		"PodTolerationRestriction", "DefaultStorageClass", "CertificateApproval", "CertificateSigning",
+		"PodTolerationRestriction", "DefaultStorageClass", "StorageObjectInUseProtection",
+		"PersistentVolumeClaimResize", "CertificateApproval", "CertificateSigning",
 		"CertificateSubjectRestriction", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy",
 		"ValidatingAdmissionWebhook", "ResourceQuota",
 	}

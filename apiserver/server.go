@@ -389,7 +389,8 @@ func (s *Server) Run(ctx context.Context) error {
 	case <-ctx.Done():
 		return nil
 	}
-	if !s.keepNamespaces(ctx) || !s.keepBootstrapPolicy(ctx) || !s.publishKubernetesService(ctx) {
+	if !s.keepNamespaces(ctx) || !s.keepBootstrapPolicy(ctx) || !s.publishKubernetesService(ctx) ||
+		!s.retry(ctx, "creating the default storage class", s.ensureDefaultStorageClass) {
 		return nil
 	}
 	close(s.ready)

@@ -1,187 +1,172 @@
-package apiserver
+package apiserver_test
 
 import (
-	"context"
-	"errors"
-	"strconv"
+	"net/http"
+	"slices"
+	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/minictl/minictl/api"
-	"github.com/minictl/minictl/store"
+	"github.com/minictl/minictl/internal/testenv"
 )
 
-// TestUpdateFromAStaleGuess drives resourceStore.update from a cached
-// object that etcd has moved past, as the watch cache's copy may be a
-// moment behind: every outcome must be the one a fresh read from etcd
-// gives, and the guess must cost nothing but a second try.
-func TestUpdateFromAStaleGuess(t *testing.T) {
-	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{DataDir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	cache := &guessCache{}
-	rs := newResourceStore(api.ConfigMaps, st, cache, 0, nil, newMetrics(prometheus.NewRegistry()))
+const (
+	classesPath = "/apis/storage.k8s.io/v1/storageclasses"
+	pvsPath     = "/api/v1/persistentvolumes"
+)
 
-	cm := &corev1.ConfigMap{Data: map[string]string{"v": "1"}}
-	cm.Name, cm.Namespace = "c", "default"
-	raw, err := rs.create(ctx, cm)
-	if err != nil {
-		t.Fatal(err)
+func pvcPath(ns, name string) string {
+	p := "/api/v1/namespaces/" + ns + "/persistentvolumeclaims"
+	if name != "" {
+		p += "/" + name
 	}
-	// The guess: the object as created, at the revision it was created at.
-	stale, err := decodeFromStorage(api.ConfigMaps, raw, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	staleRV, _ := strconv.ParseInt(stale.GetResourceVersion(), 10, 64)
-	set := func(v string) updateFunc {
-		return func(cur api.Object) (api.Object, error) {
-			cur.(*corev1.ConfigMap).Data["v"] = v
-			return cur, nil
-		}
-	}
-	// etcd moves on to v=2, which the guess does not know.
-	if _, err := rs.update(ctx, "default", "c", false, set("2")); err != nil {
-		t.Fatal(err)
-	}
-	cache.guess = func(string) *cachedObject {
-		return &cachedObject{obj: stale.DeepCopyObject().(api.Object), rv: staleRV, raw: raw}
-	}
-
-	t.Run("the write conflicts: fn runs again on etcd's object", func(t *testing.T) {
-		var saw []string
-		got, err := rs.update(ctx, "default", "c", false, func(cur api.Object) (api.Object, error) {
-			data := cur.(*corev1.ConfigMap).Data
-			saw = append(saw, data["v"])
-			data["v"] += "+3"
-			return cur, nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := []string{"1", "2"}; len(saw) != 2 || saw[0] != want[0] || saw[1] != want[1] {
-			t.Fatalf("fn saw v = %q, want %q (the guess, then etcd's)", saw, want)
-		}
-		if v := got.(*corev1.ConfigMap).Data["v"]; v != "2+3" {
-			t.Fatalf("updated v = %q, want 2+3", v)
-		}
-	})
-	t.Run("nothing to change in the guess: etcd decides", func(t *testing.T) {
-		// The guess has v=1 already; etcd has 2+3, so setting 1 writes.
-		got, err := rs.update(ctx, "default", "c", false, set("1"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		kv, err := st.Get(ctx, rs.key("default", "c"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.GetResourceVersion() != strconv.FormatInt(kv.Revision, 10) {
-			t.Fatalf("answered resourceVersion %s, etcd holds %d", got.GetResourceVersion(), kv.Revision)
-		}
-		stored, _ := decodeFromStorage(api.ConfigMaps, kv.Value, kv.Revision)
-		if v := stored.(*corev1.ConfigMap).Data["v"]; v != "1" {
-			t.Fatalf("etcd holds v = %q, want 1", v)
-		}
-	})
-	t.Run("fn refuses the guess: it runs again on etcd's object", func(t *testing.T) {
-		calls := 0
-		_, err := rs.update(ctx, "default", "c", false, func(cur api.Object) (api.Object, error) {
-			calls++
-			if cur.(*corev1.ConfigMap).Data["v"] == "1" && calls == 1 {
-				return nil, errors.New("refused")
-			}
-			return cur, nil
-		})
-		if err != nil || calls != 2 {
-			t.Fatalf("update = %v after %d call(s) of fn, want success after 2", err, calls)
-		}
-	})
-	t.Run("the object is gone: NotFound, as a fresh read says", func(t *testing.T) {
-		if _, err := st.Delete(ctx, rs.key("default", "c"), 0); err != nil {
-			t.Fatal(err)
-		}
-		_, err := rs.update(ctx, "default", "c", false, set("4"))
-		if !apierrors.IsNotFound(err) {
-			t.Fatalf("update of a deleted object = %v, want NotFound", err)
-		}
-	})
+	return p
 }
 
-// guessCache stands in for the watch cache of TestUpdateFromAStaleGuess:
-// its current object is guess's answer (nothing while guess is nil), and
-// it ignores offers.
-type guessCache struct {
-	guess func(key string) *cachedObject
+func claim(name, size string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}},
+		},
+	}
 }
 
-func (c *guessCache) current(key string) *cachedObject {
-	if c.guess == nil {
-		return nil
-	}
-	return c.guess(key)
-}
+// TestStorage serves PersistentVolumes, PersistentVolumeClaims and
+// StorageClasses as kube-apiserver does: bad specs refused at kube's
+// field with nothing stored, the standard class there from the start and
+// given to claims that name none, the protection finalizers added on
+// create, status written only through /status, and a class's provisioner
+// fixed.
+func TestStorage(t *testing.T) {
+	env := testenv.Start(t)
 
-func (c *guessCache) offer(string, *offered) (withdraw func()) { return func() {} }
-
-// TestUpdateFromACurrentGuess: when fn changes nothing in a cached object
-// that etcd confirms is current (same revision, same bytes), nothing is
-// written, the answer is at that revision, and fn runs once: a fresh read
-// would give fn the same object.
-func TestUpdateFromACurrentGuess(t *testing.T) {
-	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{DataDir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	cache := &guessCache{}
-	rs := newResourceStore(api.ConfigMaps, st, cache, 0, nil, newMetrics(prometheus.NewRegistry()))
-	cm := &corev1.ConfigMap{Data: map[string]string{"v": "1"}}
-	cm.Name, cm.Namespace = "c", "default"
-	setTypeMeta(api.ConfigMaps, cm) // as every object the server writes
-	raw, err := rs.create(ctx, cm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := st.Get(ctx, rs.key("default", "c"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rv := kv.Revision
-	current, err := decodeFromStorage(api.ConfigMaps, kv.Value, rv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache.guess = func(string) *cachedObject {
-		return &cachedObject{obj: current.DeepCopyObject().(api.Object), rv: rv, raw: raw}
-	}
-	before, err := st.Revision(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	calls := 0
-	got, err := rs.update(ctx, "default", "c", false, func(cur api.Object) (api.Object, error) {
-		calls++
-		cur.(*corev1.ConfigMap).Data["v"] = "1"
-		return cur, nil
+	t.Run("invalid objects are 422 at kube's field and store nothing", func(t *testing.T) {
+		noModes := claim("no-modes", "1Gi")
+		noModes.Spec.AccessModes = nil
+		noSource := &corev1.PersistentVolume{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"},
+			ObjectMeta: metav1.ObjectMeta{Name: "no-source"},
+			Spec: corev1.PersistentVolumeSpec{
+				Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			},
+		}
+		recycle := corev1.PersistentVolumeReclaimRecycle
+		badClass := &storagev1.StorageClass{
+			TypeMeta:      metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"},
+			ObjectMeta:    metav1.ObjectMeta{Name: "bad"},
+			Provisioner:   "example.com/x",
+			ReclaimPolicy: &recycle,
+		}
+		for _, tc := range []struct {
+			name, path, field, message string
+			body                       any
+		}{
+			{"negative size", pvcPath("default", ""), "spec.resources[storage]", "must be greater than zero", claim("negative", "-1Gi")},
+			{"no access modes", pvcPath("default", ""), "spec.accessModes", "at least 1 access mode is required", noModes},
+			{"volume without a source", pvsPath, "spec", "must specify a volume type", noSource},
+			{"class that recycles", classesPath, "reclaimPolicy", "Unsupported value", badClass},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				before := revision(t, env)
+				st := do(t, env, http.MethodPost, tc.path, jsonType, tc.body).
+					wantStatus(t, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid)
+				var fields []string
+				if st.Details != nil {
+					for _, c := range st.Details.Causes {
+						fields = append(fields, c.Field)
+					}
+				}
+				if !slices.Contains(fields, tc.field) || !strings.Contains(st.Message, tc.message) {
+					t.Errorf("causes name %v, message %q; want %s and %q", fields, st.Message, tc.field, tc.message)
+				}
+				if after := revision(t, env); after != before {
+					t.Errorf("etcd revision moved from %d to %d: something was written", before, after)
+				}
+			})
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if calls != 1 {
-		t.Errorf("fn ran %d times, want once", calls)
-	}
-	if got.GetResourceVersion() != strconv.FormatInt(rv, 10) {
-		t.Errorf("answered resourceVersion %s, want %d", got.GetResourceVersion(), rv)
-	}
-	if now, err := st.Revision(ctx); err != nil || now != before {
-		t.Errorf("etcd at revision %d (%v) after an update that changed nothing, want %d", now, err, before)
-	}
+
+	t.Run("the standard class exists from the start and is the default", func(t *testing.T) {
+		sc := get[storagev1.StorageClass](t, env, classesPath+"/standard")
+		if sc.Provisioner != "sim.minictl.io/hostpath" || *sc.ReclaimPolicy != corev1.PersistentVolumeReclaimDelete ||
+			*sc.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer ||
+			sc.Annotations["storageclass.kubernetes.io/is-default-class"] != "true" {
+			t.Errorf("standard class = %+v", sc)
+		}
+	})
+
+	t.Run("a claim naming no class gets the default and the protection finalizer", func(t *testing.T) {
+		pvc := create[corev1.PersistentVolumeClaim](t, env, pvcPath("default", ""), claim("data", "1Gi"))
+		if pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName != "standard" {
+			t.Errorf("storageClassName = %v, want standard", pvc.Spec.StorageClassName)
+		}
+		if !slices.Contains(pvc.Finalizers, "kubernetes.io/pvc-protection") {
+			t.Errorf("finalizers = %v, want kubernetes.io/pvc-protection", pvc.Finalizers)
+		}
+		if pvc.Status.Phase != corev1.ClaimPending || *pvc.Spec.VolumeMode != corev1.PersistentVolumeFilesystem {
+			t.Errorf("phase %q volumeMode %v, want Pending and Filesystem", pvc.Status.Phase, *pvc.Spec.VolumeMode)
+		}
+
+		none := claim("classless", "1Gi")
+		none.Spec.StorageClassName = new(string)
+		got := create[corev1.PersistentVolumeClaim](t, env, pvcPath("default", ""), none)
+		if got.Spec.StorageClassName == nil || *got.Spec.StorageClassName != "" {
+			t.Errorf("a claim asking for no class got %v", got.Spec.StorageClassName)
+		}
+	})
+
+	t.Run("a volume gets its defaults and the protection finalizer; status only through /status", func(t *testing.T) {
+		pv := &corev1.PersistentVolume{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"},
+			ObjectMeta: metav1.ObjectMeta{Name: "pv1"},
+			Spec: corev1.PersistentVolumeSpec{
+				Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("5Gi")},
+				AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data/pv1"}},
+			},
+			Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound},
+		}
+		got := create[corev1.PersistentVolume](t, env, pvsPath, pv)
+		if got.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain || got.Status.Phase != corev1.VolumePending ||
+			!slices.Contains(got.Finalizers, "kubernetes.io/pv-protection") {
+			t.Errorf("reclaim %q phase %q finalizers %v, want Retain, Pending, kubernetes.io/pv-protection",
+				got.Spec.PersistentVolumeReclaimPolicy, got.Status.Phase, got.Finalizers)
+		}
+		got.Status.Phase = corev1.VolumeAvailable
+		got.Spec.StorageClassName = "manual"
+		updated := update[corev1.PersistentVolume](t, env, pvsPath+"/pv1", got)
+		if updated.Status.Phase != corev1.VolumePending || updated.Spec.StorageClassName != "manual" {
+			t.Errorf("main update: phase %q class %q, want the phase kept and the class changed", updated.Status.Phase, updated.Spec.StorageClassName)
+		}
+		updated.Status.Phase = corev1.VolumeAvailable
+		status := update[corev1.PersistentVolume](t, env, pvsPath+"/pv1/status", updated)
+		if status.Status.Phase != corev1.VolumeAvailable || status.Status.LastPhaseTransitionTime == nil {
+			t.Errorf("status update: phase %q transition %v", status.Status.Phase, status.Status.LastPhaseTransitionTime)
+		}
+	})
+
+	t.Run("a class's provisioner is fixed, and a claim may not grow unless its class allows it", func(t *testing.T) {
+		sc := get[storagev1.StorageClass](t, env, classesPath+"/standard")
+		sc.Provisioner = "example.com/other"
+		do(t, env, http.MethodPut, classesPath+"/standard", jsonType, sc).wantStatus(t, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid)
+
+		pvc := get[corev1.PersistentVolumeClaim](t, env, pvcPath("default", "data"))
+		pvc.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
+		st := do(t, env, http.MethodPut, pvcPath("default", "data"), jsonType, pvc).wantStatus(t, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid)
+		if !strings.Contains(st.Message, "spec is immutable after creation") {
+			t.Errorf("growing a Pending claim: %q", st.Message)
+		}
+		pvc.Status.Phase = corev1.ClaimBound
+		bound := update[corev1.PersistentVolumeClaim](t, env, pvcPath("default", "data")+"/status", pvc)
+		bound.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
+		do(t, env, http.MethodPut, pvcPath("default", "data"), jsonType, bound).wantStatus(t, http.StatusForbidden, metav1.StatusReasonForbidden)
+	})
 }
