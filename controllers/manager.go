@@ -28,6 +28,7 @@ import (
 	"github.com/minictl/minictl/controllers/job"
 	"github.com/minictl/minictl/controllers/nodeipam"
 	"github.com/minictl/minictl/controllers/nodelifecycle"
+	"github.com/minictl/minictl/controllers/persistentvolume"
 	"github.com/minictl/minictl/controllers/podgc"
 	"github.com/minictl/minictl/controllers/resourcequota"
 	"github.com/minictl/minictl/informer"
@@ -92,6 +93,7 @@ type Timings struct {
 	PodGCPeriod              time.Duration // how often podgc looks
 	PodGCQuarantine          time.Duration // how long a node must stay gone before its pods are force-deleted
 	ResourceQuotaSyncPeriod  time.Duration // --resource-quota-sync-period: full recalculation of every quota
+	PVClaimBinderSyncPeriod  time.Duration // --pvclaimbinder-sync-period: how often every volume and claim is synced again
 
 	NodeMonitorPeriod         time.Duration // --node-monitor-period: how often node health is checked
 	NodeMonitorGracePeriod    time.Duration // --node-monitor-grace-period: silence before a node is Unknown
@@ -133,6 +135,7 @@ func DefaultConfig() Config {
 			PodGCPeriod:               podgc.DefaultPeriod,
 			PodGCQuarantine:           podgc.DefaultQuarantineTime,
 			ResourceQuotaSyncPeriod:   resourcequota.DefaultResyncPeriod,
+			PVClaimBinderSyncPeriod:   persistentvolume.DefaultSyncPeriod,
 			NodeMonitorPeriod:         nodelifecycle.DefaultNodeMonitorPeriod,
 			NodeMonitorGracePeriod:    nodelifecycle.DefaultNodeMonitorGracePeriod,
 			NodeStartupGracePeriod:    nodelifecycle.DefaultNodeStartupGracePeriod,
@@ -155,6 +158,7 @@ func DefaultConfig() Config {
 func (c *Config) BindFlags(fs *flag.FlagSet) {
 	c.bindCommonFlags(fs, knownControllers)
 	fs.DurationVar(&c.Timings.ResourceQuotaSyncPeriod, "resource-quota-sync-period", c.Timings.ResourceQuotaSyncPeriod, "how often every quota's usage is recalculated in full")
+	fs.DurationVar(&c.Timings.PVClaimBinderSyncPeriod, "pvclaimbinder-sync-period", c.Timings.PVClaimBinderSyncPeriod, "how often the persistentvolume-binder syncs every volume and claim again")
 	t := &c.Timings
 	fs.DurationVar(&t.NodeMonitorPeriod, "node-monitor-period", t.NodeMonitorPeriod, "how often the node lifecycle controller checks node health")
 	fs.DurationVar(&t.NodeMonitorGracePeriod, "node-monitor-grace-period", t.NodeMonitorGracePeriod, "how long a node may be silent before it is marked Unknown")

@@ -21,7 +21,10 @@ import (
 	"github.com/minictl/minictl/controllers/namespace"
 	"github.com/minictl/minictl/controllers/nodeipam"
 	"github.com/minictl/minictl/controllers/nodelifecycle"
+	"github.com/minictl/minictl/controllers/persistentvolume"
 	"github.com/minictl/minictl/controllers/podgc"
+	"github.com/minictl/minictl/controllers/pvcprotection"
+	"github.com/minictl/minictl/controllers/pvprotection"
 	"github.com/minictl/minictl/controllers/replicaset"
 	"github.com/minictl/minictl/controllers/replicationcontroller"
 	"github.com/minictl/minictl/controllers/resourcequota"
@@ -145,6 +148,26 @@ var knownControllers = []descriptor{
 		name: endpoints.Name, serviceAccount: "endpoint-controller", defaultOn: true, workers: 5, workersFlag: "concurrent-endpoint-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return endpoints.New(endpoints.Options{Common: cc.Common})
+		},
+	},
+	{
+		// kube-controller-manager runs each of the volume controllers
+		// with one worker and no flag for it.
+		name: persistentvolume.Name, serviceAccount: "persistent-volume-binder", defaultOn: true, workers: 1,
+		build: func(cc *controllerContext) (runner, error) {
+			return persistentvolume.New(persistentvolume.Options{Common: cc.Common, SyncPeriod: cc.Timings.PVClaimBinderSyncPeriod})
+		},
+	},
+	{
+		name: pvcprotection.Name, serviceAccount: "pvc-protection-controller", defaultOn: true, workers: 1,
+		build: func(cc *controllerContext) (runner, error) {
+			return pvcprotection.New(pvcprotection.Options{Common: cc.Common})
+		},
+	},
+	{
+		name: pvprotection.Name, serviceAccount: "pv-protection-controller", defaultOn: true, workers: 1,
+		build: func(cc *controllerContext) (runner, error) {
+			return pvprotection.New(pvprotection.Options{Common: cc.Common})
 		},
 	},
 	{

@@ -125,6 +125,32 @@ var controllers = []controllerRole{
 		verbs("create").groups(legacyGroup).resources("serviceaccounts"),
 		eventsRule(),
 	}},
+	// Binding, provisioning and protecting volumes, with the rules kube
+	// gives these ServiceAccounts (the binder's take in what its in-tree
+	// volume plugins once needed).
+	{"persistent-volume-binder", []*rule{
+		verbs("get", "list", "watch", "update", "create", "delete").groups(legacyGroup).resources("persistentvolumes"),
+		verbs("update").groups(legacyGroup).resources("persistentvolumes/status"),
+		verbs("get", "list", "watch", "update").groups(legacyGroup).resources("persistentvolumeclaims"),
+		verbs("update").groups(legacyGroup).resources("persistentvolumeclaims/status"),
+		verbs("list", "watch", "get", "create", "delete").groups(legacyGroup).resources("pods"),
+		verbs("get", "list", "watch").groups(storageGroup).resources("storageclasses"),
+		verbs("get", "create", "update", "delete").groups(legacyGroup).resources("endpoints"),
+		verbs("get", "create", "delete").groups(legacyGroup).resources("services"),
+		verbs("get").groups(legacyGroup).resources("secrets"),
+		verbs("get", "list").groups(legacyGroup).resources("nodes"),
+		verbs("watch").groups(legacyGroup).resources("events"),
+		eventsRule(),
+	}},
+	{"pvc-protection-controller", []*rule{
+		verbs("get", "list", "watch", "update").groups(legacyGroup).resources("persistentvolumeclaims"),
+		verbs("list", "watch", "get").groups(legacyGroup).resources("pods"),
+		eventsRule(),
+	}},
+	{"pv-protection-controller", []*rule{
+		verbs("get", "list", "watch", "update").groups(legacyGroup).resources("persistentvolumes"),
+		eventsRule(),
+	}},
 	{"ttl-after-finished-controller", []*rule{
 		verbs("get", "list", "watch", "delete").groups(batchGroup).resources("jobs"),
 		eventsRule(),
