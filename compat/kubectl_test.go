@@ -792,7 +792,8 @@ spec:
 
 // TestKubectlStatefulSetRollout: kubectl waits for a StatefulSet's
 // ordered start and its rolling update, lists its revisions, and undoes
-// the update.
+// the update. kubectl reports a RollingUpdate with a rollingUpdate block
+// (which the defaults always add) as "partitioned", as it does with kube.
 func TestKubectlStatefulSetRollout(t *testing.T) {
 	const ns = "compat-sts"
 	kubectl(t, "create", "namespace", ns)
@@ -808,7 +809,7 @@ spec:
     metadata: {labels: {app: web}}
     spec: {containers: [{name: web, image: web:1}]}
 `, "create", "-f", "-")
-	if out := kubectl(t, "rollout", "status", "sts/web", "-n", ns, "--timeout=60s"); !strings.Contains(out, "statefulset rolling update complete 3 pods at revision web-") {
+	if out := kubectl(t, "rollout", "status", "sts/web", "-n", ns, "--timeout=60s"); !strings.Contains(out, "partitioned roll out complete: 3 new pods have been updated") {
 		t.Fatalf("rollout status: %s", out)
 	}
 	tb := parseTable(t, kubectl(t, "get", "sts", "-n", ns, "-o", "wide"))
@@ -821,7 +822,7 @@ spec:
 	}
 
 	kubectl(t, "set", "image", "sts/web", "-n", ns, "web=web:2")
-	if out := kubectl(t, "rollout", "status", "sts/web", "-n", ns, "--timeout=60s"); !strings.Contains(out, "statefulset rolling update complete 3 pods at revision") {
+	if out := kubectl(t, "rollout", "status", "sts/web", "-n", ns, "--timeout=60s"); !strings.Contains(out, "partitioned roll out complete: 3 new pods have been updated") {
 		t.Fatalf("rollout status after set image: %s", out)
 	}
 	history := kubectl(t, "rollout", "history", "sts/web", "-n", ns)
@@ -831,7 +832,7 @@ spec:
 	if out := kubectl(t, "rollout", "undo", "sts/web", "-n", ns); !strings.Contains(out, "statefulset.apps/web rolled back") {
 		t.Errorf("rollout undo: %s", out)
 	}
-	if out := kubectl(t, "rollout", "status", "sts/web", "-n", ns, "--timeout=60s"); !strings.Contains(out, "statefulset rolling update complete") {
+	if out := kubectl(t, "rollout", "status", "sts/web", "-n", ns, "--timeout=60s"); !strings.Contains(out, "partitioned roll out complete: 3 new pods have been updated") {
 		t.Fatalf("rollout status after undo: %s", out)
 	}
 	eventually(t, 30*time.Second, "every pod back on web:1", func() (bool, string) {
