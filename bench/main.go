@@ -127,7 +127,7 @@ func run() error {
 	isQuick := flag.Bool("quick", false, "smaller counts and one repetition, for a fast look")
 	reps := flag.Int("reps", 0, "repetitions of each scenario (default 3, 1 with -quick)")
 	jsonPath := flag.String("json", "", "also write the results as JSON to this file")
-	only := flag.String("only", "", "comma-separated scenarios to run (create, watch, reconcile, namespace, startup, apply, crcreate, crdestablish, job, daemonset, securecreate, services); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (create, watch, reconcile, namespace, startup, apply, crcreate, crdestablish, job, daemonset, statefulset, securecreate, services); default all")
 	pprofDir := flag.String("pprof", "", "start minictl with --profiling and save CPU and allocation profiles of each scenario's first repetition here")
 	logDir := flag.String("logs", "", "keep each minictl's stderr log (and its /metrics at the end) in this directory")
 	createPods := flag.Int("create-pods", 0, "pods the create scenario creates (default 5000, 1000 with -quick)")
