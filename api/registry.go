@@ -21,11 +21,11 @@ import (
 // functions each entry names live in the file of its kind group: pod.go,
 // podtemplate.go, replicationcontroller.go, service.go, core.go (namespaces, nodes, endpoints, events), config.go
 // (configmaps, secrets), quota.go (resourcequotas, limitranges),
-// coordination.go, endpointslice.go, apps.go, daemonset.go, job.go, cronjob.go, policy.go, admissionregistration.go, apiextensions.go,
-// rbac.go, certificates.go, review.go, networking.go (ingresses, ingress classes, network policies), servicecidr.go
-// (service CIDRs, IP addresses) and storage.go (persistentvolumes, persistentvolumeclaims, storageclasses); their
-// Table columns live in table.go (networking_table.go for ingresses and network policies, storage_table.go for
-// the storage kinds).
+// coordination.go, endpointslice.go, apps.go, daemonset.go, statefulset.go, job.go, cronjob.go, policy.go,
+// admissionregistration.go, apiextensions.go, rbac.go, certificates.go, review.go, networking.go (ingresses,
+// ingress classes, network policies), servicecidr.go (service CIDRs, IP addresses) and storage.go
+// (persistentvolumes, persistentvolumeclaims, storageclasses); their Table columns live in table.go
+// (networking_table.go for ingresses and network policies, storage_table.go for the storage kinds).
 var (
 	Namespaces = &Resource{
 		Version: "v1", Kind: "Namespace", Plural: "namespaces", Singular: "namespace",
@@ -191,6 +191,15 @@ var (
 		PrepareForCreate: defaulter(prepareDaemonSetForCreate), PrepareForUpdate: updatePreparer(prepareDaemonSetForUpdate),
 		Table: daemonSetTable,
 	}
+	StatefulSets = &Resource{
+		Group: "apps", Version: "v1", Kind: "StatefulSet", Plural: "statefulsets", Singular: "statefulset", Namespaced: true,
+		ShortNames: []string{"sts"}, Categories: []string{"all"}, Subresources: []string{"status", "scale"},
+		New:     func() Object { return &appsv1.StatefulSet{} },
+		Default: defaulter(defaultStatefulSet), Validate: validator(validateStatefulSet), ValidateUpdate: updateValidator(validateStatefulSetUpdate),
+		PrepareForCreate: defaulter(prepareStatefulSetForCreate), PrepareForUpdate: updatePreparer(prepareStatefulSetForUpdate),
+		Scale: statefulSetScale,
+		Table: statefulSetTable,
+	}
 	ControllerRevisions = &Resource{
 		Group: "apps", Version: "v1", Kind: "ControllerRevision", Plural: "controllerrevisions", Singular: "controllerrevision", Namespaced: true,
 		New:      func() Object { return &appsv1.ControllerRevision{} },
@@ -340,7 +349,7 @@ var (
 
 var all = Catalogue{
 	Namespaces, Pods, PodTemplates, ReplicationControllers, Nodes, Services, Endpoints, ConfigMaps, Secrets, ServiceAccounts,
-	Events, PersistentVolumes, PersistentVolumeClaims, ResourceQuotas, LimitRanges, Leases, ReplicaSets, Deployments, DaemonSets, ControllerRevisions,
+	Events, PersistentVolumes, PersistentVolumeClaims, ResourceQuotas, LimitRanges, Leases, ReplicaSets, Deployments, DaemonSets, StatefulSets, ControllerRevisions,
 	Jobs, CronJobs, PodDisruptionBudgets, EndpointSlices, Ingresses, IngressClasses, NetworkPolicies,
 	TokenReviews, SelfSubjectReviews,
 	LocalSubjectAccessReviews, SelfSubjectAccessReviews, SelfSubjectRulesReviews, SubjectAccessReviews,

@@ -30,10 +30,25 @@ func newNodeGraph(s *Server) *nodeGraph {
 	return &nodeGraph{s: s, index: node.NewIndex()}
 }
 
-// HasPath answers from the index once it has caught up with the cache.
+// HasPath answers from the index once it has caught up with the cache. A
+// volume is the node's when a claim one of its pods uses is bound to it
+// (kube's graph: pv → pvc → pod → node); the claims' watch cache says
+// which volume each claim is bound to.
 func (g *nodeGraph) HasPath(nodeName string, to node.Ref) bool {
 	g.catchUp()
-	return g.index.HasPath(nodeName, to)
+	if g.index.HasPath(nodeName, to) {
+		return true
+	}
+	if to.Kind != node.PersistentVolume {
+		return false
+	}
+	for _, claim := range g.index.RefsOf(nodeName, node.PersistentVolumeClaim) {
+		pvc, ok := cachedAs[*corev1.PersistentVolumeClaim](g.s, api.PersistentVolumeClaims, claim.Namespace, claim.Name)
+		if ok && pvc.Spec.VolumeName != "" && pvc.Spec.VolumeName == to.Name {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *nodeGraph) catchUp() {

@@ -7,6 +7,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minictl/minictl/apiserver"
@@ -251,4 +252,47 @@ func TestUnknownAdmissionPluginIsRefused(t *testing.T) {
 	if err == nil || err.Error() != `apiserver: unknown admission plugin "NodeRestrictions"` {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// A kubelet reads the claims its pods use and the volumes those claims
+// are bound to, and no other.
+func TestNodeReadsTheVolumesOfItsPodsClaims(t *testing.T) {
+	c := startNodeCluster(t)
+	for _, name := range []string{"vol-a", "vol-b"} {
+		create[corev1.PersistentVolume](t, c.Env, "/api/v1/persistentvolumes", &corev1.PersistentVolume{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolume"},
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PersistentVolumeSpec{
+				Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+				AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data/" + name}},
+			},
+		})
+	}
+	noClass := ""
+	create[corev1.PersistentVolumeClaim](t, c.Env, "/api/v1/namespaces/default/persistentvolumeclaims", &corev1.PersistentVolumeClaim{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+		ObjectMeta: metav1.ObjectMeta{Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: &noClass,
+			VolumeName:       "vol-a",
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	})
+	p := pod("db", "node-1", nil)
+	p.Spec.Volumes = []corev1.Volume{{Name: "store", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"},
+	}}}
+	create[corev1.Pod](t, c.Env, podPath("default", ""), p)
+
+	eventually(t, "node-1 reads the volume its pod's claim is bound to", func() (bool, string) {
+		r := c.as(t, "node-1", http.MethodGet, "/api/v1/persistentvolumes/vol-a", nil)
+		return r.code == http.StatusOK, truncate(r.body)
+	})
+	c.as(t, "node-1", http.MethodGet, "/api/v1/namespaces/default/persistentvolumeclaims/data", nil).want(t, http.StatusOK)
+	c.as(t, "node-1", http.MethodGet, "/api/v1/persistentvolumes/vol-b", nil).forbidden(t,
+		`persistentvolumes "vol-b" is forbidden: User "system:node:node-1" cannot get resource "persistentvolumes" in API group "" at the cluster scope: no relationship found between node 'node-1' and this object`)
+	c.as(t, "node-2", http.MethodGet, "/api/v1/persistentvolumes/vol-a", nil).want(t, http.StatusForbidden)
+	c.as(t, "node-2", http.MethodGet, "/api/v1/namespaces/default/persistentvolumeclaims/data", nil).want(t, http.StatusForbidden)
 }

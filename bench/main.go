@@ -33,6 +33,7 @@ type config struct {
 	jobParallelism   int
 	jobNodes         int
 	dsNodes          int
+	stsReplicas      int
 	services         int
 	loadBalancers    int
 	settle           time.Duration
@@ -42,62 +43,64 @@ type config struct {
 var full = config{
 	reps: 3, createPods: 5000, lists: 10, watchers: 1000, watchPods: 200,
 	replicas: 2000, nodes: 20, nsPods: 1000, nsNodes: 10, storedPods: 30000, applies: 2000, crds: 20,
-	jobCompletions: 1000, jobParallelism: 100, jobNodes: 10, dsNodes: 100, services: 500, loadBalancers: 50,
+	jobCompletions: 1000, jobParallelism: 100, jobNodes: 10, dsNodes: 100, stsReplicas: 100, services: 500, loadBalancers: 50,
 	settle: 2 * time.Second, reconcileTimeout: 180 * time.Second,
 }
 
 var quick = config{
 	reps: 1, createPods: 1000, lists: 5, watchers: 100, watchPods: 50,
 	replicas: 200, nodes: 2, nsPods: 100, nsNodes: 1, storedPods: 3000, applies: 500, crds: 5,
-	jobCompletions: 100, jobParallelism: 20, jobNodes: 2, dsNodes: 20, services: 500, loadBalancers: 20,
+	jobCompletions: 100, jobParallelism: 20, jobNodes: 2, dsNodes: 20, stsReplicas: 100, services: 500, loadBalancers: 20,
 	settle: time.Second, reconcileTimeout: 60 * time.Second,
 }
 
 // targets are the requirement's, for the full sizes (2-core machine).
 var targets = map[string]*target{
-	"create/minictl / raw etcd":                                {op: ">=", value: 60},
-	"create/create p99":                                        {op: "<", value: 50},
-	"list/5000 pods from watch cache (resourceVersion=0)":      {op: "<", value: 60},
-	"watch/delivery p99 (1000 watchers)":                       {op: "<", value: 50},
-	"watch/missed events":                                      {op: "==", value: 0, worst: true},
-	"watch/etcd watches on pods":                               {op: "==", value: 1, worst: true},
-	"reconcile/ReplicaSet 0 → 2000: pods created":              {op: "<", value: 3},
-	"reconcile/ReplicaSet 0 → 2000: all Running":               {op: "<", value: 10},
-	"reconcile/200 pods deleted: all replaced":                 {op: "<", value: 1},
-	"namespace/namespace with 1000 running pods deleted: gone": {op: "<", value: 3},
-	"start-up/ready, empty data dir":                           {op: "<", value: 1000},
-	"start-up/ready, 30000 stored pods":                        {op: "<", value: 3000},
-	"memory/minictl up idle RSS":                               {op: "<", value: 100},
-	"apply/unchanged Deployment p99":                           {op: "<", value: 10},
-	"crcreate/custom objects / pods":                           {op: ">=", value: 90},
-	"crdestablish/definition to first object p99":              {op: "<", value: 100},
-	"job/Job of 1000 completions: Complete":                    {op: "<", value: 10},
-	"daemonset/DaemonSet on 100 nodes: all Running":            {op: "<", value: 3},
-	"securecreate/secure / plain":                              {op: ">=", value: 90},
-	"services/Services / pods":                                 {op: ">=", value: 80},
-	"loadbalancer/create to ingress IP p99":                    {op: "<", value: 200},
+	"create/minictl / raw etcd":                                                   {op: ">=", value: 60},
+	"create/create p99":                                                           {op: "<", value: 50},
+	"list/5000 pods from watch cache (resourceVersion=0)":                         {op: "<", value: 60},
+	"watch/delivery p99 (1000 watchers)":                                          {op: "<", value: 50},
+	"watch/missed events":                                                         {op: "==", value: 0, worst: true},
+	"watch/etcd watches on pods":                                                  {op: "==", value: 1, worst: true},
+	"reconcile/ReplicaSet 0 → 2000: pods created":                                 {op: "<", value: 3},
+	"reconcile/ReplicaSet 0 → 2000: all Running":                                  {op: "<", value: 10},
+	"reconcile/200 pods deleted: all replaced":                                    {op: "<", value: 1},
+	"namespace/namespace with 1000 running pods deleted: gone":                    {op: "<", value: 3},
+	"start-up/ready, empty data dir":                                              {op: "<", value: 1000},
+	"start-up/ready, 30000 stored pods":                                           {op: "<", value: 3000},
+	"memory/minictl up idle RSS":                                                  {op: "<", value: 100},
+	"apply/unchanged Deployment p99":                                              {op: "<", value: 10},
+	"crcreate/custom objects / pods":                                              {op: ">=", value: 90},
+	"crdestablish/definition to first object p99":                                 {op: "<", value: 100},
+	"job/Job of 1000 completions: Complete":                                       {op: "<", value: 10},
+	"daemonset/DaemonSet on 100 nodes: all Running":                               {op: "<", value: 3},
+	"statefulset/Parallel StatefulSet of 100 pods with a claim each: all Running": {op: "<", value: 5},
+	"securecreate/secure / plain":                                                 {op: ">=", value: 90},
+	"services/Services / pods":                                                    {op: ">=", value: 80},
+	"loadbalancer/create to ingress IP p99":                                       {op: "<", value: 200},
 }
 
 // notes say how a figure was set up, where the name does not.
 var notes = map[string]string{
-	"create/pods created":                                      "32 clients",
-	"create/raw etcd txn puts":                                 "32 clients, same etcd, same size",
-	"reconcile/ReplicaSet 0 → 2000: pods created":              "--nodes 20",
-	"namespace/namespace with 1000 running pods deleted: gone": "--nodes 10",
-	"memory/minictl up idle RSS":                               "defaults, 3 nodes",
-	"apply/unchanged Deployment p50":                           "server-side apply, one client",
-	"apply/unchanged Deployment p99":                           "server-side apply, one client",
-	"crcreate/pods created":                                    "32 clients, alternating with the custom objects",
-	"crcreate/custom objects created":                          "32 clients, pod-sized, every field in the schema",
-	"crdestablish/definition to first object p50":              "one definition at a time",
-	"crdestablish/definition to first object p99":              "one definition at a time",
-	"job/Job of 1000 completions: Complete":                    "parallelism 100, --nodes 10, each pod exit 0",
-	"daemonset/DaemonSet on 100 nodes: all Running":            "--nodes 100",
-	"securecreate/pods created, secure port":                   "32 clients with a user's client certificate, RBAC among 1000 other RoleBindings",
-	"services/pods created":                                    "32 clients, alternating with the Services",
-	"services/Services created":                                "32 clients, each given a cluster IP",
-	"loadbalancer/create to ingress IP p50":                    "one Service at a time, --nodes 3, the simulated cloud",
-	"loadbalancer/create to ingress IP p99":                    "one Service at a time, --nodes 3, the simulated cloud",
+	"create/pods created":                                                         "32 clients",
+	"create/raw etcd txn puts":                                                    "32 clients, same etcd, same size",
+	"reconcile/ReplicaSet 0 → 2000: pods created":                                 "--nodes 20",
+	"namespace/namespace with 1000 running pods deleted: gone":                    "--nodes 10",
+	"memory/minictl up idle RSS":                                                  "defaults, 3 nodes",
+	"apply/unchanged Deployment p50":                                              "server-side apply, one client",
+	"apply/unchanged Deployment p99":                                              "server-side apply, one client",
+	"crcreate/pods created":                                                       "32 clients, alternating with the custom objects",
+	"crcreate/custom objects created":                                             "32 clients, pod-sized, every field in the schema",
+	"crdestablish/definition to first object p50":                                 "one definition at a time",
+	"crdestablish/definition to first object p99":                                 "one definition at a time",
+	"job/Job of 1000 completions: Complete":                                       "parallelism 100, --nodes 10, each pod exit 0",
+	"daemonset/DaemonSet on 100 nodes: all Running":                               "--nodes 100",
+	"statefulset/Parallel StatefulSet of 100 pods with a claim each: all Running": "--nodes 10 (2 quick), the standard class provisioning each claim",
+	"securecreate/pods created, secure port":                                      "32 clients with a user's client certificate, RBAC among 1000 other RoleBindings",
+	"services/pods created":                                                       "32 clients, alternating with the Services",
+	"services/Services created":                                                   "32 clients, each given a cluster IP",
+	"loadbalancer/create to ingress IP p50":                                       "one Service at a time, --nodes 3, the simulated cloud",
+	"loadbalancer/create to ingress IP p99":                                       "one Service at a time, --nodes 3, the simulated cloud",
 }
 
 type harness struct {
@@ -128,7 +131,7 @@ func run() error {
 	isQuick := flag.Bool("quick", false, "smaller counts and one repetition, for a fast look")
 	reps := flag.Int("reps", 0, "repetitions of each scenario (default 3, 1 with -quick)")
 	jsonPath := flag.String("json", "", "also write the results as JSON to this file")
-	only := flag.String("only", "", "comma-separated scenarios to run (create, watch, reconcile, namespace, startup, apply, crcreate, crdestablish, job, daemonset, securecreate, services, loadbalancer); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (create, watch, reconcile, namespace, startup, apply, crcreate, crdestablish, job, daemonset, statefulset, securecreate, services, loadbalancer); default all")
 	pprofDir := flag.String("pprof", "", "start minictl with --profiling and save CPU and allocation profiles of each scenario's first repetition here")
 	logDir := flag.String("logs", "", "keep each minictl's stderr log (and its /metrics at the end) in this directory")
 	createPods := flag.Int("create-pods", 0, "pods the create scenario creates (default 5000, 1000 with -quick)")
@@ -179,6 +182,7 @@ func run() error {
 		{"crdestablish", h.runCRDEstablish},
 		{"job", h.runJob},
 		{"daemonset", h.runDaemonSet},
+		{"statefulset", h.runStatefulSet},
 		{"securecreate", h.runSecureCreate},
 		{"services", h.runServices},
 		{"loadbalancer", h.runLoadBalancer},

@@ -20,7 +20,7 @@
 //   - commands_test.go: pods whose commands the simulated kubelets run,
 //     as kubectl get pods shows them (Completed, Error, CrashLoopBackOff,
 //     Init:0/1);
-//     a DaemonSet's rollout status, history and undo;
+//     a DaemonSet's and a StatefulSet's rollout status, history and undo;
 //     Jobs: create, the server's columns, wait --for=condition=complete;
 //   - clientgo_test.go: create, get, update with conflict retry, patch,
 //     delete through kubernetes.Clientset, and shared informers that sync,

@@ -793,6 +793,57 @@ spec:
 	})
 }
 
+// TestKubectlStatefulSetRollout: kubectl waits for a StatefulSet's
+// ordered start and its rolling update, lists its revisions, and undoes
+// the update. kubectl reports a RollingUpdate with a rollingUpdate block
+// (which the defaults always add) as "partitioned", as it does with kube.
+func TestKubectlStatefulSetRollout(t *testing.T) {
+	const ns = "compat-sts"
+	kubectl(t, "create", "namespace", ns)
+	t.Cleanup(func() { kubectlRun(t, "", nil, "delete", "namespace", ns, "--wait=false") })
+	kubectlIn(t, `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: web, namespace: `+ns+`}
+spec:
+  replicas: 3
+  serviceName: web
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: web:1}]}
+`, "create", "-f", "-")
+	if out := kubectl(t, "rollout", "status", "sts/web", "-n", ns, "--timeout=60s"); !strings.Contains(out, "partitioned roll out complete: 3 new pods have been updated") {
+		t.Fatalf("rollout status: %s", out)
+	}
+	tb := parseTable(t, kubectl(t, "get", "sts", "-n", ns, "-o", "wide"))
+	wantHeader(t, tb, "NAME", "READY", "AGE", "CONTAINERS", "IMAGES")
+	if row := tb.rows[0]; tb.col(t, row, "READY") != "3/3" || tb.col(t, row, "IMAGES") != "web:1" {
+		t.Errorf("sts row %q, want 3/3 ready on web:1", row)
+	}
+	if names := kubectl(t, "get", "pods", "-n", ns, "-l", "app=web", "-o", "jsonpath={.items[*].metadata.name}"); names != "web-0 web-1 web-2" {
+		t.Errorf("pods %q, want web-0 web-1 web-2", names)
+	}
+
+	kubectl(t, "set", "image", "sts/web", "-n", ns, "web=web:2")
+	if out := kubectl(t, "rollout", "status", "sts/web", "-n", ns, "--timeout=60s"); !strings.Contains(out, "partitioned roll out complete: 3 new pods have been updated") {
+		t.Fatalf("rollout status after set image: %s", out)
+	}
+	history := kubectl(t, "rollout", "history", "sts/web", "-n", ns)
+	if !regexp.MustCompile(`(?m)^1\s+<none>\n2\s+<none>`).MatchString(history) {
+		t.Errorf("rollout history:\n%s\nwant revisions 1 and 2", history)
+	}
+	if out := kubectl(t, "rollout", "undo", "sts/web", "-n", ns); !strings.Contains(out, "statefulset.apps/web rolled back") {
+		t.Errorf("rollout undo: %s", out)
+	}
+	if out := kubectl(t, "rollout", "status", "sts/web", "-n", ns, "--timeout=60s"); !strings.Contains(out, "partitioned roll out complete: 3 new pods have been updated") {
+		t.Fatalf("rollout status after undo: %s", out)
+	}
+	eventually(t, 30*time.Second, "every pod back on web:1", func() (bool, string) {
+		out := kubectl(t, "get", "pods", "-n", ns, "-l", "app=web", "-o", "jsonpath={.items[*].spec.containers[0].image}")
+		return out == "web:1 web:1 web:1", out
+	})
+}
+
 // TestKubectlJobs: kubectl creates Jobs, prints them with the server's
 // columns, and waits for one to complete: its pods exit through the
 // simulated kubelet's exit-code annotation.

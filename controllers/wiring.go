@@ -33,6 +33,7 @@ import (
 	"github.com/minictl/minictl/controllers/rootcacertpublisher"
 	"github.com/minictl/minictl/controllers/serviceaccount"
 	"github.com/minictl/minictl/controllers/serviceaccounttoken"
+	"github.com/minictl/minictl/controllers/statefulset"
 	"github.com/minictl/minictl/controllers/tokencleaner"
 	"github.com/minictl/minictl/controllers/ttlafterfinished"
 )
@@ -77,6 +78,12 @@ var knownControllers = []descriptor{
 		name: daemonset.Name, serviceAccount: "daemon-set-controller", defaultOn: true, workers: 2, workersFlag: "concurrent-daemonset-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return daemonset.New(daemonset.Options{Common: cc.Common})
+		},
+	},
+	{
+		name: statefulset.Name, serviceAccount: "statefulset-controller", defaultOn: true, workers: 5, workersFlag: "concurrent-statefulset-syncs",
+		build: func(cc *controllerContext) (runner, error) {
+			return statefulset.New(statefulset.Options{Common: cc.Common})
 		},
 	},
 	{

@@ -16,6 +16,8 @@
 //   - backoff.go: the containers' restart back-off (CrashLoopBackOff).
 //   - runlog.go: the containers' logs, written as their runs go.
 //   - ipam.go: pod IPs from the node's pod CIDR (host-local IPAM).
+//   - volumes.go: whether a pod's claims are ready to mount here (the
+//     volume manager's wait).
 //   - server.go: the kubelet's HTTP API on the node address:
 //     /containerLogs (what the API server's pods/log proxies to) and
 //     /healthz.
@@ -51,6 +53,15 @@
 //     (image "sim://<image>", containerID "sim://<uid>/<name>") and it is
 //     Running, with PodScheduled, Initialized, PodReadyToStartContainers,
 //     ContainersReady and Ready True.
+//   - A pod with claims (persistentVolumeClaim or generic ephemeral
+//     volumes) starts only once each claim is Bound to a volume that names
+//     it back and whose node affinity admits the node; the kubelet gets
+//     them (it may not watch them) every second. Meanwhile the pod is
+//     Pending, its containers waiting ContainerCreating and
+//     PodReadyToStartContainers False, without startTime or IP; every
+//     VolumeMountTimeout (2m3s) of waiting a FailedMount event says
+//     "Unable to attach or mount volumes: unmounted volumes=[...],
+//     unattached volumes=[...]: timed out waiting for the condition".
 //   - A container runs what its command and args say (sh -c scripts of
 //     sleep, exit, true, false, echo with ;, && and ||; see
 //     containerScript): it exits by itself at the time and with the code

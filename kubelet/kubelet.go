@@ -146,6 +146,10 @@ type Options struct {
 	// restart up to MaxBackOff. 0 is DefaultBackOffBase, and
 	// DefaultMaxBackOff.
 	BackOffBase, MaxBackOff time.Duration
+	// VolumeMountTimeout is how long a pod waits for its claims to be
+	// bound to volumes this node can reach before a FailedMount event says
+	// so; 0 is DefaultVolumeMountTimeout.
+	VolumeMountTimeout time.Duration
 }
 
 // Kubelet is one simulated node agent. See the package doc.
@@ -214,6 +218,9 @@ type podMemo struct {
 	// startedAt is when the current run of each container started, by
 	// container name, to the nanosecond: a status keeps whole seconds.
 	startedAt map[string]time.Time
+	// volumesWaitSince is when the pod began to wait for its volumes, or
+	// was last told it waits (FailedMount); zero while it does not wait.
+	volumesWaitSince time.Time
 }
 
 // New returns a kubelet for opts.NodeName. Nothing happens until Run.
@@ -253,6 +260,9 @@ func New(opts Options) (*Kubelet, error) {
 	}
 	if opts.Recorder == nil {
 		opts.Recorder = record.Discard
+	}
+	if opts.VolumeMountTimeout <= 0 {
+		opts.VolumeMountTimeout = DefaultVolumeMountTimeout
 	}
 	opts.Clock = clock.Or(opts.Clock)
 	if opts.ExternalCloudProvider && !slices.ContainsFunc(opts.Taints, func(t corev1.Taint) bool { return t.Key == TaintExternalCloudProvider }) {
@@ -429,7 +439,42 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 		k.forget(key)
 		return nil // finished: nothing runs, its IP is free
 	}
+	if !started(pod) {
+		unmounted, err := k.unmountedVolumes(ctx, pod)
+		if err != nil {
+			return err
+		}
+		if len(unmounted) > 0 {
+			return k.awaitVolumes(ctx, key, pod, unmounted)
+		}
+	}
 	return k.writeStatus(ctx, key, pod, false)
+}
+
+// awaitVolumes keeps a pod whose volumes are not ready from starting: it
+// is Pending, its containers waiting ContainerCreating, and looked at
+// again shortly; past the mount timeout a FailedMount event says which
+// volumes it waits for.
+func (k *Kubelet) awaitVolumes(ctx context.Context, key string, pod *corev1.Pod, unmounted []string) error {
+	status := waitingForVolumes(pod, metav1.NewTime(k.clock.Now()))
+	if !apiequality.Semantic.DeepEqual(status, pod.Status) {
+		cp := pod.DeepCopy()
+		cp.Status = status
+		_, err := k.pods.UpdateStatus(ctx, cp)
+		switch {
+		case client.IsNotFound(err):
+			return nil
+		case client.IsConflict(err):
+			return workqueue.RequeueAfter(0, "the pod changed meanwhile")
+		case err != nil:
+			return fmt.Errorf("update status of pod %s: %w", key, err)
+		}
+		k.log.Info(fmt.Sprintf("waiting for volumes %v", unmounted), slog.String("object", key))
+	}
+	if k.mountTimedOut(key, pod) {
+		k.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "%s", failedMountMessage(unmounted))
+	}
+	return workqueue.RequeueAfter(volumePollInterval, "its volumes are not ready")
 }
 
 // stopPod ends a pod being deleted: its containers stop (the status says

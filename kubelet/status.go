@@ -668,3 +668,26 @@ func setCondition(st *corev1.PodStatus, c corev1.PodCondition, now metav1.Time) 
 	c.LastTransitionTime = now
 	st.Conditions = append(st.Conditions, c)
 }
+
+// waitingForVolumes is the status of a pod the node took on but whose
+// volumes are not ready: Pending, its containers waiting
+// ContainerCreating (init containers PodInitializing), not ready to start
+// containers. It has no startTime nor IP yet: those come when it starts.
+func waitingForVolumes(pod *corev1.Pod, now metav1.Time) corev1.PodStatus {
+	st := *pod.Status.DeepCopy()
+	st.Phase = corev1.PodPending
+	st.InitContainerStatuses, st.ContainerStatuses = nil, nil
+	for _, c := range pod.Spec.InitContainers {
+		cs := containerStatus(pod, &c)
+		cs.State = waiting(reasonPodInitializing, "")
+		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
+	}
+	for _, c := range pod.Spec.Containers {
+		cs := containerStatus(pod, &c)
+		cs.State = waiting(reasonContainerCreating, "")
+		st.ContainerStatuses = append(st.ContainerStatuses, cs)
+	}
+	setConditions(pod, &st, now)
+	setCondition(&st, corev1.PodCondition{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionFalse}, now)
+	return st
+}

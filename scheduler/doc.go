@@ -11,6 +11,9 @@
 //     message that says why none can (kube-scheduler's filter plugins and
 //     FitError).
 //   - score.go: which of those is best (the LeastAllocated score).
+//   - volumes.go: what the pod's PersistentVolumeClaims ask of a node, and
+//     the wait for them to be bound before the pod is (kube-scheduler's
+//     VolumeBinding plugin).
 //   - resources.go: what a pod requests and what a node's pods use.
 //   - nodeports/: which host ports a pod takes and when two conflict
 //     (kube-scheduler's NodePorts plugin), shared with the kubelet.
@@ -27,6 +30,27 @@
 //     admits pods by the same rule), and has room for the pod's
 //     requests (cpu, memory, any other resource it asks for, and one more
 //     pod) after those of the unfinished pods bound to it.
+//   - A pod with claims (persistentVolumeClaim or generic ephemeral
+//     volumes) waits until each exists and is not being deleted, and until
+//     each claim of an Immediate class is bound (the
+//     persistentvolume-binder's work): "pod has unbound immediate
+//     PersistentVolumeClaims". Then a node fits only if the volume of each
+//     bound claim is reachable from it (the volume's node affinity), and
+//     each unbound claim of a WaitForFirstConsumer class finds there an
+//     Available volume to bind, or a class that may provision there (a
+//     provisioner other than kubernetes.io/no-provisioner, and
+//     allowedTopologies admitting the node). A pod without claims reads
+//     nothing of this.
+//   - Once a node is chosen for such a pod, the scheduler writes the
+//     chosen volumes' claimRef and each claim to provision's
+//     volume.kubernetes.io/selected-node annotation, and binds the pod only
+//     when every claim is Bound to a volume reachable from the node. If
+//     that takes longer than the bind timeout (600s), or cannot happen
+//     (a provisioner gave up and took the annotation off), the pod gets a
+//     FailedScheduling event and PodScheduled False with reason
+//     SchedulerError, the annotation it wrote is taken off so that the
+//     next attempt may choose another node, and the pod is tried again
+//     after its backoff.
 //   - Of the nodes that fit, the one left with the most free cpu and
 //     memory wins; a tie goes to the first name.
 //   - Decisions are made one at a time, and a pod counts on its node from

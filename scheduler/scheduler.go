@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +69,10 @@ type Options struct {
 	// Clock is the scheduler's time source: the times it writes and its
 	// workqueue's delays; nil is the real clock.
 	Clock clock.Clock
+	// BindTimeout bounds how long a pod waits, before it is bound, for
+	// the claims it needs bound or provisioned on its node; 0 means
+	// DefaultBindTimeout.
+	BindTimeout time.Duration
 }
 
 // Scheduler binds pending pods to nodes. See the package doc.
@@ -77,13 +82,19 @@ type Scheduler struct {
 	pods       *client.Client[*corev1.Pod]
 	podLister  informer.Lister[*corev1.Pod]
 	nodeLister informer.Lister[*corev1.Node]
-	synced     []func() bool
-	queue      *workqueue.Queue[string]
-	recorder   record.EventRecorder
-	log        *slog.Logger
-	clock      clock.Clock
-	metrics    prometheus.Registerer // nil: no metrics
-	attempts   *prometheus.CounterVec
+	// The volume listers serve the VolumeBinding plugin; a pod without
+	// claims never reads them.
+	pvcLister   informer.Lister[*corev1.PersistentVolumeClaim]
+	pvLister    informer.Lister[*corev1.PersistentVolume]
+	classLister informer.Lister[*storagev1.StorageClass]
+	bindTimeout time.Duration
+	synced      []func() bool
+	queue       *workqueue.Queue[string]
+	recorder    record.EventRecorder
+	log         *slog.Logger
+	clock       clock.Clock
+	metrics     prometheus.Registerer // nil: no metrics
+	attempts    *prometheus.CounterVec
 
 	// backoff is the queue's rate limiter: the per-pod backoff that
 	// processNextWorkItem and requeueUnschedulable both honour.
@@ -117,6 +128,10 @@ type Scheduler struct {
 	// once its backoff is over; meanwhile each waits in the queue for
 	// maxUnschedulable.
 	unschedulable map[string]time.Time
+	// assumedPVs holds, by name, the volumes decided on for a pod's
+	// claims (the pod's key) that the informer does not yet show claimed.
+	// No other claim is offered them meanwhile.
+	assumedPVs map[string]string
 }
 
 // assumedPod is a pod as it was decided for, the node chosen, and what it
@@ -157,6 +172,9 @@ func New(opts Options) (*Scheduler, error) {
 	if opts.PodMaxUnschedulable <= 0 {
 		opts.PodMaxUnschedulable = DefaultPodMaxUnschedulable
 	}
+	if opts.BindTimeout <= 0 {
+		opts.BindTimeout = DefaultBindTimeout
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -174,6 +192,8 @@ func New(opts Options) (*Scheduler, error) {
 		bound:         map[string]boundPod{},
 		usage:         map[string]*nodeUsage{},
 		unschedulable: map[string]time.Time{},
+		assumedPVs:    map[string]string{},
+		bindTimeout:   opts.BindTimeout,
 		metrics:       opts.Metrics,
 		attempts:      newAttemptsMetric(),
 
@@ -213,6 +233,10 @@ func New(opts Options) (*Scheduler, error) {
 		return nil, fmt.Errorf("scheduler: node handler: %w", err)
 	}
 	s.synced = []func() bool{podReg.HasSynced, nodeReg.HasSynced}
+	if err := s.watchVolumes(opts.Informers); err != nil {
+		s.stop()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -493,10 +517,19 @@ func (s *Scheduler) sync(ctx context.Context, key string) error {
 		s.log.Info(fmt.Sprintf("%d nodes, 0 fit → unschedulable: %s", d.nodes, d.message),
 			slog.String("object", key), slog.Int("nodes", d.nodes), slog.Int("fit", 0), slog.Any("reasons", d.reasons))
 		s.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "%s", d.message)
-		if err := s.setUnschedulableCondition(ctx, pod, d.message); err != nil {
+		if err := s.setCondition(ctx, pod, corev1.PodReasonUnschedulable, d.message); err != nil {
 			return err
 		}
 		return &unschedulableError{message: d.message}
+	}
+
+	if !d.volumes.empty() {
+		s.log.Info(fmt.Sprintf("%d nodes, %d fit → %s chosen; waiting for %d volume(s) to bind", d.nodes, d.fit, d.node,
+			len(d.volumes.bindings)+len(d.volumes.provisions)), slog.String("object", key))
+		if err := s.bindVolumes(ctx, pod, d.volumes); err != nil {
+			return s.preBindFailed(ctx, key, pod, d.volumes, err)
+		}
+		s.releaseVolumes(key)
 	}
 
 	s.log.Info(fmt.Sprintf("%d nodes, %d fit → bind to %s", d.nodes, d.fit, d.node),
@@ -524,6 +557,7 @@ type decision struct {
 	alreadyAssumed bool // the pod is already assumed: no decision was made
 	nodes, fit     int  // nodes considered, and how many fit
 	node           string
+	volumes        *volumePlan         // what the pod's claims need on node; nil for a pod without claims
 	scores         map[string]int64    // of the nodes that fit
 	reasons        map[string][]string // of the nodes that do not
 	message        string              // why no node fits, when node is ""
@@ -540,7 +574,17 @@ func (s *Scheduler) decide(key string, pod *corev1.Pod) decision {
 		return decision{alreadyAssumed: true}
 	}
 	d := decision{nodes: len(nodes), scores: map[string]int64{}, reasons: map[string][]string{}}
+	var claims *podClaims
+	if hasClaims(pod) {
+		var msg string
+		if claims, msg = s.volumePreFilter(pod); msg != "" {
+			d.message = preFilterMessage(len(nodes), msg)
+			s.unschedulable[key] = time.Time{}
+			return d
+		}
+	}
 	var fits []scoredNode
+	plans := map[string]*volumePlan{}
 	for _, node := range nodes {
 		used := usage[node.Name]
 		if used == nil {
@@ -549,6 +593,14 @@ func (s *Scheduler) decide(key string, pod *corev1.Pod) decision {
 		if reasons := filter(pod, node, used); len(reasons) > 0 {
 			d.reasons[node.Name] = reasons
 			continue
+		}
+		if claims != nil {
+			plan, reasons := s.volumeFilter(claims, node, s.assumedPVs)
+			if len(reasons) > 0 {
+				d.reasons[node.Name] = reasons
+				continue
+			}
+			plans[node.Name] = plan
 		}
 		score := leastAllocatedScore(pod, node, used)
 		fits = append(fits, scoredNode{name: node.Name, score: score})
@@ -562,6 +614,10 @@ func (s *Scheduler) decide(key string, pod *corev1.Pod) decision {
 	}
 	d.node = selectHost(fits)
 	s.assumed[key] = assumedPod{pod: pod, node: d.node, take: usageOf(pod)}
+	if plan := plans[d.node]; !plan.empty() {
+		d.volumes = plan
+		s.assumeVolumesLocked(key, plan)
+	}
 	delete(s.unschedulable, key)
 	return d
 }
@@ -602,14 +658,14 @@ func (s *Scheduler) forgetAssumed(key string) {
 	delete(s.assumed, key)
 }
 
-// setUnschedulableCondition sets the pod's PodScheduled condition to False
-// with reason Unschedulable and message, unless it says so already. The
-// transition time moves only when the status changes.
-func (s *Scheduler) setUnschedulableCondition(ctx context.Context, pod *corev1.Pod, message string) error {
+// setCondition sets the pod's PodScheduled condition to False with reason
+// and message, unless it says so already. The transition time moves only
+// when the status changes.
+func (s *Scheduler) setCondition(ctx context.Context, pod *corev1.Pod, reason, message string) error {
 	cond := corev1.PodCondition{
 		Type:               corev1.PodScheduled,
 		Status:             corev1.ConditionFalse,
-		Reason:             corev1.PodReasonUnschedulable,
+		Reason:             reason,
 		Message:            message,
 		LastTransitionTime: metav1.NewTime(s.clock.Now()),
 	}

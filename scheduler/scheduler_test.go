@@ -42,15 +42,20 @@ func newClient(t *testing.T) *client.RESTClient {
 	return rc
 }
 
-// startScheduler runs a scheduler, its informers and an event recorder
-// until the test ends, and returns the registry of its metrics.
-func startScheduler(t *testing.T, rc *client.RESTClient) *prometheus.Registry {
+// startScheduler runs a scheduler (its Options changed by tweaks), its
+// informers and an event recorder until the test ends, and returns the
+// registry of its metrics.
+func startScheduler(t *testing.T, rc *client.RESTClient, tweaks ...func(*Options)) *prometheus.Registry {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	ctx, cancel := context.WithCancel(context.Background())
 	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})
 	recorder := record.NewRecorder(rc, record.Options{Component: DefaultSchedulerName, RetryInterval: 100 * time.Millisecond})
-	s, err := New(Options{Client: rc, Informers: factory, Recorder: recorder, Logger: testLogger(), Metrics: reg})
+	opts := Options{Client: rc, Informers: factory, Recorder: recorder, Logger: testLogger(), Metrics: reg}
+	for _, tweak := range tweaks {
+		tweak(&opts)
+	}
+	s, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

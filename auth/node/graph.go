@@ -223,3 +223,16 @@ func References(pod *corev1.Pod) []Ref {
 	}
 	return out
 }
+
+// RefsOf lists the objects of kind the pods of node reference.
+func (x *Index) RefsOf(node string, kind Kind) []Ref {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var out []Ref
+	for r := range x.refs[node] {
+		if r.Kind == kind {
+			out = append(out, r)
+		}
+	}
+	return out
+}

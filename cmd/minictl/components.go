@@ -41,7 +41,11 @@ type clusterFlags struct {
 	// backOffBase and maxBackOff are the kubelets' container restart
 	// back-off; 0 is a kubelet's (10s doubling to 5m).
 	backOffBase, maxBackOff time.Duration
-	fast                    bool
+	// volumeMountTimeout is how long a kubelet's pod waits for its
+	// volumes before a FailedMount event; bindTimeout how long the
+	// scheduler waits for a pod's claims to bind. 0 is their default.
+	volumeMountTimeout, bindTimeout time.Duration
+	fast                            bool
 	// set are the flags given on the command line.
 	set map[string]bool
 	// zones spread the nodes (--zones); cloud, when set, is the simulated
@@ -80,6 +84,7 @@ func (f *clusterFlags) fastKubelet(set map[string]bool) {
 		f.statusInterval = time.Second
 	}
 	f.backOffBase, f.maxBackOff = time.Second, 10*time.Second
+	f.volumeMountTimeout = 10 * time.Second
 }
 
 // applyFast scales every timing the user did not set explicitly down to
@@ -91,6 +96,7 @@ func (f *clusterFlags) applyFast(fs *flag.FlagSet) {
 	set := setFlags(fs)
 	fastControllerManager(&f.cm, set)
 	f.fastKubelet(set)
+	f.bindTimeout = 20 * time.Second
 }
 
 // fastControllerManager is --fast for the controller manager: leader
@@ -169,7 +175,7 @@ func runCluster(ctx context.Context, connect connector, cf clusterFlags, cmListe
 		run("cloud-controller-manager server", func() error { return ccm.Serve(ctx, cf.ccmListener) })
 	}
 	run("scheduler", func() error {
-		return runScheduler(ctx, schedClient, log, stageTracer(bus, "scheduler"), bus.Active)
+		return runScheduler(ctx, schedClient, log, stageTracer(bus, "scheduler"), bus.Active, cf.bindTimeout)
 	})
 	if cf.cloud != nil { // ingress.go: a third party's controller, which needs the cloud
 		run("ingress-controller", func() error { return runIngressController(ctx, connect, cf.cloud.url, log) })
@@ -199,12 +205,12 @@ func runCluster(ctx context.Context, connect connector, cf clusterFlags, cmListe
 	}
 }
 
-func runScheduler(ctx context.Context, rc *client.RESTClient, log *slog.Logger, trace informer.TraceFunc, traceActive func() bool) error {
+func runScheduler(ctx context.Context, rc *client.RESTClient, log *slog.Logger, trace informer.TraceFunc, traceActive func() bool, bindTimeout time.Duration) error {
 	log = log.With("component", "scheduler")
 	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{Logger: log, Trace: trace, TraceActive: traceActive})
 	defer factory.Shutdown()
 	rec := record.NewRecorder(rc, record.Options{Component: "default-scheduler", Logger: log})
-	s, err := scheduler.New(scheduler.Options{Client: rc, Informers: factory, Recorder: rec, Logger: log})
+	s, err := scheduler.New(scheduler.Options{Client: rc, Informers: factory, Recorder: rec, Logger: log, BindTimeout: bindTimeout})
 	if err != nil {
 		return err
 	}
@@ -237,7 +243,7 @@ func runKubelet(ctx context.Context, rc *client.RESTClient, name string, cf clus
 		Client: rc, NodeName: name, Recorder: rec, Logger: log,
 		HeartbeatInterval: cf.heartbeatInterval, StatusUpdateInterval: cf.statusInterval,
 		Port:        cf.kubeletPort,
-		BackOffBase: cf.backOffBase, MaxBackOff: cf.maxBackOff,
+		BackOffBase: cf.backOffBase, MaxBackOff: cf.maxBackOff, VolumeMountTimeout: cf.volumeMountTimeout,
 	}
 	for _, f := range adjust {
 		f(&opts)
@@ -371,7 +377,7 @@ func runSchedulerCmd(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	return runScheduler(ctx, asUser(rc, apiserver.UserKubeScheduler), log, nil, nil)
+	return runScheduler(ctx, asUser(rc, apiserver.UserKubeScheduler), log, nil, nil, 0)
 }
 
 func runKubeletCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {

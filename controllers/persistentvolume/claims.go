@@ -52,7 +52,10 @@ func (c *Controller) syncUnboundClaim(ctx context.Context, pvc *corev1.Persisten
 	}
 	delay := class != nil && class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
 	node := pvc.Annotations[api.AnnSelectedNode]
-	if pv := c.bestMatch(ctx, pvc, node); pv != nil && (!delay || node != "") {
+	// A WaitForFirstConsumer claim binds once a node is chosen for it, or
+	// once a volume names it: that is how the scheduler hands it an
+	// Available volume it chose.
+	if pv := c.bestMatch(ctx, pvc, node); pv != nil && (!delay || node != "" || pv.Spec.ClaimRef != nil) {
 		c.log.Info(fmt.Sprintf("%s asked, %s fits → bind to %s", requested(pvc), capacityOf(pv), pv.Name), key)
 		return c.bind(ctx, pv.DeepCopy(), pvc)
 	}

@@ -96,3 +96,19 @@ func termMatches(term corev1.NodeSelectorTerm, node *corev1.Node) bool {
 	return match(term.MatchExpressions, labels.Set(node.Labels)) &&
 		match(term.MatchFields, labels.Set{metav1.ObjectNameField: node.Name})
 }
+
+// MatchesNodeSelectorTerms reports whether node matches any of terms, as a
+// required node selector does: an empty list matches nothing.
+func MatchesNodeSelectorTerms(terms []corev1.NodeSelectorTerm, node *corev1.Node) bool {
+	return slices.ContainsFunc(terms, func(term corev1.NodeSelectorTerm) bool { return termMatches(term, node) })
+}
+
+// VolumeFitsNode reports whether a pod on node may use pv: a volume without
+// required node affinity is reachable from every node.
+func VolumeFitsNode(pv *corev1.PersistentVolume, node *corev1.Node) bool {
+	aff := pv.Spec.NodeAffinity
+	if aff == nil || aff.Required == nil {
+		return true
+	}
+	return MatchesNodeSelectorTerms(aff.Required.NodeSelectorTerms, node)
+}

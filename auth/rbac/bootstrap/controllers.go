@@ -168,6 +168,18 @@ var controllers = []controllerRole{
 		verbs("get", "list", "watch", "update").groups(legacyGroup).resources("persistentvolumes"),
 		eventsRule(),
 	}},
+	{"statefulset-controller", []*rule{
+		verbs("list", "watch").groups(legacyGroup).resources("pods"),
+		verbs("get", "list", "watch").groups(appsGroup).resources("statefulsets"),
+		verbs("update").groups(appsGroup).resources("statefulsets/status"),
+		verbs("update").groups(appsGroup).resources("statefulsets/finalizers"),
+		verbs("get", "create", "delete", "update", "patch").groups(legacyGroup).resources("pods"),
+		verbs("get", "create", "delete", "update", "patch", "list", "watch").groups(appsGroup).resources("controllerrevisions"),
+		verbs("get", "create").groups(legacyGroup).resources("persistentvolumeclaims"),
+		// kube adds this rule with StatefulSetAutoDeletePVC, on by default.
+		verbs("update", "delete").groups(legacyGroup).resources("persistentvolumeclaims"),
+		eventsRule(),
+	}},
 	{"ttl-after-finished-controller", []*rule{
 		verbs("get", "list", "watch", "delete").groups(batchGroup).resources("jobs"),
 		eventsRule(),

@@ -152,6 +152,12 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 			verbs("create").groups(authorizationGroup).resources("subjectaccessreviews"),
 			verbs("get", "list", "watch").groups(storageGroup).resources("csinodes", "csidrivers", "csistoragecapacities", "storageclasses", "volumeattachments"),
 			verbs("get", "list", "watch").groups(legacyGroup).resources("namespaces")),
+		// The scheduler's volume binding: it claims the Available volumes
+		// it chooses, and marks the claims to provision with their node.
+		clusterRole("system:volume-scheduler", nil,
+			verbs("get", "list", "watch", "update", "patch").groups(legacyGroup).resources("persistentvolumes"),
+			verbs(read...).groups(storageGroup).resources("storageclasses"),
+			verbs("get", "list", "watch", "update", "patch").groups(legacyGroup).resources("persistentvolumeclaims")),
 		clusterRole("system:kube-controller-manager", nil,
 			eventsRule(),
 			verbs("create").groups(coordinationGroup).resources("leases"),
@@ -223,6 +229,7 @@ func ClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		clusterRoleBinding("system:kube-scheduler", "system:kube-scheduler", userSubject(user.KubeScheduler)),
 		clusterRoleBinding("system:cloud-controller-manager", "system:cloud-controller-manager", userSubject(user.CloudControllerManager)),
 		clusterRoleBinding(user.SimIngressController, user.SimIngressController, userSubject(user.SimIngressController)),
+		clusterRoleBinding("system:volume-scheduler", "system:volume-scheduler", userSubject(user.KubeScheduler)),
 	}
 	return append(bindings, controllerRoleBindings()...)
 }

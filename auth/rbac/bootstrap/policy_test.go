@@ -7,6 +7,7 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/auth/rbac"
+	"github.com/minictl/minictl/auth/user"
 )
 
 // TestPolicyIsValid: every bootstrap object passes the API server's own
@@ -76,5 +77,30 @@ func TestEditReadsWhatViewLeavesOut(t *testing.T) {
 		if ok, _ := rbac.Covers(byName["system:aggregate-to-view"], read); ok {
 			t.Errorf("system:aggregate-to-view reads %s", r)
 		}
+	}
+}
+
+// TestSchedulerMayBindVolumes: what the scheduler's user is bound to
+// covers what its volume binding does: read claims, volumes and classes,
+// claim a volume, annotate a claim and take the annotation off again.
+func TestSchedulerMayBindVolumes(t *testing.T) {
+	roles := map[string][]rbacv1.PolicyRule{}
+	for _, r := range ClusterRoles() {
+		roles[r.Name] = r.Rules
+	}
+	var rules []rbacv1.PolicyRule
+	for _, b := range ClusterRoleBindings() {
+		for _, s := range b.Subjects {
+			if s.Kind == rbacv1.UserKind && s.Name == user.KubeScheduler {
+				rules = append(rules, roles[b.RoleRef.Name]...)
+			}
+		}
+	}
+	want := []rbacv1.PolicyRule{
+		{Verbs: []string{"get", "list", "watch", "update", "patch"}, APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims", "persistentvolumes"}},
+		{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}},
+	}
+	if ok, missing := rbac.Covers(rules, want); !ok {
+		t.Errorf("the scheduler may not %v", missing)
 	}
 }
