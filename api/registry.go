@@ -19,7 +19,7 @@ import (
 // podtemplate.go, replicationcontroller.go, service.go, core.go (namespaces, nodes, endpoints, events), config.go
 // (configmaps, secrets), quota.go (resourcequotas, limitranges),
 // coordination.go, apps.go, daemonset.go, job.go, cronjob.go, policy.go, admissionregistration.go, apiextensions.go,
-// rbac.go, certificates.go and review.go; their Table
+// rbac.go, certificates.go, review.go and metrics.go; their Table
 // columns live in table.go.
 var (
 	Namespaces = &Resource{
@@ -272,6 +272,7 @@ var all = Catalogue{
 	Roles, ClusterRoles, RoleBindings, ClusterRoleBindings, CertificateSigningRequests,
 	MutatingWebhookConfigurations, ValidatingWebhookConfigurations,
 	ValidatingAdmissionPolicies, ValidatingAdmissionPolicyBindings, CustomResourceDefinitions,
+	NodeMetrics, PodMetrics,
 }
 
 // Resources returns the catalogue minictl serves, in discovery order.
