@@ -53,7 +53,7 @@ func (f *clusterFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.cmAddress, "controller-manager-address", "127.0.0.1:10257", "where the controller manager serves /healthz and /metrics")
 	f.bindKubelet(fs)
 	fs.IntVar(&f.nodes, "nodes", 3, "how many simulated nodes (kubelets) to run")
-	fs.BoolVar(&f.fast, "fast", false, "scale every timing down (heartbeats, grace periods, leader election, tolerations, container restart back-off) so a lesson's story plays out in seconds")
+	fs.BoolVar(&f.fast, "fast", false, "scale every timing down (heartbeats, grace periods, leader election, tolerations, container restart back-off, metric resolution) so a lesson's story plays out in seconds")
 }
 
 func (f *clusterFlags) bindKubelet(fs *flag.FlagSet) {

@@ -19,8 +19,13 @@ import (
 	"github.com/minictl/minictl/apiserver"
 	"github.com/minictl/minictl/internal/serving"
 	"github.com/minictl/minictl/internal/timeline"
+	"github.com/minictl/minictl/metricsserver"
 	"github.com/minictl/minictl/store"
 )
+
+// fastMetricResolution is --metric-resolution under --fast: usage that
+// shows in kubectl top seconds after it changes.
+const fastMetricResolution = 2 * time.Second
 
 // serverFlags are the flags `up` and `apiserver` share.
 type serverFlags struct {
@@ -47,6 +52,9 @@ type serverFlags struct {
 	serviceRange     netip.Prefix
 	// auditLogPath and auditPolicyFile: the audit log and its policy.
 	auditLogPath, auditPolicyFile string
+	// metricResolution is how often the kubelets are scraped for the
+	// resource metrics API.
+	metricResolution time.Duration
 }
 
 func (f *serverFlags) bind(fs *flag.FlagSet) {
@@ -70,6 +78,7 @@ func (f *serverFlags) bind(fs *flag.FlagSet) {
 	fs.TextVar(&f.serviceRange, "service-cluster-ip-range", apiserver.DefaultServiceClusterIPRange, "the IPv4 range Services' cluster IPs come from; the kubernetes Service has its first address")
 	fs.StringVar(&f.auditLogPath, "audit-log-path", "", "if set, every request to the API server is recorded in this file as audit.k8s.io/v1 Events, one JSON line each; '-' means standard out")
 	fs.StringVar(&f.auditPolicyFile, "audit-policy-file", "", "the audit.k8s.io/v1 Policy (YAML or JSON) that says what the audit log records of which request (default: every request at the Metadata level)")
+	fs.DurationVar(&f.metricResolution, "metric-resolution", metricsserver.DefaultResolution, "how often the kubelets are scraped for the resource metrics API (metrics.k8s.io, kubectl top), as metrics-server's flag of the same name")
 	fs.BoolVar(&f.profiling, "profiling", false, "serve Go's CPU, heap and allocation profiles at /debug/pprof/ on the API port (for go tool pprof)")
 }
 
@@ -113,6 +122,9 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		if !set["default-unreachable-toleration-seconds"] {
 			sf.unreachableToleration = 5
+		}
+		if !set["metric-resolution"] {
+			sf.metricResolution = fastMetricResolution
 		}
 	}
 	bus := timeline.NewBus()
@@ -248,6 +260,7 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		SecurePort:                          secure != nil,
 		AuthorizationModes:                  splitList(sf.secure.authorizationMode),
 		EnableAdmissionPlugins:              splitList(sf.secure.enableAdmissionPlugins),
+		MetricResolution:                    sf.metricResolution,
 	})
 	if err != nil {
 		return err
