@@ -2,11 +2,13 @@ package apiserver_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
@@ -187,4 +189,36 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// On the secure port the resource metrics are authorized as kube's are:
+// by the metrics.k8s.io group's pods and nodes, which
+// system:aggregated-metrics-reader grants and view, edit and admin
+// aggregate.
+func TestResourceMetricsRBAC(t *testing.T) {
+	e := startRBACEnv(t)
+	for _, ns := range []string{"team-a", "team-b"} {
+		createNamespace(t, e.Env, ns)
+	}
+	create[rbacv1.RoleBinding](t, e.Env, rbacPath+"/namespaces/team-a/rolebindings",
+		roleBinding("team-a", "bob-metrics", "ClusterRole", "system:aggregated-metrics-reader", userSubject("bob")))
+	eventually(t, "bob's binding in force", func() (bool, string) {
+		r := e.as(t, "bob", "GET", metricsPath+"/namespaces/team-a/pods", nil)
+		return r.code == http.StatusOK, truncate(r.body)
+	})
+	e.as(t, "bob", "GET", metricsPath+"/namespaces/team-b/pods", nil).forbidden(t,
+		`pods.metrics.k8s.io is forbidden: User "bob" cannot list resource "pods" in API group "metrics.k8s.io" in the namespace "team-b"`)
+	e.as(t, "carol", "GET", metricsPath+"/nodes/node-1", nil).forbidden(t,
+		`nodes.metrics.k8s.io "node-1" is forbidden: User "carol" cannot get resource "nodes" in API group "metrics.k8s.io" at the cluster scope`)
+
+	role := get[rbacv1.ClusterRole](t, e.Env, rbacPath+"/clusterroles/system:aggregated-metrics-reader")
+	for _, l := range []string{"admin", "edit", "view"} {
+		if role.Labels["rbac.authorization.k8s.io/aggregate-to-"+l] != "true" {
+			t.Errorf("system:aggregated-metrics-reader does not aggregate to %s: %v", l, role.Labels)
+		}
+	}
+	want := rbacv1.PolicyRule{Verbs: list("get", "list", "watch"), APIGroups: list("metrics.k8s.io"), Resources: list("pods", "nodes")}
+	if len(role.Rules) != 1 || fmt.Sprint(role.Rules[0]) != fmt.Sprint(want) {
+		t.Errorf("rules %+v, want %+v", role.Rules, want)
+	}
 }
