@@ -9,6 +9,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,7 +19,7 @@ import (
 // functions each entry names live in the file of its kind group: pod.go,
 // podtemplate.go, replicationcontroller.go, service.go, core.go (namespaces, nodes, endpoints, events), config.go
 // (configmaps, secrets), quota.go (resourcequotas, limitranges),
-// coordination.go, apps.go, daemonset.go, job.go, cronjob.go, policy.go, admissionregistration.go, apiextensions.go,
+// coordination.go, endpointslice.go, apps.go, daemonset.go, job.go, cronjob.go, policy.go, admissionregistration.go, apiextensions.go,
 // rbac.go, certificates.go, review.go and metrics.go; their Table
 // columns live in table.go.
 var (
@@ -85,6 +86,13 @@ var (
 		New:        func() Object { return &corev1.Endpoints{} },
 		Default:    defaulter(defaultEndpoints), Validate: validator(validateEndpoints),
 		Table: endpointsTable,
+	}
+	EndpointSlices = &Resource{
+		Group: "discovery.k8s.io", Version: "v1", Kind: "EndpointSlice", Plural: "endpointslices", Singular: "endpointslice", Namespaced: true,
+		New:     func() Object { return &discoveryv1.EndpointSlice{} },
+		Default: defaulter(defaultEndpointSlice), Validate: validator(validateEndpointSlice), ValidateUpdate: updateValidator(validateEndpointSliceUpdate),
+		PrepareForCreate: defaulter(prepareEndpointSliceForCreate), PrepareForUpdate: updatePreparer(prepareEndpointSliceForUpdate),
+		Table: endpointSliceTable,
 	}
 	ConfigMaps = &Resource{
 		Version: "v1", Kind: "ConfigMap", Plural: "configmaps", Singular: "configmap", Namespaced: true,
@@ -266,7 +274,7 @@ var (
 var all = Catalogue{
 	Namespaces, Pods, PodTemplates, ReplicationControllers, Nodes, Services, Endpoints, ConfigMaps, Secrets, ServiceAccounts,
 	Events, ResourceQuotas, LimitRanges, Leases, ReplicaSets, Deployments, DaemonSets, ControllerRevisions,
-	Jobs, CronJobs, PodDisruptionBudgets,
+	Jobs, CronJobs, PodDisruptionBudgets, EndpointSlices,
 	TokenReviews, SelfSubjectReviews,
 	LocalSubjectAccessReviews, SelfSubjectAccessReviews, SelfSubjectRulesReviews, SubjectAccessReviews,
 	Roles, ClusterRoles, RoleBindings, ClusterRoleBindings, CertificateSigningRequests,

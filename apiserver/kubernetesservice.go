@@ -23,6 +23,9 @@ import (
 // every minictl API server makes sure both exist and say where it is,
 // every kubernetesServiceInterval, so a deleted or edited one comes back.
 //
+// The EndpointSlice of the same name (kubernetesslice.go) says the same
+// for readers of slices.
+//
 // Every minictl API server of one cluster runs on the same machine, so
 // they advertise one address: the Endpoints have one, and an API server
 // finding its address listed leaves the Endpoints (and the Service's
@@ -168,7 +171,15 @@ func (s *Server) reconcileKubernetesService(ctx context.Context) error {
 			return err
 		}
 	}
-	return s.reconcileKubernetesEndpoints(ctx, addr)
+	if err := s.reconcileKubernetesEndpoints(ctx, addr); err != nil {
+		return err
+	}
+	// The slice is for readers of slices; a failure to write it must not
+	// keep the server from being ready, and the next round tries again.
+	if err := s.reconcileKubernetesEndpointSlice(ctx, addr); err != nil && ctx.Err() == nil {
+		s.log.Warn("writing the kubernetes EndpointSlice failed; retrying", "err", err, "every", kubernetesServiceInterval)
+	}
+	return nil
 }
 
 // reconcileKubernetesEndpoints lists addr in the kubernetes Endpoints,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/minictl/minictl/apiserver"
 	"github.com/minictl/minictl/internal/testenv"
@@ -24,6 +25,7 @@ func TestKubernetesService(t *testing.T) {
 	}})
 	port := env.URL[strings.LastIndex(env.URL, ":")+1:]
 	const svcPath, epPath = "/api/v1/namespaces/default/services/kubernetes", "/api/v1/namespaces/default/endpoints/kubernetes"
+	const slicePath = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes"
 
 	check := func() (bool, string) {
 		var svc corev1.Service
@@ -47,12 +49,25 @@ func TestKubernetesService(t *testing.T) {
 			len(ep.Subsets[0].Ports) != 1 || ep.Subsets[0].Ports[0].Name != "https" || fmt.Sprint(ep.Subsets[0].Ports[0].Port) != port {
 			return false, fmt.Sprintf("endpoints %+v", ep.Subsets)
 		}
+		var slice discoveryv1.EndpointSlice
+		if r := do(t, env, http.MethodGet, slicePath, "", nil); r.code != http.StatusOK {
+			return false, fmt.Sprintf("endpointslice: %d", r.code)
+		} else {
+			r.into(t, &slice)
+		}
+		if slice.Labels[discoveryv1.LabelServiceName] != "kubernetes" || slice.AddressType != discoveryv1.AddressTypeIPv4 ||
+			len(slice.Endpoints) != 1 || fmt.Sprint(slice.Endpoints[0].Addresses) != "[192.0.2.10]" ||
+			slice.Endpoints[0].Conditions.Ready == nil || !*slice.Endpoints[0].Conditions.Ready ||
+			len(slice.Ports) != 1 || slice.Ports[0].Name == nil || *slice.Ports[0].Name != "https" || fmt.Sprint(*slice.Ports[0].Port) != port {
+			return false, fmt.Sprintf("endpointslice %+v", slice)
+		}
 		return true, ""
 	}
-	eventually(t, "the kubernetes Service and Endpoints", check)
+	eventually(t, "the kubernetes Service, Endpoints and EndpointSlice", check)
 
 	// Deleted, both come back; an edited port is put back.
 	do(t, env, http.MethodDelete, epPath, "", nil).want(t, http.StatusOK)
+	do(t, env, http.MethodDelete, slicePath, "", nil).want(t, http.StatusOK)
 	do(t, env, http.MethodPatch, svcPath, "application/merge-patch+json",
 		`{"spec":{"ports":[{"name":"https","port":8443,"protocol":"TCP","targetPort":1}]}}`).want(t, http.StatusOK)
 	// The server puts them back on its next round, within 10 seconds.

@@ -7,6 +7,8 @@ import (
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/cloud"
+	"github.com/minictl/minictl/controllers/route"
+	"github.com/minictl/minictl/controllers/service"
 )
 
 // The cloud controller manager is the controller manager's twin for the
@@ -83,4 +85,43 @@ func KnownCloudControllers() []string { return names(cloudControllers) }
 // cloudControllers is the cloud controller manager's table, wired like
 // knownControllers. Names, workers and ServiceAccounts follow
 // cloud-controller-manager's.
-var cloudControllers = []descriptor{}
+var cloudControllers = []descriptor{
+	{
+		name: service.Name, serviceAccount: "service-controller", defaultOn: true, workers: 1, workersFlag: "concurrent-service-syncs",
+		build: func(cc *controllerContext) (runner, error) {
+			// Without load balancers kube's cloud controller manager says
+			// so and runs the others.
+			if cc.Cloud.Provider == nil {
+				return disabled(cc, service.Name, "there is no cloud provider")
+			}
+			if _, ok := cc.Cloud.Provider.LoadBalancer(); !ok {
+				return disabled(cc, service.Name, "the cloud provider does not support external load balancers")
+			}
+			return service.New(service.Options{Common: cc.Common, Cloud: cc.Cloud.Provider, ClusterName: cc.Cloud.ClusterName})
+		},
+	},
+	{
+		// kube's route controller runs only when nodes have pod CIDRs
+		// and the cloud is to route them. Its workers are the cloud calls
+		// it makes at once (kube's maxConcurrentRouteOperations, which
+		// has no flag).
+		name: route.Name, serviceAccount: "route-controller", defaultOn: true, workers: 200,
+		component: "route_controller",
+		build: func(cc *controllerContext) (runner, error) {
+			cl := cc.Cloud
+			if !cl.AllocateNodeCIDRs || !cl.ConfigureCloudRoutes {
+				return disabled(cc, route.Name, "--allocate-node-cidrs or --configure-cloud-routes is false")
+			}
+			if cl.Provider == nil {
+				return disabled(cc, route.Name, "there is no cloud provider")
+			}
+			if _, ok := cl.Provider.Routes(); !ok {
+				return disabled(cc, route.Name, "the cloud provider does not support routes")
+			}
+			return route.New(route.Options{
+				Common: cc.Common, Cloud: cl.Provider, ClusterName: cl.ClusterName,
+				ClusterCIDRs: cc.Timings.ClusterCIDR, Period: cl.RouteReconciliationPeriod,
+			})
+		},
+	},
+}

@@ -24,6 +24,8 @@ import (
 	"github.com/minictl/minictl/client/leaderelection"
 	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/controllers/csrsigning"
+	"github.com/minictl/minictl/controllers/endpointslice"
+	"github.com/minictl/minictl/controllers/endpointslicemirroring"
 	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/controllers/job"
 	"github.com/minictl/minictl/controllers/nodeipam"
@@ -104,6 +106,12 @@ type Timings struct {
 	NodeCIDRMaskSize          int           // --node-cidr-mask-size
 	JobBackoffBase            time.Duration // the job controller's back-off after a Job's first failed pod, doubling after each
 	JobBackoffMax             time.Duration // the longest that back-off grows
+
+	MaxEndpointsPerSlice       int           // --max-endpoints-per-slice
+	EndpointUpdatesBatchPeriod time.Duration // --endpoint-updates-batch-period: how long pod changes gather before a service's slices are written
+
+	MirroringMaxEndpointsPerSubset      int           // --mirroring-max-endpoints-per-subset
+	MirroringEndpointUpdatesBatchPeriod time.Duration // --mirroring-endpointslice-updates-batch-period
 }
 
 // Credentials are files of kube-controller-manager's flags of the same
@@ -129,21 +137,23 @@ func DefaultConfig() Config {
 		LeaseNamespace: "kube-system",
 		LeaseName:      "kube-controller-manager",
 		Timings: Timings{
-			TerminatedPodGCThreshold:  podgc.DefaultTerminatedPodThreshold,
-			PodGCPeriod:               podgc.DefaultPeriod,
-			PodGCQuarantine:           podgc.DefaultQuarantineTime,
-			ResourceQuotaSyncPeriod:   resourcequota.DefaultResyncPeriod,
-			NodeMonitorPeriod:         nodelifecycle.DefaultNodeMonitorPeriod,
-			NodeMonitorGracePeriod:    nodelifecycle.DefaultNodeMonitorGracePeriod,
-			NodeStartupGracePeriod:    nodelifecycle.DefaultNodeStartupGracePeriod,
-			NodeEvictionRate:          nodelifecycle.DefaultEvictionRate,
-			SecondaryNodeEvictionRate: nodelifecycle.DefaultSecondaryEvictionRate,
-			UnhealthyZoneThreshold:    nodelifecycle.DefaultUnhealthyZoneThreshold,
-			JobBackoffBase:            job.DefaultBackoffBase,
-			JobBackoffMax:             job.DefaultBackoffMax,
-			LargeClusterSizeThreshold: nodelifecycle.DefaultLargeClusterSizeThreshold,
-			ClusterCIDR:               nodeipam.DefaultClusterCIDR,
-			NodeCIDRMaskSize:          nodeipam.DefaultNodeCIDRMaskSize,
+			TerminatedPodGCThreshold:       podgc.DefaultTerminatedPodThreshold,
+			PodGCPeriod:                    podgc.DefaultPeriod,
+			PodGCQuarantine:                podgc.DefaultQuarantineTime,
+			ResourceQuotaSyncPeriod:        resourcequota.DefaultResyncPeriod,
+			NodeMonitorPeriod:              nodelifecycle.DefaultNodeMonitorPeriod,
+			NodeMonitorGracePeriod:         nodelifecycle.DefaultNodeMonitorGracePeriod,
+			NodeStartupGracePeriod:         nodelifecycle.DefaultNodeStartupGracePeriod,
+			NodeEvictionRate:               nodelifecycle.DefaultEvictionRate,
+			SecondaryNodeEvictionRate:      nodelifecycle.DefaultSecondaryEvictionRate,
+			UnhealthyZoneThreshold:         nodelifecycle.DefaultUnhealthyZoneThreshold,
+			JobBackoffBase:                 job.DefaultBackoffBase,
+			JobBackoffMax:                  job.DefaultBackoffMax,
+			LargeClusterSizeThreshold:      nodelifecycle.DefaultLargeClusterSizeThreshold,
+			ClusterCIDR:                    nodeipam.DefaultClusterCIDR,
+			NodeCIDRMaskSize:               nodeipam.DefaultNodeCIDRMaskSize,
+			MaxEndpointsPerSlice:           endpointslice.DefaultMaxEndpointsPerSlice,
+			MirroringMaxEndpointsPerSubset: endpointslicemirroring.DefaultMaxEndpointsPerSubset,
 		},
 		Signing: Signing{Duration: csrsigning.DefaultDuration},
 		Workers: map[string]int{},
@@ -171,6 +181,10 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Credentials.ServiceAccountPrivateKeyFile, "service-account-private-key-file", c.Credentials.ServiceAccountPrivateKeyFile, "PEM private key (RSA or ECDSA) that signs the legacy ServiceAccount tokens; without it the serviceaccount-token controller does not run")
 	fs.StringVar(&c.Credentials.RootCAFile, "root-ca-file", c.Credentials.RootCAFile, "the cluster's root CA, put into ServiceAccount token Secrets and the kube-root-ca.crt ConfigMap of every namespace; without it root-ca-cert-publisher does not run")
 	fs.IntVar(&c.Timings.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", c.Timings.TerminatedPodGCThreshold, "terminated pods kept before podgc deletes the oldest")
+	fs.IntVar(&t.MaxEndpointsPerSlice, "max-endpoints-per-slice", t.MaxEndpointsPerSlice, "the most endpoints the endpointslice controller puts in one EndpointSlice (1 to 1000)")
+	fs.DurationVar(&t.EndpointUpdatesBatchPeriod, "endpoint-updates-batch-period", t.EndpointUpdatesBatchPeriod, "how long the endpointslice controller gathers pod changes before writing a service's slices")
+	fs.IntVar(&t.MirroringMaxEndpointsPerSubset, "mirroring-max-endpoints-per-subset", t.MirroringMaxEndpointsPerSubset, "the most addresses of one Endpoints subset the endpointslicemirroring controller mirrors (1 to 1000)")
+	fs.DurationVar(&t.MirroringEndpointUpdatesBatchPeriod, "mirroring-endpointslice-updates-batch-period", t.MirroringEndpointUpdatesBatchPeriod, "how long the endpointslicemirroring controller gathers Endpoints changes before writing")
 	c.bindWorkerFlags(fs, knownControllers)
 }
 

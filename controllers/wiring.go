@@ -16,6 +16,8 @@ import (
 	"github.com/minictl/minictl/controllers/deployment"
 	"github.com/minictl/minictl/controllers/disruption"
 	"github.com/minictl/minictl/controllers/endpoints"
+	"github.com/minictl/minictl/controllers/endpointslice"
+	"github.com/minictl/minictl/controllers/endpointslicemirroring"
 	"github.com/minictl/minictl/controllers/garbagecollector"
 	"github.com/minictl/minictl/controllers/job"
 	"github.com/minictl/minictl/controllers/namespace"
@@ -145,6 +147,26 @@ var knownControllers = []descriptor{
 		name: endpoints.Name, serviceAccount: "endpoint-controller", defaultOn: true, workers: 5, workersFlag: "concurrent-endpoint-syncs",
 		build: func(cc *controllerContext) (runner, error) {
 			return endpoints.New(endpoints.Options{Common: cc.Common})
+		},
+	},
+	{
+		name: endpointslice.Name, serviceAccount: "endpointslice-controller", defaultOn: true, workers: 5, workersFlag: "concurrent-service-endpoint-syncs",
+		component: "endpoint-slice-controller",
+		build: func(cc *controllerContext) (runner, error) {
+			return endpointslice.New(endpointslice.Options{
+				Common:               cc.Common,
+				MaxEndpointsPerSlice: cc.Timings.MaxEndpointsPerSlice, EndpointUpdatesBatchPeriod: cc.Timings.EndpointUpdatesBatchPeriod,
+			})
+		},
+	},
+	{
+		name: endpointslicemirroring.Name, serviceAccount: "endpointslicemirroring-controller", defaultOn: true, workers: 5, workersFlag: "mirroring-concurrent-service-endpoint-syncs",
+		component: "endpoint-slice-mirroring-controller",
+		build: func(cc *controllerContext) (runner, error) {
+			return endpointslicemirroring.New(endpointslicemirroring.Options{
+				Common:                cc.Common,
+				MaxEndpointsPerSubset: cc.Timings.MirroringMaxEndpointsPerSubset, UpdatesBatchPeriod: cc.Timings.MirroringEndpointUpdatesBatchPeriod,
+			})
 		},
 	},
 	{

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -76,6 +77,11 @@ func DefaultCapacity() corev1.ResourceList {
 	}
 }
 
+// TaintExternalCloudProvider marks a Node that its cloud controller
+// manager has yet to initialize (kube's
+// node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule).
+const TaintExternalCloudProvider = "node.cloudprovider.kubernetes.io/uninitialized"
+
 // Options is what a Kubelet needs.
 type Options struct {
 	// Client is how the kubelet reaches the API server.
@@ -91,6 +97,12 @@ type Options struct {
 	// Taints are the Node's taints at registration (kubelet's
 	// --register-with-taints).
 	Taints []corev1.Taint
+	// ExternalCloudProvider says a cloud controller manager initializes
+	// the Node (kubelet's --cloud-provider=external): the kubelet
+	// registers it with the TaintExternalCloudProvider taint, which keeps
+	// pods off until the cloud-node controller has written what the cloud
+	// knows of the machine and removed the taint.
+	ExternalCloudProvider bool
 	// Informers, if set, is a shared factory the kubelet takes its
 	// informers from (a pod informer filtered to this node and a node
 	// informer filtered to its Node); the caller starts it after New.
@@ -246,6 +258,9 @@ func New(opts Options) (*Kubelet, error) {
 		opts.Recorder = record.Discard
 	}
 	opts.Clock = clock.Or(opts.Clock)
+	if opts.ExternalCloudProvider && !slices.ContainsFunc(opts.Taints, func(t corev1.Taint) bool { return t.Key == TaintExternalCloudProvider }) {
+		opts.Taints = append(slices.Clip(opts.Taints), corev1.Taint{Key: TaintExternalCloudProvider, Value: "true", Effect: corev1.TaintEffectNoSchedule})
+	}
 	k := &Kubelet{
 		name:      opts.NodeName,
 		opts:      opts,

@@ -522,3 +522,61 @@ func TestRestartedKubeletTakesOverItsNodeAndPods(t *testing.T) {
 			cs.RestartCount, after.Status.PodIP, before.Status.PodIP, after.Status.StartTime, before.Status.StartTime)
 	}
 }
+
+// TestExternalCloudProviderTaintsTheNode: a kubelet whose node a cloud
+// controller manager initializes registers it tainted uninitialized, and
+// a kubelet that comes back to a node the cloud-node controller has
+// initialized does not taint it again.
+func TestExternalCloudProviderTaintsTheNode(t *testing.T) {
+	rc := newClient(t)
+	nodes := client.For[*corev1.Node](rc)
+	ctx, cancel := context.WithCancel(context.Background())
+	first, err := New(Options{Client: rc, NodeName: "node-1", Logger: testLogger(), ExternalCloudProvider: true,
+		HeartbeatInterval: testHeartbeat, StatusUpdateInterval: testStatus})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- first.Run(ctx) }()
+	var node *corev1.Node
+	waitFor(t, "node-1 registered", func() (bool, error) {
+		node, err = nodes.Get(context.Background(), "", "node-1")
+		return err == nil, err
+	})
+	want := corev1.Taint{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	if len(node.Spec.Taints) != 1 || node.Spec.Taints[0].Key != want.Key || node.Spec.Taints[0].Value != want.Value || node.Spec.Taints[0].Effect != want.Effect {
+		t.Fatalf("taints %+v, want only %+v", node.Spec.Taints, want)
+	}
+	var renewed time.Time
+	waitFor(t, "node-1's lease", func() (bool, error) {
+		renewed, err = leaseRenewTime(rc, "node-1")
+		return err == nil, err
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("first kubelet: %v", err)
+	}
+
+	// The cloud-node controller initializes the node.
+	if _, err := nodes.Patch(context.Background(), "", "node-1", types.MergePatchType, []byte(`{"spec":{"taints":null,"providerID":"sim://sim-a/node-1"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	startKubelet(t, rc, "node-1", func(o *Options) {
+		o.ExternalCloudProvider = true
+		o.Labels = map[string]string{"generation": "2"}
+	})
+	waitFor(t, "node-1 taken over", func() (bool, error) {
+		node, err = nodes.Get(context.Background(), "", "node-1")
+		return err == nil && node.Labels["generation"] == "2", err
+	})
+	waitFor(t, "the new kubelet's heartbeat", func() (bool, error) {
+		at, err := leaseRenewTime(rc, "node-1")
+		return err == nil && at.After(renewed), err
+	})
+	if node, err = nodes.Get(context.Background(), "", "node-1"); err != nil {
+		t.Fatal(err)
+	}
+	if len(node.Spec.Taints) != 0 {
+		t.Fatalf("an initialized node tainted again: %+v", node.Spec.Taints)
+	}
+}

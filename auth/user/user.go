@@ -34,6 +34,9 @@ const (
 
 	KubeControllerManager = "system:kube-controller-manager"
 	KubeScheduler         = "system:kube-scheduler"
+	// CloudControllerManager is the cloud controller manager's user, as
+	// cloud providers' manifests name it.
+	CloudControllerManager = "system:cloud-controller-manager"
 
 	// ServiceAccountUsernamePrefix begins a ServiceAccount's user name:
 	// system:serviceaccount:<namespace>:<name>.

@@ -44,6 +44,14 @@ type clusterFlags struct {
 	fast                    bool
 	// set are the flags given on the command line.
 	set map[string]bool
+	// zones spread the nodes (--zones); cloud, when set, is the simulated
+	// cloud the nodes live in (cloud.go).
+	zones string
+	cloud *upCloud
+	// ccm is the cloud controller manager (ccm.go); ccmListener is its
+	// port, which serve opens.
+	ccm         ccmFlags
+	ccmListener net.Listener
 }
 
 func (f *clusterFlags) bind(fs *flag.FlagSet) {
@@ -53,6 +61,7 @@ func (f *clusterFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.cmAddress, "controller-manager-address", "127.0.0.1:10257", "where the controller manager serves /healthz and /metrics")
 	f.bindKubelet(fs)
 	fs.IntVar(&f.nodes, "nodes", 3, "how many simulated nodes (kubelets) to run")
+	f.ccm.bind(fs)
 	fs.BoolVar(&f.fast, "fast", false, "scale every timing down (heartbeats, grace periods, leader election, tolerations, container restart back-off, metric resolution) so a lesson's story plays out in seconds")
 }
 
@@ -132,7 +141,7 @@ func runCluster(ctx context.Context, connect connector, cf clusterFlags, cmListe
 	}
 	ln := cmListener
 	var wg sync.WaitGroup
-	errc := make(chan error, 3+cf.nodes)
+	errc := make(chan error, 5+cf.nodes)
 	run := func(name string, f func() error) {
 		wg.Add(1)
 		go func() {
@@ -148,6 +157,16 @@ func runCluster(ctx context.Context, connect connector, cf clusterFlags, cmListe
 	} else {
 		ln.Close()
 	}
+	if cf.ccmListener != nil {
+		ccm, err := startCloudControllerManager(connect, cf, log)
+		if err != nil {
+			cancel()
+			wg.Wait()
+			return err
+		}
+		run("cloud-controller-manager", func() error { return ccm.Run(ctx) })
+		run("cloud-controller-manager server", func() error { return ccm.Serve(ctx, cf.ccmListener) })
+	}
 	run("scheduler", func() error {
 		return runScheduler(ctx, schedClient, log, stageTracer(bus, "scheduler"), bus.Active)
 	})
@@ -159,7 +178,7 @@ func runCluster(ctx context.Context, connect connector, cf clusterFlags, cmListe
 			wg.Wait()
 			return err
 		}
-		run(name, func() error { return runKubelet(ctx, rc, name, cf, log) })
+		run(name, func() error { return runNode(ctx, rc, name, i, cf, log) })
 	}
 	done := make(chan struct{})
 	go func() {
@@ -207,15 +226,19 @@ func runWithRecorder(ctx context.Context, rec *record.Recorder, f func() error) 
 	return err
 }
 
-func runKubelet(ctx context.Context, rc *client.RESTClient, name string, cf clusterFlags, log *slog.Logger) error {
+func runKubelet(ctx context.Context, rc *client.RESTClient, name string, cf clusterFlags, log *slog.Logger, adjust ...func(*kubelet.Options)) error {
 	log = log.With("component", "kubelet")
 	rec := record.NewRecorder(rc, record.Options{Component: "kubelet", Host: name, Logger: log})
-	k, err := kubelet.New(kubelet.Options{
+	opts := kubelet.Options{
 		Client: rc, NodeName: name, Recorder: rec, Logger: log,
 		HeartbeatInterval: cf.heartbeatInterval, StatusUpdateInterval: cf.statusInterval,
 		Port:        cf.kubeletPort,
 		BackOffBase: cf.backOffBase, MaxBackOff: cf.maxBackOff,
-	})
+	}
+	for _, f := range adjust {
+		f(&opts)
+	}
+	k, err := kubelet.New(opts)
 	if err != nil {
 		return err
 	}

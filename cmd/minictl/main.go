@@ -28,8 +28,13 @@ Usage:
   minictl apiserver           run the API server alone against etcd endpoints
   minictl etcd                run one member of an etcd cluster for the API servers
   minictl controller-manager  run the controller manager against an API server
+  minictl cloud-controller-manager --cloud-provider sim
+                              run the cloud controller manager against an API
+                              server and a cloud
   minictl scheduler           run the scheduler against an API server
   minictl kubelet --name N    run one simulated node against an API server
+  minictl cloud               run the simulated cloud alone (instances, load
+                              balancers, routes behind an HTTP API)
   minictl trace               stream a running cluster's timeline of decisions
   minictl kubeconfig          print (or --write) a kubeconfig for kubectl and client-go
   minictl version             print the version
@@ -74,10 +79,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runEtcd(ctx, rest, stdout, stderr)
 	case "controller-manager":
 		return runControllerManager(ctx, rest, stdout, stderr)
+	case "cloud-controller-manager":
+		return runCloudControllerManager(ctx, rest, stdout, stderr)
 	case "scheduler":
 		return runSchedulerCmd(ctx, rest, stdout, stderr)
 	case "kubelet":
 		return runKubeletCmd(ctx, rest, stdout, stderr)
+	case "cloud":
+		return runCloud(ctx, rest, stdout, stderr)
 	case "trace":
 		return runTrace(ctx, rest, stdout, stderr)
 	case "kubeconfig":

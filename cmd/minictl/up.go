@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/minictl/minictl/apiserver"
+	"github.com/minictl/minictl/controllers"
 	"github.com/minictl/minictl/internal/serving"
 	"github.com/minictl/minictl/internal/timeline"
 	"github.com/minictl/minictl/metricsserver"
@@ -108,7 +109,9 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sf.bind(fs)
 	var cf clusterFlags
 	cf.bind(fs)
-	dataDir := fs.String("data-dir", defaultDataDir(), "directory for the embedded etcd's data")
+	var clf cloudFlags
+	clf.bind(fs)
+	dataDir := fs.String("data-dir", defaultDataDir(), "directory for the embedded etcd's data (and the simulated cloud's, in cloud/)")
 	etcdURL := fs.String("etcd-client-url", "http://127.0.0.1:2379", "client URL of the embedded etcd (a free port is used if this one is taken; port 0 always picks one)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -144,6 +147,13 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := os.MkdirAll(*dataDir, 0o700); err != nil {
 			return fmt.Errorf("data dir: %w", err)
 		}
+	}
+	cf.zones = clf.zones
+	if cf.cloud, err = clf.open(setFlags(fs)["cloud-listen"], *dataDir, log); err != nil {
+		return err
+	}
+	if cf.cloud != nil {
+		defer cf.cloud.ln.Close()
 	}
 	return serve(ctx, cfg, sf, &cf, log, bus, stdout, *dataDir)
 }
@@ -230,6 +240,13 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		}
 		defer cmListener.Close()
 		cmListener = budget.Listener(cmListener)
+		if cf.cloud != nil {
+			if cf.ccmListener, err = listenCloudControllerManager(cf.ccm.address); err != nil {
+				return fmt.Errorf("cloud controller manager listen: %w", err)
+			}
+			defer cf.ccmListener.Close()
+			cf.ccmListener = budget.Listener(cf.ccmListener)
+		}
 	}
 	auditLog, auditPolicy, err := sf.openAudit()
 	if err != nil {
@@ -278,6 +295,9 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 	if secure != nil {
 		g.Go(func() error { return srv.ServeSecure(gctx, secure.ln, secure.tls) })
 	}
+	if cf != nil && cf.cloud != nil {
+		g.Go(func() error { return cf.cloud.c.Serve(gctx, cf.cloud.ln) })
+	}
 
 	// The cluster's own components use the plain listener when there is
 	// one (they are the admin's proxy's users), and their own client
@@ -308,6 +328,13 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		if cf != nil && cf.runCM {
 			fmt.Fprintf(stdout, "  controllers: %s (health on http://%s)\n", strings.Join(enabledNames(cf.cm.Controllers), ","), cmListener.Addr())
 			fmt.Fprintf(stdout, "  nodes:       %d simulated\n", cf.nodes)
+		}
+		if cf != nil && cf.cloud != nil {
+			fmt.Fprintf(stdout, "  cloud:       %s\n", cf.cloud.banner())
+		}
+		if cf != nil && cf.ccmListener != nil {
+			fmt.Fprintf(stdout, "  cloud controllers: %s (health on http://%s%s)\n",
+				strings.Join(controllers.KnownCloudControllers(), ","), cf.ccmListener.Addr(), takenNote(cf.ccm.address, cf.ccmListener))
 		}
 		if url != "" {
 			fmt.Fprintf(stdout, "Try: curl %s/api/v1/namespaces\n", url)

@@ -11,6 +11,7 @@ D=/apis/apps/v1/namespaces/default/deployments
 PODS=/api/v1/namespaces/default/pods
 SVC=/api/v1/namespaces/default/services
 EP=/api/v1/namespaces/default/endpoints
+ES=/apis/discovery.k8s.io/v1/namespaces/default/endpointslices
 
 # endpoints: "<ready> ready, <not ready> not ready" for Endpoints default/web.
 endpoints() {
@@ -32,6 +33,12 @@ pod_ips() {
 endpoint_ips() {
   get $EP/web |
     jq -c '[.subsets[]? | (.addresses // []) + (.notReadyAddresses // []) | .[].ip] | sort'
+}
+# slice_ips: the ready addresses of the EndpointSlices of Service web,
+# sorted, one line.
+slice_ips() {
+  get "$ES?labelSelector=kubernetes.io%2Fservice-name%3Dweb" |
+    jq -c '[.items[].endpoints[]? | select(.conditions.ready) | .addresses[]] | sort'
 }
 # listed POD: whether POD is in the Endpoints, ready or not.
 listed() {
@@ -80,6 +87,12 @@ decided() { grep -q -E "endpoint +default/web +3 ready, 0 not ready → (create|
 wait_for "the endpoint controller's decision in minictl trace --component endpoint" decided
 echo "\$ $MINICTL trace --component endpoint"
 grep -E "endpoint +default/web " "$work/trace"
+echo "  the endpointslice controller wrote the same addresses into an EndpointSlice, as kube-proxy reads them:"
+wait_for "the EndpointSlice of web lists the 3 pods, ready" equals "$(pod_ips)" slice_ips
+es=$(say GET "$ES?labelSelector=kubernetes.io%2Fservice-name%3Dweb")
+jq -c '.items[] | {name: .metadata.name, addressType, ports, endpoints: [.endpoints[] | {addresses, conditions, nodeName}]}' <<<"$es"
+expect "slice managed by" "$(jq -r '.items[0].metadata.labels["endpointslice.kubernetes.io/managed-by"]' <<<"$es")" endpointslice-controller.k8s.io
+expect "slice owned by" "$(jq -r '.items[0].metadata.ownerReferences[0] | "\(.kind)/\(.name)"' <<<"$es")" Service/web
 
 step "3. Endpoints follow scaling"
 scale 5

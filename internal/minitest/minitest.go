@@ -280,5 +280,6 @@ func UpWithFileLimit(t testing.TB, nofile int, addr, dataDir string, args ...str
 func upArgs(addr, dataDir string, args []string) []string {
 	return append([]string{"up", "--listen", addr, "--data-dir", dataDir,
 		"--secure-listen", "127.0.0.1:0",
-		"--etcd-client-url", "http://127.0.0.1:0", "--controller-manager-address", "127.0.0.1:0"}, args...)
+		"--etcd-client-url", "http://127.0.0.1:0", "--controller-manager-address", "127.0.0.1:0",
+		"--cloud-listen", "127.0.0.1:0"}, args...)
 }

@@ -66,6 +66,23 @@ var controllers = []controllerRole{
 		verbs("create").groups(legacyGroup).resources("endpoints/restricted"),
 		eventsRule(),
 	}},
+	{"endpointslice-controller", []*rule{
+		verbs("get", "list", "watch").groups(legacyGroup).resources("services", "pods", "nodes"),
+		// The slices are owned by their service, and the owner reference
+		// blocks the service's deletion: that takes the right to update
+		// the service's finalizers.
+		verbs("update").groups(legacyGroup).resources("services/finalizers"),
+		verbs("get", "list", "create", "update", "delete").groups(discoveryGroup).resources("endpointslices"),
+		eventsRule(),
+	}},
+	{"endpointslicemirroring-controller", []*rule{
+		verbs("get", "list", "watch").groups(legacyGroup).resources("services", "endpoints"),
+		// The slices are owned by their Endpoints, as above.
+		verbs("update").groups(legacyGroup).resources("services/finalizers"),
+		verbs("update").groups(legacyGroup).resources("endpoints/finalizers"),
+		verbs("get", "list", "create", "update", "delete").groups(discoveryGroup).resources("endpointslices"),
+		eventsRule(),
+	}},
 	{"generic-garbage-collector", []*rule{
 		verbs("get", "list", "watch", "patch", "update", "delete").groups("*").resources("*"),
 		eventsRule(),
@@ -142,6 +159,22 @@ var controllers = []controllerRole{
 	}},
 	{"root-ca-cert-publisher", []*rule{
 		verbs("create", "update").groups(legacyGroup).resources("configmaps"),
+		eventsRule(),
+	}},
+	// The cloud controller manager's service and route controllers.
+	{"service-controller", []*rule{
+		verbs("get", "list", "watch").groups(legacyGroup).resources("services"),
+		// The load-balancer-cleanup finalizer is patched onto the Service
+		// itself; kube's in-tree role predates the finalizer, and cloud
+		// providers grant this beside it.
+		verbs("patch", "update").groups(legacyGroup).resources("services"),
+		verbs("patch", "update").groups(legacyGroup).resources("services/status"),
+		verbs("list", "watch").groups(legacyGroup).resources("nodes"),
+		eventsRule(),
+	}},
+	{"route-controller", []*rule{
+		verbs("list", "watch").groups(legacyGroup).resources("nodes"),
+		verbs("patch").groups(legacyGroup).resources("nodes/status"),
 		eventsRule(),
 	}},
 }

@@ -168,6 +168,18 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 			verbs("create").groups(authorizationGroup).resources("subjectaccessreviews"),
 			verbs("list", "watch").groups("*").resources("*"),
 			verbs("create").groups(legacyGroup).resources("serviceaccounts/token")),
+		// Kube ships no role for the cloud controller manager; this is
+		// the one cloud providers' manifests grant it: its lease, the
+		// nodes and Services its controllers tend, and its controllers'
+		// ServiceAccounts and tokens.
+		clusterRole("system:cloud-controller-manager", nil,
+			eventsRule(),
+			verbs("create", "get", "list", "watch", "update").groups(coordinationGroup).resources("leases"),
+			verbs("*").groups(legacyGroup).resources("nodes"),
+			verbs("patch").groups(legacyGroup).resources("nodes/status"),
+			verbs("list", "patch", "update", "watch").groups(legacyGroup).resources("services", "services/status"),
+			verbs("create", "get", "list", "watch", "update").groups(legacyGroup).resources("serviceaccounts"),
+			verbs("create").groups(legacyGroup).resources("serviceaccounts/token")),
 	}
 	return append(roles, controllerRoles()...)
 }
@@ -199,6 +211,7 @@ func ClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		clusterRoleBinding("system:public-info-viewer", "system:public-info-viewer", group(user.AllAuthenticated), group(user.AllUnauthenticated)),
 		clusterRoleBinding("system:kube-controller-manager", "system:kube-controller-manager", userSubject(user.KubeControllerManager)),
 		clusterRoleBinding("system:kube-scheduler", "system:kube-scheduler", userSubject(user.KubeScheduler)),
+		clusterRoleBinding("system:cloud-controller-manager", "system:cloud-controller-manager", userSubject(user.CloudControllerManager)),
 	}
 	return append(bindings, controllerRoleBindings()...)
 }

@@ -15,6 +15,13 @@ func NewQueue[K comparable](name string, c Common) *workqueue.Queue[K] {
 	return workqueue.New[K](name, workqueue.Options{Clock: c.Clock, MetricsRegisterer: c.Metrics})
 }
 
+// NewQueueWithRateLimiter is NewQueue with limiter deciding the delays of
+// AddRateLimited, for a controller whose retries kube paces its own way
+// (the service controller's 5s doubling to 300s).
+func NewQueueWithRateLimiter[K comparable](name string, c Common, limiter workqueue.RateLimiter) *workqueue.Queue[K] {
+	return workqueue.New[K](name, workqueue.Options{Clock: c.Clock, MetricsRegisterer: c.Metrics, RateLimiter: limiter})
+}
+
 // Workers is how many workers Run starts when asked for n: n, and at least
 // one, so that a controller run with 0 still does its job.
 func Workers(n int) int { return max(n, 1) }
