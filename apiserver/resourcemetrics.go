@@ -71,14 +71,16 @@ func (s *Server) getResourceMetrics(ctx context.Context, ri *requestInfo) (api.O
 	live := s.serving()
 	var obj api.Object
 	var ok bool
-	switch ri.res {
-	case api.NodeMetrics:
+	switch {
+	case live.stores[api.Nodes] == nil || live.stores[api.Pods] == nil:
+		// A catalogue without nodes or pods: nothing has metrics.
+	case ri.res == api.NodeMetrics:
 		node, err := live.stores[api.Nodes].get(ctx, "", ri.name)
 		if err != nil {
 			return nil, err
 		}
 		obj, ok = s.resourceMetrics.NodeMetrics(node.(*corev1.Node))
-	case api.PodMetrics:
+	case ri.res == api.PodMetrics:
 		pod, err := live.stores[api.Pods].get(ctx, ri.namespace, ri.name)
 		if err != nil {
 			return nil, err
@@ -103,7 +105,11 @@ func (s *Server) listResourceMetrics(ri *requestInfo, sel labels.Selector) []api
 	if ri.res == api.PodMetrics {
 		from = api.Pods
 	}
-	items, _ := s.serving().caches[from].list(&filter{namespace: ri.namespace, label: sel})
+	cache := s.serving().caches[from]
+	if cache == nil {
+		return nil // a catalogue without nodes or pods
+	}
+	items, _ := cache.list(&filter{namespace: ri.namespace, label: sel})
 	var out []api.Object
 	for _, it := range items {
 		var obj api.Object
