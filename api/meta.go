@@ -170,6 +170,21 @@ func updateValidator[T runtime.Object](f func(obj, old T) field.ErrorList) func(
 	return func(obj, old Object) field.ErrorList { return f(obj.(T), old.(T)) }
 }
 
+// objectValidator adapts a ValidateObject whose old object is nil on
+// create.
+func objectValidator[T interface {
+	runtime.Object
+	comparable
+}](f func(obj, old T) field.ErrorList) func(obj, old Object) field.ErrorList {
+	return func(obj, old Object) field.ErrorList {
+		var o T
+		if old != nil {
+			o = old.(T)
+		}
+		return f(obj.(T), o)
+	}
+}
+
 func updatePreparer[T runtime.Object](f func(obj, old T)) func(obj, old Object) {
 	return func(obj, old Object) { f(obj.(T), old.(T)) }
 }

@@ -10,6 +10,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,8 +21,9 @@ import (
 // podtemplate.go, replicationcontroller.go, service.go, core.go (namespaces, nodes, endpoints, events), config.go
 // (configmaps, secrets), quota.go (resourcequotas, limitranges),
 // coordination.go, endpointslice.go, apps.go, daemonset.go, job.go, cronjob.go, policy.go, admissionregistration.go, apiextensions.go,
-// rbac.go, certificates.go, review.go and metrics.go; their Table
-// columns live in table.go.
+// rbac.go, certificates.go, review.go, metrics.go, networking.go (ingresses, ingress classes, network policies) and servicecidr.go
+// (service CIDRs, IP addresses); their Table columns live in table.go (networking_table.go for ingresses and
+// network policies).
 var (
 	Namespaces = &Resource{
 		Version: "v1", Kind: "Namespace", Plural: "namespaces", Singular: "namespace",
@@ -202,6 +204,29 @@ var (
 		PrepareForCreate: defaulter(preparePodDisruptionBudgetForCreate), PrepareForUpdate: updatePreparer(preparePodDisruptionBudgetForUpdate),
 		Table: podDisruptionBudgetTable,
 	}
+	Ingresses = &Resource{
+		Group: "networking.k8s.io", Version: "v1", Kind: "Ingress", Plural: "ingresses", Singular: "ingress", Namespaced: true,
+		ShortNames: []string{"ing"}, Subresources: []string{"status"},
+		New:              func() Object { return &networkingv1.Ingress{} },
+		ValidateObject:   objectValidator(validateIngressObject),
+		PrepareForCreate: defaulter(prepareIngressForCreate), PrepareForUpdate: updatePreparer(prepareIngressForUpdate),
+		Table: ingressTable,
+	}
+	IngressClasses = &Resource{
+		Group: "networking.k8s.io", Version: "v1", Kind: "IngressClass", Plural: "ingressclasses", Singular: "ingressclass",
+		New:     func() Object { return &networkingv1.IngressClass{} },
+		Default: defaulter(defaultIngressClass), Validate: validator(validateIngressClass), ValidateUpdate: updateValidator(validateIngressClassUpdate),
+		PrepareForCreate: defaulter(prepareIngressClassForCreate), PrepareForUpdate: updatePreparer(prepareIngressClassForUpdate),
+		Table: ingressClassTable,
+	}
+	NetworkPolicies = &Resource{
+		Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy", Plural: "networkpolicies", Singular: "networkpolicy", Namespaced: true,
+		ShortNames: []string{"netpol"},
+		New:        func() Object { return &networkingv1.NetworkPolicy{} },
+		Default:    defaulter(defaultNetworkPolicy), ValidateObject: objectValidator(validateNetworkPolicyObject),
+		PrepareForCreate: defaulter(prepareNetworkPolicyForCreate), PrepareForUpdate: updatePreparer(prepareNetworkPolicyForUpdate),
+		Table: networkPolicyTable,
+	}
 	Roles = &Resource{
 		Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role", Plural: "roles", Singular: "role", Namespaced: true,
 		New: func() Object { return &rbacv1.Role{} }, ValidateName: nameIsPathSegment,
@@ -261,6 +286,22 @@ var (
 		PrepareForStatusUpdate: updatePreparer(prepareValidatingAdmissionPolicyForStatusUpdate),
 		Table:                  validatingAdmissionPolicyTable,
 	}
+	ServiceCIDRs = &Resource{
+		Group: "networking.k8s.io", Version: "v1", Kind: "ServiceCIDR", Plural: "servicecidrs", Singular: "servicecidr",
+		Subresources: []string{"status"},
+		New:          func() Object { return &networkingv1.ServiceCIDR{} },
+		Validate:     validator(validateServiceCIDR), ValidateUpdate: updateValidator(validateServiceCIDRUpdate),
+		PrepareForCreate: defaulter(prepareServiceCIDRForCreate), PrepareForUpdate: updatePreparer(prepareServiceCIDRForUpdate),
+		PrepareForStatusUpdate: updatePreparer(prepareServiceCIDRForStatusUpdate),
+		Table:                  serviceCIDRTable,
+	}
+	IPAddresses = &Resource{
+		Group: "networking.k8s.io", Version: "v1", Kind: "IPAddress", Plural: "ipaddresses", Singular: "ipaddress",
+		ShortNames: []string{"ip"},
+		New:        func() Object { return &networkingv1.IPAddress{} }, ValidateName: ipAddressNameValid,
+		Validate: validator(validateIPAddress), ValidateUpdate: updateValidator(validateIPAddressUpdate),
+		Table: ipAddressTable,
+	}
 	ValidatingAdmissionPolicyBindings = &Resource{
 		Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicyBinding",
 		Plural: "validatingadmissionpolicybindings", Singular: "validatingadmissionpolicybinding",
@@ -274,12 +315,13 @@ var (
 var all = Catalogue{
 	Namespaces, Pods, PodTemplates, ReplicationControllers, Nodes, Services, Endpoints, ConfigMaps, Secrets, ServiceAccounts,
 	Events, ResourceQuotas, LimitRanges, Leases, ReplicaSets, Deployments, DaemonSets, ControllerRevisions,
-	Jobs, CronJobs, PodDisruptionBudgets, EndpointSlices,
+	Jobs, CronJobs, PodDisruptionBudgets, EndpointSlices, Ingresses, IngressClasses, NetworkPolicies,
 	TokenReviews, SelfSubjectReviews,
 	LocalSubjectAccessReviews, SelfSubjectAccessReviews, SelfSubjectRulesReviews, SubjectAccessReviews,
 	Roles, ClusterRoles, RoleBindings, ClusterRoleBindings, CertificateSigningRequests,
 	MutatingWebhookConfigurations, ValidatingWebhookConfigurations,
 	ValidatingAdmissionPolicies, ValidatingAdmissionPolicyBindings, CustomResourceDefinitions,
+	ServiceCIDRs, IPAddresses,
 	NodeMetrics, PodMetrics,
 }
 

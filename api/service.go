@@ -2,6 +2,8 @@ package api
 
 import (
 	"net/netip"
+	"reflect"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -83,6 +85,7 @@ func prepareServiceForCreate(svc *corev1.Service) {
 // service back without them (kubectl apply of the original manifest does).
 func prepareServiceForUpdate(svc, old *corev1.Service) {
 	svc.Status = old.Status
+	dropTypeDependentFields(svc, old)
 	if svc.Spec.Type == corev1.ServiceTypeExternalName || old.Spec.Type == corev1.ServiceTypeExternalName {
 		return
 	}
@@ -90,7 +93,10 @@ func prepareServiceForUpdate(svc, old *corev1.Service) {
 		svc.Spec.ClusterIP = old.Spec.ClusterIP
 		svc.Spec.ClusterIPs = old.Spec.ClusterIPs
 	}
-	if !needsNodePorts(svc) || !needsNodePorts(old) {
+	if ServiceNeedsHealthCheckNodePort(svc) && ServiceNeedsHealthCheckNodePort(old) && svc.Spec.HealthCheckNodePort == 0 {
+		svc.Spec.HealthCheckNodePort = old.Spec.HealthCheckNodePort
+	}
+	if !ServiceNeedsNodePorts(svc) || !ServiceNeedsNodePorts(old) {
 		return
 	}
 	for i := range svc.Spec.Ports {
@@ -107,7 +113,60 @@ func prepareServiceForUpdate(svc, old *corev1.Service) {
 	}
 }
 
-func needsNodePorts(svc *corev1.Service) bool {
+// dropTypeDependentFields clears, when an update changes a Service's
+// type, what only its old type had and the client sent back unchanged:
+// the cluster IPs of a Service turned ExternalName, the node ports of one
+// that needs none, the health check port of one that is no longer a
+// LoadBalancer with the Local policy. A client that edits the type of
+// the object it read need not clear them itself, as in kube-apiserver;
+// the server then gives back what they held.
+func dropTypeDependentFields(svc, old *corev1.Service) {
+	if svc.Spec.Type == old.Spec.Type {
+		return
+	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName && slices.Equal(svc.Spec.ClusterIPs, old.Spec.ClusterIPs) &&
+		svc.Spec.ClusterIP == old.Spec.ClusterIP {
+		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "", nil
+		if slices.Equal(svc.Spec.IPFamilies, old.Spec.IPFamilies) {
+			svc.Spec.IPFamilies = nil
+		}
+		if reflect.DeepEqual(svc.Spec.IPFamilyPolicy, old.Spec.IPFamilyPolicy) {
+			svc.Spec.IPFamilyPolicy = nil
+		}
+	}
+	if !ServiceNeedsNodePorts(svc) {
+		for i := range svc.Spec.Ports {
+			p := &svc.Spec.Ports[i]
+			for _, o := range old.Spec.Ports {
+				if o.Port == p.Port && o.Protocol == p.Protocol && o.NodePort == p.NodePort {
+					p.NodePort = 0
+				}
+			}
+		}
+	}
+	if !ServiceNeedsHealthCheckNodePort(svc) && svc.Spec.HealthCheckNodePort == old.Spec.HealthCheckNodePort {
+		svc.Spec.HealthCheckNodePort = 0
+	}
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer && reflect.DeepEqual(svc.Spec.AllocateLoadBalancerNodePorts, old.Spec.AllocateLoadBalancerNodePorts) {
+		svc.Spec.AllocateLoadBalancerNodePorts = nil
+	}
+	external := svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer || len(svc.Spec.ExternalIPs) > 0
+	if !external && svc.Spec.ExternalTrafficPolicy == old.Spec.ExternalTrafficPolicy {
+		svc.Spec.ExternalTrafficPolicy = ""
+	}
+}
+
+// ServiceNeedsHealthCheckNodePort: a LoadBalancer whose external traffic stays
+// on the node it arrives at has a port for the load balancer to ask
+// which nodes have endpoints.
+func ServiceNeedsHealthCheckNodePort(svc *corev1.Service) bool {
+	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer &&
+		svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+}
+
+// ServiceNeedsNodePorts: a NodePort Service has node ports, and so does a
+// LoadBalancer unless it says allocateLoadBalancerNodePorts: false.
+func ServiceNeedsNodePorts(svc *corev1.Service) bool {
 	return svc.Spec.Type == corev1.ServiceTypeNodePort ||
 		(svc.Spec.Type == corev1.ServiceTypeLoadBalancer && (svc.Spec.AllocateLoadBalancerNodePorts == nil || *svc.Spec.AllocateLoadBalancerNodePorts))
 }
@@ -152,6 +211,8 @@ func validateService(svc *corev1.Service) field.ErrorList {
 			errs = append(errs, field.Invalid(specPath.Child("clusterIP"), ip, `must be a valid IP address or "None"`))
 		}
 	}
+	errs = append(errs, validateServiceIPFamilies(svc, specPath)...)
+	errs = append(errs, validateHealthCheckNodePort(svc, specPath.Child("healthCheckNodePort"))...)
 	if a := spec.SessionAffinity; a != "" && a != corev1.ServiceAffinityNone && a != corev1.ServiceAffinityClientIP {
 		errs = append(errs, field.NotSupported(specPath.Child("sessionAffinity"), a,
 			[]corev1.ServiceAffinity{corev1.ServiceAffinityClientIP, corev1.ServiceAffinityNone}))
@@ -167,7 +228,7 @@ func validateServicePorts(svc *corev1.Service, fldPath *field.Path) field.ErrorL
 		port     int32
 		protocol corev1.Protocol
 	}
-	seen := sets.New[portKey]()
+	seen, seenNodePorts := sets.New[portKey](), sets.New[portKey]()
 	nodePortsAllowed := svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer
 	for i, p := range svc.Spec.Ports {
 		idxPath := fldPath.Index(i)
@@ -199,9 +260,78 @@ func validateServicePorts(svc *corev1.Service, fldPath *field.Path) field.ErrorL
 			} else {
 				errs = append(errs, validatePortNum(p.NodePort, idxPath.Child("nodePort"))...)
 			}
+			if k := (portKey{p.NodePort, p.Protocol}); seenNodePorts.Has(k) {
+				errs = append(errs, field.Duplicate(idxPath.Child("nodePort"), p.NodePort))
+			} else {
+				seenNodePorts.Insert(k)
+			}
 		}
 	}
 	return errs
+}
+
+// validateServiceIPFamilies checks the cluster IPs and families of a
+// Service on minictl's single-stack IPv4 cluster: clusterIPs[0] is
+// clusterIP, and neither IPv6 nor a second family can be had, refused in
+// kube-apiserver's words for a cluster without dual-stack.
+func validateServiceIPFamilies(svc *corev1.Service, specPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	spec := &svc.Spec
+	ipsPath := specPath.Child("clusterIPs")
+	if len(spec.ClusterIPs) > 0 && spec.ClusterIP != spec.ClusterIPs[0] {
+		errs = append(errs, field.Invalid(ipsPath.Index(0), spec.ClusterIPs[0], "must match `clusterIP` when both are specified"))
+	}
+	for i, ip := range spec.ClusterIPs {
+		if i == 0 || ip == corev1.ClusterIPNone {
+			continue
+		}
+		if _, err := netip.ParseAddr(ip); err != nil {
+			errs = append(errs, field.Invalid(ipsPath.Index(i), ip, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
+		} else {
+			errs = append(errs, field.Invalid(ipsPath, spec.ClusterIPs, "this cluster is not configured for dual-stack services"))
+			break
+		}
+	}
+	if ip, err := netip.ParseAddr(spec.ClusterIP); err == nil && !ip.Unmap().Is4() {
+		errs = append(errs, field.Invalid(ipsPath.Index(0), spec.ClusterIP, "not configured on this cluster"))
+	}
+	if p := spec.IPFamilyPolicy; p != nil {
+		policyPath := specPath.Child("ipFamilyPolicy")
+		switch *p {
+		case corev1.IPFamilyPolicySingleStack, corev1.IPFamilyPolicyPreferDualStack:
+		case corev1.IPFamilyPolicyRequireDualStack:
+			errs = append(errs, field.Invalid(policyPath, *p, "this cluster is not configured for dual-stack services"))
+		default:
+			errs = append(errs, field.NotSupported(policyPath, *p, []corev1.IPFamilyPolicy{
+				corev1.IPFamilyPolicySingleStack, corev1.IPFamilyPolicyPreferDualStack, corev1.IPFamilyPolicyRequireDualStack,
+			}))
+		}
+	}
+	famPath := specPath.Child("ipFamilies")
+	for i, f := range spec.IPFamilies {
+		switch {
+		case f != corev1.IPv4Protocol && f != corev1.IPv6Protocol:
+			errs = append(errs, field.NotSupported(famPath.Index(i), f, []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}))
+		case f == corev1.IPv6Protocol:
+			errs = append(errs, field.Invalid(famPath.Index(i), f, "not configured on this cluster"))
+		case i > 0:
+			errs = append(errs, field.Duplicate(famPath.Index(i), f))
+		}
+	}
+	return errs
+}
+
+// validateHealthCheckNodePort: only a LoadBalancer with the Local
+// external traffic policy has one.
+func validateHealthCheckNodePort(svc *corev1.Service, fldPath *field.Path) field.ErrorList {
+	port := svc.Spec.HealthCheckNodePort
+	if port == 0 {
+		return nil
+	}
+	if !ServiceNeedsHealthCheckNodePort(svc) {
+		return field.ErrorList{field.Invalid(fldPath, port, "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'")}
+	}
+	return validatePortNum(port, fldPath)
 }
 
 // validateTargetPort checks a port number or an IANA service name; zero or

@@ -43,6 +43,7 @@ var admissionChain = []admissionPlugin{
 	{name: "CertificateApproval", validate: (*Server).validateCertificateApproval},
 	{name: "CertificateSigning", validate: (*Server).validateCertificateSigning},
 	{name: "CertificateSubjectRestriction", validate: (*Server).validateCertificateSubjectRestriction},
+	{name: "DefaultIngressClass", admit: (*Server).admitDefaultIngressClass},  // ingressclass_admission.go
 	{name: "MutatingAdmissionWebhook", admit: (*Server).admitWebhooks},        // after the built-in mutating plugins
 	{name: "ValidatingAdmissionPolicy", validate: (*Server).validatePolicies}, // after the built-in validating plugins
 	{name: "ValidatingAdmissionWebhook", validate: (*Server).validateWebhooks},

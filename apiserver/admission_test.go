@@ -14,7 +14,7 @@ func TestAdmissionChainOrder(t *testing.T) {
 	kubeOrder := []string{
 		"NamespaceLifecycle", "LimitRanger", "ServiceAccount", "NodeRestriction", "Priority", "DefaultTolerationSeconds",
 		"PodTolerationRestriction", "DefaultStorageClass", "CertificateApproval", "CertificateSigning",
-		"CertificateSubjectRestriction", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy",
+		"CertificateSubjectRestriction", "DefaultIngressClass", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy",
 		"ValidatingAdmissionWebhook", "ResourceQuota",
 	}
 	var names []string

@@ -29,7 +29,8 @@
 //     typeconverter.go gives both each kind's shape.
 //   - admission.go is the admission chain, every step in kube-apiserver's
 //     order: NamespaceLifecycle, LimitRanger (limitrange.go), ServiceAccount
-//     (serviceaccount_admission.go), DefaultTolerationSeconds, ResourceQuota
+//     (serviceaccount_admission.go), DefaultTolerationSeconds,
+//     DefaultIngressClass (ingressclass_admission.go), ResourceQuota
 //     (quota.go).
 //   - watchcache.go holds one etcd watch per resource, the current state
 //     of every object and a window of recent events (the Cacher); a

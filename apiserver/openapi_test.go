@@ -172,5 +172,5 @@ func TestOpenAPIV3(t *testing.T) {
 		t.Errorf("patch %s, want %s", patch, applyWant)
 	}
 
-	do(t, env, http.MethodGet, "/openapi/v3/apis/networking.k8s.io/v1", "", nil).wantStatus(t, http.StatusNotFound, "NotFound")
+	do(t, env, http.MethodGet, "/openapi/v3/apis/widgets.example.com/v1", "", nil).wantStatus(t, http.StatusNotFound, "NotFound")
 }

@@ -74,6 +74,9 @@ func (s *Server) newServed(resources api.Catalogue, prev *served) *served {
 			view := cache.viewOf(res)
 			v.caches[res] = view
 			v.stores[res] = newResourceStore(res, s.store, cache, view.view, conv, s.metrics)
+			if res == api.Services {
+				v.stores[res].removed = s.releaseService
+			}
 		}
 	}
 	return v

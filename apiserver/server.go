@@ -94,6 +94,10 @@ type Config struct {
 	// kubernetes Service has its first address. Invalid:
 	// DefaultServiceClusterIPRange.
 	ServiceClusterIPRange netip.Prefix
+	// ServiceNodePortRange is the range NodePort and LoadBalancer
+	// Services' node ports come from (kube-apiserver's
+	// --service-node-port-range); zero: DefaultServiceNodePortRange.
+	ServiceNodePortRange PortRange
 
 	// Authenticator proves who the secure port's requests come from
 	// (auth.go); nil: nobody is authenticated there, and every request is
@@ -170,6 +174,9 @@ type Server struct {
 	tolerations map[string]int64
 	// serviceRange is Config.ServiceClusterIPRange, defaulted.
 	serviceRange netip.Prefix
+	// alloc allocates Services' cluster IPs and node ports
+	// (servicealloc.go).
+	alloc *serviceAllocator
 	// advertiseAddr is Config.AdvertiseAddress; advertised, where the
 	// server says it is, is set from it and the first listener Serve is
 	// given, before listening is closed.
@@ -291,6 +298,10 @@ func New(cfg Config) (*Server, error) {
 	if !s.serviceRange.IsValid() {
 		s.serviceRange = DefaultServiceClusterIPRange
 	}
+	if !s.serviceRange.Addr().Is4() || s.serviceRange.Bits() > 30 {
+		return nil, fmt.Errorf("apiserver: service cluster IP range %s: Services are single-stack IPv4, and need a range of at least 4 addresses", s.serviceRange)
+	}
+	s.alloc = newServiceAllocator(s.serviceRange, cmp.Or(cfg.ServiceNodePortRange, DefaultServiceNodePortRange))
 	if s.registry == nil {
 		s.registry = prometheus.NewRegistry()
 	}
@@ -401,16 +412,20 @@ func (s *Server) Run(ctx context.Context) error {
 	case <-ctx.Done():
 		return nil
 	}
-	if !s.keepNamespaces(ctx) || !s.keepBootstrapPolicy(ctx) || !s.publishKubernetesService(ctx) {
+	if !s.keepNamespaces(ctx) || !s.keepBootstrapPolicy(ctx) || !s.startServiceAllocation(ctx) || !s.publishKubernetesService(ctx) {
 		return nil
 	}
 	close(s.ready)
 	s.log.Info("api server ready")
 	wg.Go(func() { s.resourceMetrics.Run(ctx) })
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		s.keepKubernetesService(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		s.keepServiceAllocations(ctx)
 	}()
 	for {
 		select {

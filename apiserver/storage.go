@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -74,6 +76,9 @@ type resourceStore struct {
 	// fields returns the resource's field managers, built on the first
 	// write.
 	fields func() (*fieldManagers, error)
+	// removed, if set, is told of every object remove deleted: a
+	// Service's allocations are given back (servicealloc.go).
+	removed func(ctx context.Context, obj api.Object)
 }
 
 // writeCache is what a resourceStore needs of its resource's watch cache,
@@ -206,19 +211,43 @@ func (rs *resourceStore) get(ctx context.Context, namespace, name string) (api.O
 // change obj. Only an AlreadyExists error, which etcd's comparison
 // decided, gives obj back.
 func (rs *resourceStore) create(ctx context.Context, obj api.Object) ([]byte, error) {
+	raw, _, err := rs.createAlong(ctx, obj, nil)
+	return raw, err
+}
+
+// createAlong is create, writing the keys of along with the object in
+// one transaction: all of them or none. When some of along's keys are
+// present, nothing is written, obj is given back, and it returns those
+// keys with an AlreadyExists error about them.
+func (rs *resourceStore) createAlong(ctx context.Context, obj api.Object, along []store.KeyValue) ([]byte, []string, error) {
 	defer rs.observe("create", time.Now())
 	data, err := rs.encode(ctx, obj)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	key := rs.key(obj.GetNamespace(), obj.GetName())
 	o := &offered{obj: obj, data: data}
-	rev, err := rs.write(key, o, func() (int64, error) { return rs.store.Create(ctx, key, data) })
+	var present []string
+	rev, err := rs.write(key, o, func() (int64, error) {
+		if len(along) == 0 {
+			return rs.store.Create(ctx, key, data)
+		}
+		var rev int64
+		var err error
+		rev, present, err = createAll(ctx, rs.store, append(slices.Clip(along), store.KeyValue{Key: key, Value: data}))
+		if slices.Contains(present, key) {
+			present = nil // the name is taken: that is the answer
+		}
+		return rev, err
+	})
+	if len(present) > 0 {
+		return nil, present, apierrors.NewAlreadyExists(rs.res.GroupResource(), strings.Join(present, ", "))
+	}
 	if err != nil {
-		return nil, rs.storageError(err, obj.GetName())
+		return nil, nil, rs.storageError(err, obj.GetName())
 	}
 	if raw, ok := o.stamped(rev); ok && !converts(rs.res) {
-		return raw, nil // the same bytes the watch cache holds
+		return raw, nil, nil // the same bytes the watch cache holds
 	}
 	// data has no shape to splice into. takeOffered splices the same data
 	// and gives up on the same answer without touching obj, so obj is
@@ -227,9 +256,40 @@ func (rs *resourceStore) create(ctx context.Context, obj api.Object) ([]byte, er
 	stamped.SetResourceVersion(strconv.FormatInt(rev, 10))
 	raw, err := json.Marshal(stamped)
 	if err != nil {
-		return nil, apierrors.NewInternalError(err)
+		return nil, nil, apierrors.NewInternalError(err)
 	}
-	return raw, nil
+	return raw, nil, nil
+}
+
+// allCreator is a Storage that creates several keys in one transaction,
+// as *store.Store does.
+type allCreator interface {
+	CreateAll(ctx context.Context, kvs []store.KeyValue) (int64, []string, error)
+}
+
+// createAll creates every key of kvs or none, and names the present ones.
+// A Storage without transactions of several keys creates them in turn
+// and deletes what it created when one is present: the same answer, not
+// atomic if the server stops halfway (repair then finds the leftovers).
+func createAll(ctx context.Context, st Storage, kvs []store.KeyValue) (int64, []string, error) {
+	if c, ok := st.(allCreator); ok {
+		return c.CreateAll(ctx, kvs)
+	}
+	var rev int64
+	for i, kv := range kvs {
+		r, err := st.Create(ctx, kv.Key, kv.Value)
+		if err != nil {
+			for _, done := range kvs[:i] {
+				st.Delete(context.WithoutCancel(ctx), done.Key, 0)
+			}
+			if errors.Is(err, store.ErrExists) {
+				return 0, []string{kv.Key}, err
+			}
+			return 0, nil, err
+		}
+		rev = r
+	}
+	return rev, nil, nil
 }
 
 // write runs write, which stores o's data under key; first it offers the
@@ -366,6 +426,9 @@ func (rs *resourceStore) remove(ctx context.Context, obj api.Object) (int64, err
 	rev, err := rs.store.Delete(ctx, rs.key(obj.GetNamespace(), obj.GetName()), rv)
 	if err != nil {
 		return 0, rs.storageError(err, obj.GetName())
+	}
+	if rs.removed != nil {
+		rs.removed(ctx, obj)
 	}
 	return rev, nil
 }

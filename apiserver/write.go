@@ -138,8 +138,14 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Ob
 	if err != nil {
 		return nil, err
 	}
+	svc, allocates := obj.(*corev1.Service)
+	allocates = allocates && res == api.Services && s.allocating()
 	if dry {
-		release()
+		defer release()
+		if allocates {
+			_, err := s.createService(ctx, rs, svc, true)
+			return nil, err
+		}
 		return nil, nil
 	}
 	if rvSet {
@@ -147,7 +153,13 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Ob
 		return nil, errResourceVersionSetOnCreate
 	}
 	for attempt := 0; ; attempt++ {
-		raw, err := rs.create(ctx, obj)
+		var raw []byte
+		var err error
+		if allocates {
+			raw, err = s.createService(ctx, rs, svc, false)
+		} else {
+			raw, err = rs.create(ctx, obj)
+		}
 		if err == nil {
 			return raw, nil
 		}
@@ -257,6 +269,10 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, namespace,
 	// update fails.
 	release := func() {}
 	defer func() { release() }()
+	// A Service's update reserves the cluster IP and node ports it gains
+	// before the write, and gives back those it lost after (servicealloc.go).
+	allocates := res == api.Services && (mode == modeMain || mode == modeScale) && s.allocating()
+	var lastOld api.Object
 	out, err := rs.update(ctx, namespace, name, dry, func(cur api.Object) (api.Object, error) {
 		release()
 		release = func() {}
@@ -322,12 +338,24 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, namespace,
 		if release, err = s.validateAdmission(ctx, a); err != nil {
 			return nil, err
 		}
+		if allocates {
+			admitted := release
+			given, err := s.reserveForUpdate(ctx, obj.(*corev1.Service), old.(*corev1.Service), dry)
+			if err != nil {
+				return nil, err
+			}
+			release = func() { given(); admitted() }
+			lastOld = old
+		}
 		return obj, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	release = func() {} // written: what admission reserved stands
+	if allocates && !dry && lastOld != nil {
+		s.releaseUpdated(ctx, out.(*corev1.Service), lastOld.(*corev1.Service))
+	}
 	if !dry && readyToRemove(out) {
 		if _, err := rs.remove(ctx, out); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return nil, err

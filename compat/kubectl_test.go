@@ -40,6 +40,9 @@ func TestKubectlAPIResources(t *testing.T) {
 		{"replicationcontrollers", "rc", "v1", "true", "ReplicationController"},
 		{"leases", "", "coordination.k8s.io/v1", "true", "Lease"},
 		{"poddisruptionbudgets", "pdb", "policy/v1", "true", "PodDisruptionBudget"},
+		{"ingresses", "ing", "networking.k8s.io/v1", "true", "Ingress"},
+		{"ingressclasses", "", "networking.k8s.io/v1", "false", "IngressClass"},
+		{"networkpolicies", "netpol", "networking.k8s.io/v1", "true", "NetworkPolicy"},
 	} {
 		got := tb.find(t, "NAME", want[0])
 		if strings.Join(got, " ") != strings.Join(want, " ") {

@@ -1,12 +1,15 @@
 package controllers
 
 import (
+	"errors"
 	"flag"
 	"log/slog"
 	"time"
 
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/cloud"
+	"github.com/minictl/minictl/controllers/cloudnode"
+	"github.com/minictl/minictl/controllers/cloudnodelifecycle"
 	"github.com/minictl/minictl/controllers/route"
 	"github.com/minictl/minictl/controllers/service"
 )
@@ -86,6 +89,47 @@ func KnownCloudControllers() []string { return names(cloudControllers) }
 // knownControllers. Names, workers and ServiceAccounts follow
 // cloud-controller-manager's.
 var cloudControllers = []descriptor{
+	{
+		// Both node controllers run as node-controller, kube's
+		// ServiceAccount for them; a cloud without InstancesV2 has
+		// nothing to tell them, and they do not run.
+		name: cloudnode.Name, serviceAccount: "node-controller", defaultOn: true, workers: 1, workersFlag: "concurrent-node-syncs",
+		build: func(cc *controllerContext) (runner, error) {
+			if cc.Cloud.Provider == nil {
+				return disabled(cc, cloudnode.Name, "there is no cloud provider")
+			}
+			c, err := cloudnode.New(cloudnode.Options{
+				Common: cc.Common, Cloud: cc.Cloud.Provider,
+				NodeStatusUpdateFrequency: cc.Cloud.NodeStatusUpdateFrequency,
+			})
+			if errors.Is(err, cloudnode.ErrNoInstances) {
+				return disabled(cc, cloudnode.Name, err.Error())
+			}
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		},
+	},
+	{
+		name: cloudnodelifecycle.Name, serviceAccount: "node-controller", defaultOn: true, workers: 1,
+		build: func(cc *controllerContext) (runner, error) {
+			if cc.Cloud.Provider == nil {
+				return disabled(cc, cloudnodelifecycle.Name, "there is no cloud provider")
+			}
+			c, err := cloudnodelifecycle.New(cloudnodelifecycle.Options{
+				Common: cc.Common, Cloud: cc.Cloud.Provider,
+				NodeMonitorPeriod: cc.Timings.NodeMonitorPeriod,
+			})
+			if errors.Is(err, cloudnodelifecycle.ErrNoInstances) {
+				return disabled(cc, cloudnodelifecycle.Name, err.Error())
+			}
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		},
+	},
 	{
 		name: service.Name, serviceAccount: "service-controller", defaultOn: true, workers: 1, workersFlag: "concurrent-service-syncs",
 		build: func(cc *controllerContext) (runner, error) {

@@ -580,3 +580,44 @@ func TestExternalCloudProviderTaintsTheNode(t *testing.T) {
 		t.Fatalf("an initialized node tainted again: %+v", node.Spec.Taints)
 	}
 }
+
+// TestExternalCloudProviderKeepsTheCloudsAddresses: once the cloud-node
+// controller has written the machine's addresses, the kubelet's status
+// updates leave them alone; without a cloud it reports its own.
+func TestExternalCloudProviderKeepsTheCloudsAddresses(t *testing.T) {
+	rc := newClient(t)
+	nodes := client.For[*corev1.Node](rc)
+	for _, external := range []bool{true, false} {
+		name := fmt.Sprintf("external-%v", external)
+		startKubelet(t, rc, name, func(o *Options) { o.ExternalCloudProvider = external })
+		var node *corev1.Node
+		waitFor(t, name+" registered with its own addresses", func() (bool, error) {
+			var err error
+			node, err = nodes.Get(context.Background(), "", name)
+			return err == nil && len(node.Status.Addresses) == 2, err
+		})
+		cloudAddrs := `{"status":{"addresses":[{"type":"InternalIP","address":"10.0.0.9"},{"type":"Hostname","address":"` + name + `"}]}}`
+		written, err := nodes.Patch(context.Background(), "", name, types.MergePatchType, []byte(cloudAddrs), "status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		beat := readyHeartbeat(written)
+		waitFor(t, name+"'s next status update", func() (bool, error) {
+			node, err = nodes.Get(context.Background(), "", name)
+			return err == nil && readyHeartbeat(node).After(beat), err
+		})
+		kept := node.Status.Addresses[0].Address == "10.0.0.9"
+		if kept != external {
+			t.Errorf("%s: addresses %v after a status update; the cloud's kept: %v, want %v", name, node.Status.Addresses, kept, external)
+		}
+	}
+}
+
+func readyHeartbeat(node *corev1.Node) time.Time {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.LastHeartbeatTime.Time
+		}
+	}
+	return time.Time{}
+}

@@ -79,9 +79,15 @@ func (k *Kubelet) nodeStatus(node *corev1.Node, now metav1.Time) corev1.NodeStat
 	st := *node.Status.DeepCopy()
 	st.Capacity = k.opts.Capacity.DeepCopy()
 	st.Allocatable = k.opts.Capacity.DeepCopy()
-	st.Addresses = []corev1.NodeAddress{
-		{Type: corev1.NodeInternalIP, Address: k.opts.Address},
-		{Type: corev1.NodeHostName, Address: k.name},
+	// With an external cloud provider the node's addresses are the
+	// cloud's, which the cloud-node controller writes: the kubelet
+	// reports its own only until there are some, as kube's kubelet with
+	// --cloud-provider=external and --node-ip does.
+	if !k.opts.ExternalCloudProvider || len(st.Addresses) == 0 {
+		st.Addresses = []corev1.NodeAddress{
+			{Type: corev1.NodeInternalIP, Address: k.opts.Address},
+			{Type: corev1.NodeHostName, Address: k.name},
+		}
 	}
 	st.DaemonEndpoints = corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: k.port}}
 	st.NodeInfo = corev1.NodeSystemInfo{

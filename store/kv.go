@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"unsafe"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -60,6 +61,44 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 		return 0, fmt.Errorf("store: create %s: %w", key, ErrExists)
 	}
 	return resp.Header.Revision, nil
+}
+
+// CreateAll writes every key of kvs only if none of them is present, in
+// one transaction, and returns the write's revision: the keys appear
+// together or not at all, with one round trip to etcd. If some are
+// present it fails with ErrExists and returns those keys, in kvs' order.
+func (s *Store) CreateAll(ctx context.Context, kvs []KeyValue) (int64, []string, error) {
+	cmps := make([]clientv3.Cmp, len(kvs))
+	puts := make([]clientv3.Op, len(kvs))
+	reads := make([]clientv3.Op, len(kvs))
+	for i, kv := range kvs {
+		cmps[i] = clientv3.Compare(clientv3.CreateRevision(kv.Key), "=", 0)
+		puts[i] = clientv3.OpPut(kv.Key, unsafeString(kv.Value))
+		reads[i] = clientv3.OpGet(kv.Key, clientv3.WithCountOnly())
+	}
+	first := ""
+	if len(kvs) > 0 {
+		first = kvs[0].Key
+	}
+	o, err := s.start(ctx)
+	if err != nil {
+		return 0, nil, fmt.Errorf("store: create %s: %w", first, err)
+	}
+	resp, err := s.client.Txn(o.ctx).If(cmps...).Then(puts...).Else(reads...).Commit()
+	if err != nil {
+		return 0, nil, fmt.Errorf("store: create %s: %w", first, o.fail(err))
+	}
+	o.done(resp.Header)
+	if !resp.Succeeded {
+		var present []string
+		for i, r := range resp.Responses {
+			if r.GetResponseRange().GetCount() > 0 {
+				present = append(present, kvs[i].Key)
+			}
+		}
+		return 0, present, fmt.Errorf("store: create %s: %w", strings.Join(present, ", "), ErrExists)
+	}
+	return resp.Header.Revision, nil, nil
 }
 
 // Get reads the latest value of key; ErrNotFound if it is absent.

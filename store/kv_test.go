@@ -319,3 +319,34 @@ func TestDelete(t *testing.T) {
 		})
 	}
 }
+
+func TestCreateAllIsAllOrNothing(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, Config{})
+	ctx := testCtx(t)
+	taken := "/registry/networking.k8s.io/ipaddresses/10.96.0.10"
+	mustCreate(t, s, taken, "old")
+	svc := "/registry/core/services/default/web"
+
+	_, present, err := s.CreateAll(ctx, []KeyValue{{Key: taken, Value: []byte("new")}, {Key: svc, Value: []byte("svc")}})
+	if !errors.Is(err, ErrExists) || !slices.Equal(present, []string{taken}) {
+		t.Fatalf("CreateAll over a present key: present %v, err %v; want [%s] and ErrExists", present, err, taken)
+	}
+	if _, err := s.Get(ctx, svc); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the failed CreateAll wrote %s (err %v)", svc, err)
+	}
+	if kv, _ := s.Get(ctx, taken); string(kv.Value) != "old" {
+		t.Errorf("the failed CreateAll changed %s to %q", taken, kv.Value)
+	}
+
+	free := "/registry/networking.k8s.io/ipaddresses/10.96.0.11"
+	rev, present, err := s.CreateAll(ctx, []KeyValue{{Key: free, Value: []byte("ip")}, {Key: svc, Value: []byte("svc")}})
+	if err != nil || present != nil {
+		t.Fatalf("CreateAll of free keys: present %v, err %v", present, err)
+	}
+	for _, k := range []string{free, svc} {
+		if kv, err := s.Get(ctx, k); err != nil || kv.Revision != rev {
+			t.Errorf("Get %s after CreateAll at %d: %+v, %v", k, rev, kv, err)
+		}
+	}
+}

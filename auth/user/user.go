@@ -38,6 +38,11 @@ const (
 	// cloud providers' manifests name it.
 	CloudControllerManager = "system:cloud-controller-manager"
 
+	// SimIngressController is the user minictl's simulated ingress
+	// controller acts as, and the name of its ClusterRole and binding: a
+	// third-party controller's own identity, outside system:.
+	SimIngressController = "sim-ingress-controller"
+
 	// ServiceAccountUsernamePrefix begins a ServiceAccount's user name:
 	// system:serviceaccount:<namespace>:<name>.
 	ServiceAccountUsernamePrefix = "system:serviceaccount:"

@@ -120,8 +120,9 @@ func setFlags(fs *flag.FlagSet) map[string]bool {
 	return set
 }
 
-// runCluster runs the controller manager, the scheduler and the simulated
-// kubelets against the API until ctx ends, and waits for them. connect
+// runCluster runs the controller manager, the scheduler, the simulated
+// kubelets and, with a cloud, the simulated ingress controller against the
+// API until ctx ends, and waits for them. connect
 // gives each its client, as the user it acts as.
 func runCluster(ctx context.Context, connect connector, cf clusterFlags, cmListener net.Listener, log *slog.Logger, bus *timeline.Bus) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -141,7 +142,7 @@ func runCluster(ctx context.Context, connect connector, cf clusterFlags, cmListe
 	}
 	ln := cmListener
 	var wg sync.WaitGroup
-	errc := make(chan error, 5+cf.nodes)
+	errc := make(chan error, 6+cf.nodes)
 	run := func(name string, f func() error) {
 		wg.Add(1)
 		go func() {
@@ -170,6 +171,9 @@ func runCluster(ctx context.Context, connect connector, cf clusterFlags, cmListe
 	run("scheduler", func() error {
 		return runScheduler(ctx, schedClient, log, stageTracer(bus, "scheduler"), bus.Active)
 	})
+	if cf.cloud != nil { // ingress.go: a third party's controller, which needs the cloud
+		run("ingress-controller", func() error { return runIngressController(ctx, connect, cf.cloud.url, log) })
+	}
 	for i := 1; i <= cf.nodes; i++ {
 		name := fmt.Sprintf("node-%d", i)
 		rc, err := connect(user.NodeUserPrefix+name, user.NodesGroup)

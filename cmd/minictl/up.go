@@ -51,6 +51,8 @@ type serverFlags struct {
 	// advertiseAddress and serviceRange place the kubernetes Service.
 	advertiseAddress netip.Addr
 	serviceRange     netip.Prefix
+	// nodePortRange is where Services' node ports come from.
+	nodePortRange apiserver.PortRange
 	// auditLogPath and auditPolicyFile: the audit log and its policy.
 	auditLogPath, auditPolicyFile string
 	// metricResolution is how often the kubelets are scraped for the
@@ -77,6 +79,7 @@ func (f *serverFlags) bind(fs *flag.FlagSet) {
 	fs.IntVar(&f.watchCacheSize, "default-watch-cache-size", apiserver.DefaultWatchCacheSize, "how many recent events each resource's watch cache keeps, so that a watch resuming from an older resourceVersion than the newest is served from memory; one older than them all is served by etcd, or 410 Gone once compacted")
 	fs.TextVar(&f.advertiseAddress, "advertise-address", netip.Addr{}, "the IP address the API server publishes in the kubernetes Service's Endpoints (default: the listen address, or this machine's first global IPv4 address when listening on loopback)")
 	fs.TextVar(&f.serviceRange, "service-cluster-ip-range", apiserver.DefaultServiceClusterIPRange, "the IPv4 range Services' cluster IPs come from; the kubernetes Service has its first address")
+	fs.TextVar(&f.nodePortRange, "service-node-port-range", apiserver.DefaultServiceNodePortRange, "the range of ports NodePort and LoadBalancer Services' node ports come from, both ends included")
 	fs.StringVar(&f.auditLogPath, "audit-log-path", "", "if set, every request to the API server is recorded in this file as audit.k8s.io/v1 Events, one JSON line each; '-' means standard out")
 	fs.StringVar(&f.auditPolicyFile, "audit-policy-file", "", "the audit.k8s.io/v1 Policy (YAML or JSON) that says what the audit log records of which request (default: every request at the Metadata level)")
 	fs.DurationVar(&f.metricResolution, "metric-resolution", metricsserver.DefaultResolution, "how often the kubelets are scraped for the resource metrics API (metrics.k8s.io, kubectl top), as metrics-server's flag of the same name")
@@ -271,6 +274,7 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		MaxMutatingRequestsInflight:         noLimitIfZero(sf.maxMutatingRequestsInflight),
 		AdvertiseAddress:                    sf.advertiseAddress,
 		ServiceClusterIPRange:               sf.serviceRange,
+		ServiceNodePortRange:                sf.nodePortRange,
 		Authentication:                      authn,
 		ServiceAccountAdmission:             cf != nil,
 		AnonymousAuth:                       sf.secure.anonymousAuth,

@@ -231,7 +231,7 @@ func TestResourceFor(t *testing.T) {
 		{"apps/v1", "ReplicaSet", api.ReplicaSets},
 		{"apps/v1", "ConfigMap", nil},
 		{"batch/v1", "Job", api.Jobs},
-		{"networking.k8s.io/v1", "Ingress", nil},
+		{"widgets.example.com/v1", "Widget", nil},
 		{"not/a/version", "Pod", nil},
 		{"apps/v1beta2", "ReplicaSet", api.ReplicaSets}, // another version of a served kind
 		{"v1beta1", "ReplicaSet", nil},
@@ -250,7 +250,7 @@ func TestUnresolvableOwnersAreSolid(t *testing.T) {
 		ref       metav1.OwnerReference
 	}{
 		{"unserved kind", objectRef{namespace: "default"},
-			metav1.OwnerReference{APIVersion: "networking.k8s.io/v1", Kind: "Ingress", Name: "i", UID: "i"}},
+			metav1.OwnerReference{APIVersion: "widgets.example.com/v1", Kind: "Widget", Name: "w", UID: "w"}},
 		{"namespaced owner of a cluster-scoped object", objectRef{},
 			metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "c", UID: "c"}},
 	} {

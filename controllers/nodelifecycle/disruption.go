@@ -31,9 +31,26 @@ const (
 	stateFullDisruption zoneState = "FullDisruption"
 )
 
-// zoneOf is the zone a node counts in: its topology.kubernetes.io/zone
-// label, "" when it has none.
-func zoneOf(node *corev1.Node) string { return node.Labels[corev1.LabelTopologyZone] }
+// zoneOf is the zone a node counts in, under kube's zone key: its region
+// and zone labels (topology.kubernetes.io/, or the beta
+// failure-domain.beta.kubernetes.io/ ones when the GA ones are missing)
+// joined by ":\x00:", so that zones of the same name in two regions are
+// two zones; "" when it has neither. The cloud-node controller sets them
+// from the node's machine.
+func zoneOf(node *corev1.Node) string {
+	zone, ok := node.Labels[corev1.LabelTopologyZone]
+	if !ok {
+		zone = node.Labels[corev1.LabelFailureDomainBetaZone]
+	}
+	region, ok := node.Labels[corev1.LabelTopologyRegion]
+	if !ok {
+		region = node.Labels[corev1.LabelFailureDomainBetaRegion]
+	}
+	if zone == "" && region == "" {
+		return ""
+	}
+	return region + ":\x00:" + zone
+}
 
 // computeZoneState returns how many of a zone's nodes are not ready (Ready
 // False, Unknown or missing) and the zone's state: FullDisruption when

@@ -181,7 +181,21 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 			verbs("create", "get", "list", "watch", "update").groups(legacyGroup).resources("serviceaccounts"),
 			verbs("create").groups(legacyGroup).resources("serviceaccounts/token")),
 	}
+	roles = append(roles, simIngressControllerRole())
 	return append(roles, controllerRoles()...)
+}
+
+// simIngressControllerRole is what minictl's simulated ingress controller
+// may do, as an ingress-nginx install's ClusterRole lets it: read the
+// Ingresses (and hold them with its finalizer), write their status, read
+// the Services behind them, create its IngressClass, and record Events.
+func simIngressControllerRole() *rbacv1.ClusterRole {
+	return clusterRole(user.SimIngressController, nil,
+		verbs("get", "list", "watch", "update").groups(networkingGroup).resources("ingresses"),
+		verbs("update").groups(networkingGroup).resources("ingresses/status"),
+		verbs("get", "list", "watch", "create").groups(networkingGroup).resources("ingressclasses"),
+		verbs("get", "list", "watch").groups(legacyGroup).resources("services"),
+		eventsRule())
 }
 
 func clusterRoleBinding(name, role string, subjects ...rbacv1.Subject) *rbacv1.ClusterRoleBinding {
@@ -212,6 +226,7 @@ func ClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		clusterRoleBinding("system:kube-controller-manager", "system:kube-controller-manager", userSubject(user.KubeControllerManager)),
 		clusterRoleBinding("system:kube-scheduler", "system:kube-scheduler", userSubject(user.KubeScheduler)),
 		clusterRoleBinding("system:cloud-controller-manager", "system:cloud-controller-manager", userSubject(user.CloudControllerManager)),
+		clusterRoleBinding(user.SimIngressController, user.SimIngressController, userSubject(user.SimIngressController)),
 	}
 	return append(bindings, controllerRoleBindings()...)
 }
