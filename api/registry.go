@@ -22,7 +22,7 @@ import (
 // podtemplate.go, replicationcontroller.go, service.go, core.go (namespaces, nodes, endpoints, events), config.go
 // (configmaps, secrets), quota.go (resourcequotas, limitranges),
 // coordination.go, endpointslice.go, apps.go, daemonset.go, statefulset.go, job.go, cronjob.go, policy.go,
-// admissionregistration.go, apiextensions.go, rbac.go, certificates.go, review.go, networking.go (ingresses,
+// admissionregistration.go, apiextensions.go, rbac.go, certificates.go, review.go, metrics.go, networking.go (ingresses,
 // ingress classes, network policies), servicecidr.go (service CIDRs, IP addresses) and storage.go
 // (persistentvolumes, persistentvolumeclaims, storageclasses); their Table columns live in table.go
 // (networking_table.go for ingresses and network policies, storage_table.go for the storage kinds).
@@ -357,6 +357,7 @@ var all = Catalogue{
 	MutatingWebhookConfigurations, ValidatingWebhookConfigurations,
 	ValidatingAdmissionPolicies, ValidatingAdmissionPolicyBindings, CustomResourceDefinitions,
 	ServiceCIDRs, IPAddresses, StorageClasses,
+	NodeMetrics, PodMetrics,
 }
 
 // Resources returns the catalogue minictl serves, in discovery order.

@@ -65,6 +65,12 @@ type Resource struct {
 	// ask for verbs it lacks.
 	CreateOnly bool
 
+	// ReadOnly marks a kind the API server reads from elsewhere and never
+	// stores: the resource metrics (metrics.k8s.io), which it answers from
+	// its metrics server. It has no etcd key, no watch cache and no verb
+	// but get and list, and discovery says so.
+	ReadOnly bool
+
 	// Default fills in the fields Kubernetes defaults for this kind.
 	Default func(obj Object)
 	// Validate checks an object about to be created or updated, apart from

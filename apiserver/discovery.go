@@ -122,7 +122,9 @@ var (
 	objectVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 	// createOnlyVerbs are a review's (api.Resource.CreateOnly).
 	createOnlyVerbs = metav1.Verbs{"create"}
-	subVerbs        = map[string]metav1.Verbs{
+	// readOnlyVerbs are the resource metrics' (api.Resource.ReadOnly).
+	readOnlyVerbs = metav1.Verbs{"get", "list"}
+	subVerbs      = map[string]metav1.Verbs{
 		"status":   {"get", "patch", "update"},
 		"scale":    {"get", "patch", "update"},
 		"binding":  {"create"},
@@ -161,6 +163,9 @@ func apiResources(res *api.Resource) []metav1.APIResource {
 	verbs := objectVerbs
 	if res.CreateOnly {
 		verbs = createOnlyVerbs
+	}
+	if res.ReadOnly {
+		verbs = readOnlyVerbs
 	}
 	out := []metav1.APIResource{{
 		Name: res.Plural, SingularName: res.Singular, Namespaced: res.Namespaced,

@@ -68,6 +68,9 @@
 //     choice and errors, then the kubelet's /containerLogs of the pod's
 //     node (InternalIP, daemonEndpoints port), its text streamed back as
 //     it comes. connect.go answers exec, attach, portforward and proxy.
+//   - resourcemetrics.go serves metrics.k8s.io (kubectl top), get and
+//     list only, from the server's metrics server (package
+//     metricsserver), which Run starts once the server is ready.
 //   - discovery.go serves /api, /apis and the resource lists, generated from
 //     the catalogue.
 //   - table.go answers reads in the form the Accept header asks for: the

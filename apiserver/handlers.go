@@ -30,6 +30,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, group, ve
 	if ri.res.CreateOnly && verb != "create" {
 		ok = false // a review is only created
 	}
+	if ri.res.ReadOnly && verb != "get" && verb != "list" && verb != "watch" {
+		ok = false // the resource metrics are only read
+	}
 	if !ok {
 		writeStatus(w, newMethodNotAllowed(r.Method, r.URL.Path))
 		return
@@ -89,6 +92,9 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, ri *requestInf
 	}
 	if ri.res.CreateOnly {
 		return s.serveReview(w, r, ri)
+	}
+	if ri.res.ReadOnly {
+		return s.serveResourceMetrics(w, r, ri)
 	}
 	if isConnect(ri.subresource) {
 		return s.serveConnect(r, ri)

@@ -225,6 +225,13 @@ func resourcePaths(res *api.Resource, def string) map[string][]operation {
 			{method: "post", action: "post", id: id("create", ""), gvk: gvk, body: def, consumes: objectMediaTypes, response: def, query: writeParams, namespace: ns},
 		}}
 	}
+	if res.ReadOnly {
+		// The resource metrics are only read: list and get.
+		return map[string][]operation{
+			collection: {{method: "get", action: "list", id: id("list", ""), gvk: gvk, response: def + "List", query: listParams, namespace: ns}},
+			item:       {{method: "get", action: "get", id: id("read", ""), gvk: gvk, response: def, query: readParams, namespace: ns, name: named}},
+		}
+	}
 	paths := map[string][]operation{
 		collection: {
 			{method: "get", action: "list", id: id("list", ""), gvk: gvk, response: def + "List", query: listParams, namespace: ns},

@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/minictl/minictl/api"
 )
@@ -48,7 +49,7 @@ var servedScheme = sync.OnceValues(func() (*runtime.Scheme, error) {
 		corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, policyv1.AddToScheme, policyv1beta1.AddToScheme, coordinationv1.AddToScheme, autoscalingv1.AddToScheme,
 		admissionregistrationv1.AddToScheme, apiextensionsv1.AddToScheme, rbacv1.AddToScheme, certificatesv1.AddToScheme, discoveryv1.AddToScheme,
 		storagev1.AddToScheme,
-		authenticationv1.AddToScheme, authorizationv1.AddToScheme, networkingv1.AddToScheme, metav1.AddMetaToScheme,
+		authenticationv1.AddToScheme, authorizationv1.AddToScheme, networkingv1.AddToScheme, metricsv1beta1.AddToScheme, metav1.AddMetaToScheme,
 	} {
 		if err := add(sc); err != nil {
 			return nil, err

@@ -42,7 +42,7 @@ func (s *Server) newServed(resources api.Catalogue, prev *served) *served {
 	}
 	versions := map[*api.Resource][]*api.Resource{} // new resources by the resource as stored
 	for _, res := range resources {
-		if res.CreateOnly {
+		if res.CreateOnly || res.ReadOnly {
 			continue // answered, never stored: no store, no watch cache
 		}
 		if prev != nil {
@@ -87,7 +87,7 @@ func (v *served) watchCaches() []*watchCache {
 	seen := map[*watchCache]bool{}
 	var out []*watchCache
 	for _, res := range v.resources {
-		if res.CreateOnly {
+		if res.CreateOnly || res.ReadOnly {
 			continue
 		}
 		if c := v.caches[res].watchCache; !seen[c] {

@@ -30,6 +30,7 @@ import (
 	"github.com/minictl/minictl/internal/serving"
 	"github.com/minictl/minictl/internal/timeline"
 	"github.com/minictl/minictl/internal/webhook"
+	"github.com/minictl/minictl/metricsserver"
 )
 
 // Config configures a Server. Only Store is required.
@@ -147,6 +148,11 @@ type Config struct {
 	// (ServeSecure): the kubernetes Service then publishes its port, not
 	// the plain listener's.
 	SecurePort bool
+	// MetricResolution is how often the server's metrics server scrapes
+	// the kubelets for the resource metrics API (metrics.k8s.io), as
+	// metrics-server's --metric-resolution; 0:
+	// metricsserver.DefaultResolution.
+	MetricResolution time.Duration
 }
 
 // Server is minictl's API server: kube-apiserver's REST API over one etcd.
@@ -194,7 +200,10 @@ type Server struct {
 	// are their configurations as the watch caches last had them.
 	webhooks *webhook.Client
 	// kubelets reaches the kubelets, for pods' logs (podlog.go).
-	kubelets                       *http.Client
+	kubelets *http.Client
+	// resourceMetrics scrapes the kubelets for the resource metrics API
+	// (resourcemetrics.go); Run runs it.
+	resourceMetrics                *metricsserver.Server
 	mutatingHooks, validatingHooks hookSet
 	// policies are the ValidatingAdmissionPolicies and their bindings,
 	// compiled, as the watch caches last had them.
@@ -307,6 +316,9 @@ func New(cfg Config) (*Server, error) {
 		Resolver: webhook.ResolverFunc(s.resolveService), MaxResponseBytes: 2 * s.maxBody,
 	})
 	s.kubelets = newKubeletClient()
+	s.resourceMetrics = metricsserver.New(metricsserver.Options{
+		Nodes: s.nodesToScrape, Resolution: cfg.MetricResolution, Logger: s.log,
+	})
 	s.flow = newFlowControl(func() api.Catalogue { return s.serving().resources }, flowControlConfig{
 		maxReadOnly: inflightLimit(cfg.MaxRequestsInflight, DefaultMaxRequestsInflight),
 		maxMutating: inflightLimit(cfg.MaxMutatingRequestsInflight, DefaultMaxMutatingRequestsInflight),
@@ -406,6 +418,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	close(s.ready)
 	s.log.Info("api server ready")
+	wg.Go(func() { s.resourceMetrics.Run(ctx) })
 	wg.Add(2)
 	go func() {
 		defer wg.Done()

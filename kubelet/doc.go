@@ -21,6 +21,9 @@
 //   - server.go: the kubelet's HTTP API on the node address:
 //     /containerLogs (what the API server's pods/log proxies to) and
 //     /healthz.
+//   - usage.go, resourcemetrics.go: what the node and its containers use
+//     (CPU as cumulative counters, working set memory), served at
+//     /metrics/resource for the resource metrics API.
 //   - containerlog/: what the simulated containers printed, read back as
 //     kubectl logs asks (tail, since, timestamps, limitBytes, previous,
 //     follow).
@@ -102,6 +105,16 @@
 //     after TerminationDelay.
 //   - Status writes are compare-and-swap; on a conflict the pod is read
 //     again and the step decided again.
+//   - GET /metrics/resource answers with the kubelet's resource metrics
+//     (Prometheus text, each sample stamped with the reading's time in
+//     milliseconds): container_cpu_usage_seconds_total,
+//     container_memory_working_set_bytes and container_start_time_seconds
+//     of every running container, pod_* sums of them, and the node's
+//     node_cpu_usage_seconds_total and node_memory_working_set_bytes. A
+//     container uses a tenth of its requests (1m CPU and 8Mi without
+//     them); the node adds 50m and 200Mi of its own. The CPU counters
+//     grow at that rate between two readings; a reading takes the rates
+//     the pods ask for from then on.
 //
 // Breaking things on purpose, through the API:
 //
@@ -110,6 +123,10 @@
 //     server; removing it resumes both at once. Pods keep being run.
 //   - Pod annotation sim.minictl.io/ready=false: containers, ContainersReady
 //     and Ready False; removing it (or "true") makes them True again.
+//   - Pod annotations sim.minictl.io/cpu-usage (e.g. "350m") and
+//     sim.minictl.io/memory-usage (e.g. "200Mi"): what the whole pod uses,
+//     shared evenly by its running containers, in place of their
+//     defaults; one patch pushes the load up or down.
 //   - Pod annotation sim.minictl.io/exit-code=N: the running containers
 //     exit with N, once per value. restartPolicy Always, or OnFailure with
 //     N≠0: they restart (restartCount+1, lastState terminated with exit code

@@ -178,6 +178,9 @@ type Kubelet struct {
 	// port is the port the kubelet's API listens on, set by Run before
 	// anything reads it.
 	port int32
+	// usage meters what the node and its containers use, for
+	// /metrics/resource.
+	usage *usageMeter
 
 	// lease is the Lease as last written; the heartbeat goroutine's own.
 	lease *coordinationv1.Lease
@@ -283,6 +286,7 @@ func New(opts Options) (*Kubelet, error) {
 		memos:     map[string]*podMemo{},
 		logged:    map[string]types.UID{},
 		logs:      containerlog.New(),
+		usage:     newUsageMeter(opts.Clock.Now()),
 		// The queue exists before any handler can fire.
 		queue: workqueue.New[string]("kubelet-"+opts.NodeName, workqueue.Options{Clock: opts.Clock}),
 	}

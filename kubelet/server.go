@@ -47,7 +47,7 @@ func (k *Kubelet) serve(ctx context.Context, ln net.Listener) {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	k.log.Info("serving /containerLogs and /healthz on http://"+ln.Addr().String(), slog.String("object", k.name))
+	k.log.Info("serving /containerLogs, /metrics/resource and /healthz on http://"+ln.Addr().String(), slog.String("object", k.name))
 	select {
 	case err := <-errc:
 		k.log.Error("kubelet server stopped", slog.String("object", k.name), slog.Any("err", err))
@@ -63,7 +63,7 @@ func (k *Kubelet) serve(ctx context.Context, ln net.Listener) {
 }
 
 // handler is the kubelet's API, the part a simulated node has: the logs of
-// its containers and its health.
+// its containers, their resource usage and its health.
 func (k *Kubelet) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -71,6 +71,7 @@ func (k *Kubelet) handler() http.Handler {
 		_, _ = w.Write([]byte("ok"))
 	})
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", k.serveContainerLogs)
+	mux.HandleFunc("GET /metrics/resource", k.serveResourceMetrics)
 	return mux
 }
 

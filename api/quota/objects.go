@@ -39,11 +39,12 @@ func ObjectCountName(res *api.Resource) corev1.ResourceName {
 }
 
 // Quotable reports whether res's objects can be charged to a quota: they
-// live in namespaces, as quotas do, are kept (a review is answered, not
-// stored: nothing of it stays to count), and are not Events, which
+// live in namespaces, as quotas do, are kept (a review is answered and
+// the resource metrics are read, not stored: nothing of them stays to
+// count), and are not Events, which
 // Kubernetes leaves out of quota by default.
 func Quotable(res *api.Resource) bool {
-	return res.Namespaced && !res.CreateOnly && !(res.Group == "" && res.Plural == "events")
+	return res.Namespaced && !res.CreateOnly && !res.ReadOnly && !(res.Group == "" && res.Plural == "events")
 }
 
 func isCore(res *api.Resource, plural string) bool { return res.Group == "" && res.Plural == plural }

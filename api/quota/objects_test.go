@@ -40,7 +40,7 @@ func TestObjectCountNames(t *testing.T) {
 
 func TestQuotableKinds(t *testing.T) {
 	for _, res := range api.Resources() {
-		want := res.Namespaced && !res.CreateOnly && res.Plural != "events"
+		want := res.Namespaced && !res.CreateOnly && !res.ReadOnly && res.Plural != "events"
 		if got := Quotable(res); got != want {
 			t.Errorf("Quotable(%s) = %v, want %v", res.GroupResource(), got, want)
 		}

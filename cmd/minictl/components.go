@@ -66,7 +66,7 @@ func (f *clusterFlags) bind(fs *flag.FlagSet) {
 	f.bindKubelet(fs)
 	fs.IntVar(&f.nodes, "nodes", 3, "how many simulated nodes (kubelets) to run")
 	f.ccm.bind(fs)
-	fs.BoolVar(&f.fast, "fast", false, "scale every timing down (heartbeats, grace periods, leader election, tolerations, container restart back-off) so a lesson's story plays out in seconds")
+	fs.BoolVar(&f.fast, "fast", false, "scale every timing down (heartbeats, grace periods, leader election, tolerations, container restart back-off, metric resolution) so a lesson's story plays out in seconds")
 }
 
 func (f *clusterFlags) bindKubelet(fs *flag.FlagSet) {

@@ -20,8 +20,13 @@ import (
 	"github.com/minictl/minictl/controllers"
 	"github.com/minictl/minictl/internal/serving"
 	"github.com/minictl/minictl/internal/timeline"
+	"github.com/minictl/minictl/metricsserver"
 	"github.com/minictl/minictl/store"
 )
+
+// fastMetricResolution is --metric-resolution under --fast: usage that
+// shows in kubectl top seconds after it changes.
+const fastMetricResolution = 2 * time.Second
 
 // serverFlags are the flags `up` and `apiserver` share.
 type serverFlags struct {
@@ -50,6 +55,9 @@ type serverFlags struct {
 	nodePortRange apiserver.PortRange
 	// auditLogPath and auditPolicyFile: the audit log and its policy.
 	auditLogPath, auditPolicyFile string
+	// metricResolution is how often the kubelets are scraped for the
+	// resource metrics API.
+	metricResolution time.Duration
 }
 
 func (f *serverFlags) bind(fs *flag.FlagSet) {
@@ -74,6 +82,7 @@ func (f *serverFlags) bind(fs *flag.FlagSet) {
 	fs.TextVar(&f.nodePortRange, "service-node-port-range", apiserver.DefaultServiceNodePortRange, "the range of ports NodePort and LoadBalancer Services' node ports come from, both ends included")
 	fs.StringVar(&f.auditLogPath, "audit-log-path", "", "if set, every request to the API server is recorded in this file as audit.k8s.io/v1 Events, one JSON line each; '-' means standard out")
 	fs.StringVar(&f.auditPolicyFile, "audit-policy-file", "", "the audit.k8s.io/v1 Policy (YAML or JSON) that says what the audit log records of which request (default: every request at the Metadata level)")
+	fs.DurationVar(&f.metricResolution, "metric-resolution", metricsserver.DefaultResolution, "how often the kubelets are scraped for the resource metrics API (metrics.k8s.io, kubectl top), as metrics-server's flag of the same name")
 	fs.BoolVar(&f.profiling, "profiling", false, "serve Go's CPU, heap and allocation profiles at /debug/pprof/ on the API port (for go tool pprof)")
 }
 
@@ -119,6 +128,9 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		if !set["default-unreachable-toleration-seconds"] {
 			sf.unreachableToleration = 5
+		}
+		if !set["metric-resolution"] {
+			sf.metricResolution = fastMetricResolution
 		}
 	}
 	bus := timeline.NewBus()
@@ -269,6 +281,7 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		SecurePort:                          secure != nil,
 		AuthorizationModes:                  splitList(sf.secure.authorizationMode),
 		EnableAdmissionPlugins:              splitList(sf.secure.enableAdmissionPlugins),
+		MetricResolution:                    sf.metricResolution,
 	})
 	if err != nil {
 		return err

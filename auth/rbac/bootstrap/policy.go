@@ -108,6 +108,10 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 			verbs(read...).groups(policyGroup).resources("poddisruptionbudgets", "poddisruptionbudgets/status"),
 			verbs(read...).groups(networkingGroup).resources("ingresses", "ingresses/status", "networkpolicies"),
 			verbs(read...).groups(coordinationGroup).resources("leases")),
+		// metrics-server's reader role, which its manifests install: the
+		// resource metrics for everyone who may view, edit or administer.
+		clusterRole("system:aggregated-metrics-reader", map[string]string{aggregateToAdmin: "true", aggregateToEdit: "true", aggregateToView: "true"},
+			verbs("get", "list", "watch").groups(metricsGroup).resources("pods", "nodes")),
 
 		clusterRole("system:node", nil,
 			verbs("create").groups(authenticationGroup).resources("tokenreviews"),

@@ -39,6 +39,7 @@ const (
 	storageGroup        = "storage.k8s.io"
 	admissionGroup      = "admissionregistration.k8s.io"
 	apiextensionsGroup  = "apiextensions.k8s.io"
+	metricsGroup        = "metrics.k8s.io"
 )
 
 var (
