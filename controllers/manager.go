@@ -28,6 +28,7 @@ import (
 	"github.com/minictl/minictl/controllers/job"
 	"github.com/minictl/minictl/controllers/nodeipam"
 	"github.com/minictl/minictl/controllers/nodelifecycle"
+	"github.com/minictl/minictl/controllers/podautoscaler"
 	"github.com/minictl/minictl/controllers/podgc"
 	"github.com/minictl/minictl/controllers/resourcequota"
 	"github.com/minictl/minictl/informer"
@@ -104,6 +105,12 @@ type Timings struct {
 	NodeCIDRMaskSize          int           // --node-cidr-mask-size
 	JobBackoffBase            time.Duration // the job controller's back-off after a Job's first failed pod, doubling after each
 	JobBackoffMax             time.Duration // the longest that back-off grows
+
+	HPASyncPeriod              time.Duration // --horizontal-pod-autoscaler-sync-period
+	HPATolerance               float64       // --horizontal-pod-autoscaler-tolerance
+	HPADownscaleStabilization  time.Duration // --horizontal-pod-autoscaler-downscale-stabilization
+	HPACPUInitializationPeriod time.Duration // --horizontal-pod-autoscaler-cpu-initialization-period
+	HPAInitialReadinessDelay   time.Duration // --horizontal-pod-autoscaler-initial-readiness-delay
 }
 
 // Credentials are files of kube-controller-manager's flags of the same
@@ -129,21 +136,26 @@ func DefaultConfig() Config {
 		LeaseNamespace: "kube-system",
 		LeaseName:      "kube-controller-manager",
 		Timings: Timings{
-			TerminatedPodGCThreshold:  podgc.DefaultTerminatedPodThreshold,
-			PodGCPeriod:               podgc.DefaultPeriod,
-			PodGCQuarantine:           podgc.DefaultQuarantineTime,
-			ResourceQuotaSyncPeriod:   resourcequota.DefaultResyncPeriod,
-			NodeMonitorPeriod:         nodelifecycle.DefaultNodeMonitorPeriod,
-			NodeMonitorGracePeriod:    nodelifecycle.DefaultNodeMonitorGracePeriod,
-			NodeStartupGracePeriod:    nodelifecycle.DefaultNodeStartupGracePeriod,
-			NodeEvictionRate:          nodelifecycle.DefaultEvictionRate,
-			SecondaryNodeEvictionRate: nodelifecycle.DefaultSecondaryEvictionRate,
-			UnhealthyZoneThreshold:    nodelifecycle.DefaultUnhealthyZoneThreshold,
-			JobBackoffBase:            job.DefaultBackoffBase,
-			JobBackoffMax:             job.DefaultBackoffMax,
-			LargeClusterSizeThreshold: nodelifecycle.DefaultLargeClusterSizeThreshold,
-			ClusterCIDR:               nodeipam.DefaultClusterCIDR,
-			NodeCIDRMaskSize:          nodeipam.DefaultNodeCIDRMaskSize,
+			TerminatedPodGCThreshold:   podgc.DefaultTerminatedPodThreshold,
+			PodGCPeriod:                podgc.DefaultPeriod,
+			PodGCQuarantine:            podgc.DefaultQuarantineTime,
+			ResourceQuotaSyncPeriod:    resourcequota.DefaultResyncPeriod,
+			NodeMonitorPeriod:          nodelifecycle.DefaultNodeMonitorPeriod,
+			NodeMonitorGracePeriod:     nodelifecycle.DefaultNodeMonitorGracePeriod,
+			NodeStartupGracePeriod:     nodelifecycle.DefaultNodeStartupGracePeriod,
+			NodeEvictionRate:           nodelifecycle.DefaultEvictionRate,
+			SecondaryNodeEvictionRate:  nodelifecycle.DefaultSecondaryEvictionRate,
+			UnhealthyZoneThreshold:     nodelifecycle.DefaultUnhealthyZoneThreshold,
+			JobBackoffBase:             job.DefaultBackoffBase,
+			JobBackoffMax:              job.DefaultBackoffMax,
+			LargeClusterSizeThreshold:  nodelifecycle.DefaultLargeClusterSizeThreshold,
+			ClusterCIDR:                nodeipam.DefaultClusterCIDR,
+			NodeCIDRMaskSize:           nodeipam.DefaultNodeCIDRMaskSize,
+			HPASyncPeriod:              podautoscaler.DefaultSyncPeriod,
+			HPATolerance:               podautoscaler.DefaultTolerance,
+			HPADownscaleStabilization:  podautoscaler.DefaultDownscaleStabilization,
+			HPACPUInitializationPeriod: podautoscaler.DefaultCPUInitializationPeriod,
+			HPAInitialReadinessDelay:   podautoscaler.DefaultInitialReadinessDelay,
 		},
 		Signing: Signing{Duration: csrsigning.DefaultDuration},
 		Workers: map[string]int{},
@@ -171,6 +183,11 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Credentials.ServiceAccountPrivateKeyFile, "service-account-private-key-file", c.Credentials.ServiceAccountPrivateKeyFile, "PEM private key (RSA or ECDSA) that signs the legacy ServiceAccount tokens; without it the serviceaccount-token controller does not run")
 	fs.StringVar(&c.Credentials.RootCAFile, "root-ca-file", c.Credentials.RootCAFile, "the cluster's root CA, put into ServiceAccount token Secrets and the kube-root-ca.crt ConfigMap of every namespace; without it root-ca-cert-publisher does not run")
 	fs.IntVar(&c.Timings.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", c.Timings.TerminatedPodGCThreshold, "terminated pods kept before podgc deletes the oldest")
+	fs.DurationVar(&t.HPASyncPeriod, "horizontal-pod-autoscaler-sync-period", t.HPASyncPeriod, "how often the horizontal pod autoscaler passes over every autoscaler")
+	fs.Float64Var(&t.HPATolerance, "horizontal-pod-autoscaler-tolerance", t.HPATolerance, "the smallest ratio of metric to target, away from 1, that makes the autoscaler scale")
+	fs.DurationVar(&t.HPADownscaleStabilization, "horizontal-pod-autoscaler-downscale-stabilization", t.HPADownscaleStabilization, "how far back the autoscaler looks for a higher recommendation before it scales down")
+	fs.DurationVar(&t.HPACPUInitializationPeriod, "horizontal-pod-autoscaler-cpu-initialization-period", t.HPACPUInitializationPeriod, "how long after its start a pod's CPU is not trusted unless it is ready")
+	fs.DurationVar(&t.HPAInitialReadinessDelay, "horizontal-pod-autoscaler-initial-readiness-delay", t.HPAInitialReadinessDelay, "how long after its start a pod's readiness changes are taken as its initial readiness")
 	c.bindWorkerFlags(fs, knownControllers)
 }
 
