@@ -5,6 +5,8 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -21,7 +23,7 @@ import (
 // functions each entry names live in the file of its kind group: pod.go,
 // podtemplate.go, replicationcontroller.go, service.go, core.go (namespaces, nodes, endpoints, events), config.go
 // (configmaps, secrets), quota.go (resourcequotas, limitranges),
-// coordination.go, endpointslice.go, apps.go, daemonset.go, statefulset.go, job.go, cronjob.go, policy.go,
+// coordination.go, endpointslice.go, apps.go, daemonset.go, statefulset.go, job.go, cronjob.go, autoscaling.go, policy.go,
 // admissionregistration.go, apiextensions.go, rbac.go, certificates.go, review.go, metrics.go, networking.go (ingresses,
 // ingress classes, network policies), servicecidr.go (service CIDRs, IP addresses) and storage.go
 // (persistentvolumes, persistentvolumeclaims, storageclasses); their Table columns live in table.go
@@ -224,6 +226,26 @@ var (
 		PrepareForCreate: defaulter(prepareCronJobForCreate), PrepareForUpdate: updatePreparer(prepareCronJobForUpdate),
 		Table: cronJobTable,
 	}
+	// HorizontalPodAutoscalers are stored as autoscaling/v2 and served at
+	// autoscaling/v1 too (autoscaling.go converts).
+	HorizontalPodAutoscalers = &Resource{
+		Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler", Plural: "horizontalpodautoscalers", Singular: "horizontalpodautoscaler", Namespaced: true,
+		ShortNames: []string{"hpa"}, Categories: []string{"all"}, Subresources: []string{"status"},
+		New:     func() Object { return &autoscalingv2.HorizontalPodAutoscaler{} },
+		Default: defaulter(defaultHPA), Validate: validator(validateHPA),
+		PrepareForCreate: defaulter(prepareHPAForCreate), PrepareForUpdate: updatePreparer(prepareHPAForUpdate),
+		Convert: hpaConvert,
+		Table:   hpaTable,
+	}
+	HorizontalPodAutoscalersV1 = &Resource{
+		Group: "autoscaling", Version: "v1", Kind: "HorizontalPodAutoscaler", Plural: "horizontalpodautoscalers", Singular: "horizontalpodautoscaler", Namespaced: true,
+		ShortNames: []string{"hpa"}, Categories: []string{"all"}, Subresources: []string{"status"},
+		New:     func() Object { return &autoscalingv1.HorizontalPodAutoscaler{} },
+		Default: defaulter(defaultHPAV1), Validate: validator(validateHPAV1),
+		PrepareForCreate: defaulter(prepareHPAV1ForCreate), PrepareForUpdate: updatePreparer(prepareHPAV1ForUpdate),
+		Storage: HorizontalPodAutoscalers, Convert: hpaConvert,
+		Table: hpaV1Table,
+	}
 	PodDisruptionBudgets = &Resource{
 		Group: "policy", Version: "v1", Kind: "PodDisruptionBudget", Plural: "poddisruptionbudgets", Singular: "poddisruptionbudget", Namespaced: true,
 		ShortNames: []string{"pdb"}, Subresources: []string{"status"},
@@ -350,7 +372,7 @@ var (
 var all = Catalogue{
 	Namespaces, Pods, PodTemplates, ReplicationControllers, Nodes, Services, Endpoints, ConfigMaps, Secrets, ServiceAccounts,
 	Events, PersistentVolumes, PersistentVolumeClaims, ResourceQuotas, LimitRanges, Leases, ReplicaSets, Deployments, DaemonSets, StatefulSets, ControllerRevisions,
-	Jobs, CronJobs, PodDisruptionBudgets, EndpointSlices, Ingresses, IngressClasses, NetworkPolicies,
+	Jobs, CronJobs, HorizontalPodAutoscalers, HorizontalPodAutoscalersV1, PodDisruptionBudgets, EndpointSlices, Ingresses, IngressClasses, NetworkPolicies,
 	TokenReviews, SelfSubjectReviews,
 	LocalSubjectAccessReviews, SelfSubjectAccessReviews, SelfSubjectRulesReviews, SubjectAccessReviews,
 	Roles, ClusterRoles, RoleBindings, ClusterRoleBindings, CertificateSigningRequests,

@@ -64,7 +64,7 @@ func (f converterByFunc) convert(ctx context.Context, objs []*unstructured.Unstr
 // converterFor returns the converter of res's objects, res being the
 // resource as stored: its Convert (a definition's webhook,
 // conversion_webhook.go), else the None strategy; nil for a built-in
-// kind, which has one version.
+// kind served at one version.
 func (s *Server) converterFor(res *api.Resource) converter {
 	switch {
 	case res.Convert != nil:
@@ -96,9 +96,19 @@ func fromStored(ctx context.Context, conv converter, res *api.Resource, obj api.
 // versions, as res: converted by conv, then pruned with res's schema. obj
 // is not changed; the result is a new object that shares nothing with it.
 func convertTo(ctx context.Context, conv converter, res *api.Resource, obj api.Object) (api.Object, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok || conv == nil {
+	if conv == nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("%s cannot be converted to %s", obj.GetObjectKind().GroupVersionKind(), res.APIVersion()))
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		// A built-in kind served at several versions (autoscaling's
+		// HorizontalPodAutoscaler) converts through its JSON form too, and
+		// comes back as res's Go type.
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		u = &unstructured.Unstructured{Object: m}
 	}
 	// As in kube-apiserver, which converts a stored object before it
 	// stamps the revision on it, a converter never sees a resourceVersion.
@@ -120,7 +130,18 @@ func convertTo(ctx context.Context, conv converter, res *api.Resource, obj api.O
 	if rv != "" {
 		c.SetResourceVersion(rv)
 	}
+	if typed := res.New(); !isUnstructured(typed) {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(c.Object, typed); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		return typed, nil
+	}
 	return c, nil
+}
+
+func isUnstructured(obj api.Object) bool {
+	_, ok := obj.(*unstructured.Unstructured)
+	return ok
 }
 
 // withoutResourceVersion is u without metadata.resourceVersion: a copy of

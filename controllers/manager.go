@@ -31,6 +31,7 @@ import (
 	"github.com/minictl/minictl/controllers/nodeipam"
 	"github.com/minictl/minictl/controllers/nodelifecycle"
 	"github.com/minictl/minictl/controllers/persistentvolume"
+	"github.com/minictl/minictl/controllers/podautoscaler"
 	"github.com/minictl/minictl/controllers/podgc"
 	"github.com/minictl/minictl/controllers/resourcequota"
 	"github.com/minictl/minictl/informer"
@@ -114,6 +115,11 @@ type Timings struct {
 
 	MirroringMaxEndpointsPerSubset      int           // --mirroring-max-endpoints-per-subset
 	MirroringEndpointUpdatesBatchPeriod time.Duration // --mirroring-endpointslice-updates-batch-period
+	HPASyncPeriod                       time.Duration // --horizontal-pod-autoscaler-sync-period
+	HPATolerance                        float64       // --horizontal-pod-autoscaler-tolerance
+	HPADownscaleStabilization           time.Duration // --horizontal-pod-autoscaler-downscale-stabilization
+	HPACPUInitializationPeriod          time.Duration // --horizontal-pod-autoscaler-cpu-initialization-period
+	HPAInitialReadinessDelay            time.Duration // --horizontal-pod-autoscaler-initial-readiness-delay
 }
 
 // Credentials are files of kube-controller-manager's flags of the same
@@ -157,6 +163,11 @@ func DefaultConfig() Config {
 			NodeCIDRMaskSize:               nodeipam.DefaultNodeCIDRMaskSize,
 			MaxEndpointsPerSlice:           endpointslice.DefaultMaxEndpointsPerSlice,
 			MirroringMaxEndpointsPerSubset: endpointslicemirroring.DefaultMaxEndpointsPerSubset,
+			HPASyncPeriod:                  podautoscaler.DefaultSyncPeriod,
+			HPATolerance:                   podautoscaler.DefaultTolerance,
+			HPADownscaleStabilization:      podautoscaler.DefaultDownscaleStabilization,
+			HPACPUInitializationPeriod:     podautoscaler.DefaultCPUInitializationPeriod,
+			HPAInitialReadinessDelay:       podautoscaler.DefaultInitialReadinessDelay,
 		},
 		Signing: Signing{Duration: csrsigning.DefaultDuration},
 		Workers: map[string]int{},
@@ -189,6 +200,11 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&t.EndpointUpdatesBatchPeriod, "endpoint-updates-batch-period", t.EndpointUpdatesBatchPeriod, "how long the endpointslice controller gathers pod changes before writing a service's slices")
 	fs.IntVar(&t.MirroringMaxEndpointsPerSubset, "mirroring-max-endpoints-per-subset", t.MirroringMaxEndpointsPerSubset, "the most addresses of one Endpoints subset the endpointslicemirroring controller mirrors (1 to 1000)")
 	fs.DurationVar(&t.MirroringEndpointUpdatesBatchPeriod, "mirroring-endpointslice-updates-batch-period", t.MirroringEndpointUpdatesBatchPeriod, "how long the endpointslicemirroring controller gathers Endpoints changes before writing")
+	fs.DurationVar(&t.HPASyncPeriod, "horizontal-pod-autoscaler-sync-period", t.HPASyncPeriod, "how often the horizontal pod autoscaler passes over every autoscaler")
+	fs.Float64Var(&t.HPATolerance, "horizontal-pod-autoscaler-tolerance", t.HPATolerance, "the smallest ratio of metric to target, away from 1, that makes the autoscaler scale")
+	fs.DurationVar(&t.HPADownscaleStabilization, "horizontal-pod-autoscaler-downscale-stabilization", t.HPADownscaleStabilization, "how far back the autoscaler looks for a higher recommendation before it scales down")
+	fs.DurationVar(&t.HPACPUInitializationPeriod, "horizontal-pod-autoscaler-cpu-initialization-period", t.HPACPUInitializationPeriod, "how long after its start a pod's CPU is not trusted unless it is ready")
+	fs.DurationVar(&t.HPAInitialReadinessDelay, "horizontal-pod-autoscaler-initial-readiness-delay", t.HPAInitialReadinessDelay, "how long after its start a pod's readiness changes are taken as its initial readiness")
 	c.bindWorkerFlags(fs, knownControllers)
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/minictl/minictl/controllers/nodeipam"
 	"github.com/minictl/minictl/controllers/nodelifecycle"
 	"github.com/minictl/minictl/controllers/persistentvolume"
+	"github.com/minictl/minictl/controllers/podautoscaler"
 	"github.com/minictl/minictl/controllers/podgc"
 	"github.com/minictl/minictl/controllers/pvcprotection"
 	"github.com/minictl/minictl/controllers/pvprotection"
@@ -42,6 +43,16 @@ import (
 // wired explicitly to what it needs. Names and defaults follow
 // kube-controller-manager's --controllers.
 var knownControllers = []descriptor{
+	{
+		name: podautoscaler.Name, serviceAccount: "horizontal-pod-autoscaler", defaultOn: true, workers: 5, workersFlag: "concurrent-horizontal-pod-autoscaler-syncs",
+		component: "horizontal-pod-autoscaler",
+		build: func(cc *controllerContext) (runner, error) {
+			t := cc.Timings
+			return podautoscaler.New(podautoscaler.Options{Common: cc.Common, SyncPeriod: t.HPASyncPeriod, Tolerance: t.HPATolerance,
+				DownscaleStabilization: t.HPADownscaleStabilization, CPUInitializationPeriod: t.HPACPUInitializationPeriod,
+				InitialReadinessDelay: t.HPAInitialReadinessDelay})
+		},
+	},
 	{
 		name: replicaset.Name, serviceAccount: "replicaset-controller", defaultOn: true, workers: 5, workersFlag: "concurrent-replicaset-syncs",
 		build: func(cc *controllerContext) (runner, error) {

@@ -114,6 +114,7 @@ func fastControllerManager(cm *controllers.Config, set map[string]bool) {
 	fast("node-monitor-grace-period", func() { cm.Timings.NodeMonitorGracePeriod = 5 * time.Second })
 	fast("node-startup-grace-period", func() { cm.Timings.NodeStartupGracePeriod = 10 * time.Second })
 	fast("node-eviction-rate", func() { cm.Timings.NodeEvictionRate = 1 })
+	fast("horizontal-pod-autoscaler-sync-period", func() { cm.Timings.HPASyncPeriod = 2 * time.Second })
 	cm.Timings.PodGCPeriod = 2 * time.Second
 	cm.Timings.PodGCQuarantine = 2 * time.Second
 	cm.Timings.JobBackoffBase = time.Second // a failed Job's retries in seconds, not minutes

@@ -42,6 +42,16 @@ var controllers = []controllerRole{
 		verbs("get", "list", "watch", "create", "delete", "update", "patch").groups(appsGroup).resources("controllerrevisions"),
 		eventsRule(),
 	}},
+	{"horizontal-pod-autoscaler", []*rule{
+		verbs("get", "list", "watch").groups("autoscaling").resources("horizontalpodautoscalers"),
+		verbs("update").groups("autoscaling").resources("horizontalpodautoscalers/status"),
+		verbs("get", "update").groups("*").resources("*/scale"),
+		verbs("list", "watch").groups(legacyGroup).resources("pods"),
+		verbs("list").groups("metrics.k8s.io").resources("pods"),
+		verbs("get", "list").groups("custom.metrics.k8s.io").resources("*"),
+		verbs("get", "list").groups("external.metrics.k8s.io").resources("*"),
+		eventsRule(),
+	}},
 	{"deployment-controller", []*rule{
 		verbs("get", "list", "watch", "update").groups(appsGroup).resources("deployments"),
 		verbs("update").groups(appsGroup).resources("deployments/status"),

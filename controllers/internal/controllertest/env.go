@@ -30,6 +30,9 @@ type Options struct {
 	// AuthorizationModes are the API server's; with "RBAC" it starts
 	// with Kubernetes' bootstrap roles (admin, edit, view, ...).
 	AuthorizationModes []string
+	// MetricResolution is how often the API server scrapes the kubelets
+	// for metrics.k8s.io; 0: its default.
+	MetricResolution time.Duration
 }
 
 // Start starts an API server, which stops when the test ends, and returns
@@ -42,7 +45,7 @@ func Start(t testing.TB) *Env {
 // StartWith is Start with options.
 func StartWith(t testing.TB, opts Options) *Env {
 	t.Helper()
-	srv := testenv.StartWith(t, testenv.Options{Server: apiserver.Config{Resources: opts.Resources, AuthorizationModes: opts.AuthorizationModes}})
+	srv := testenv.StartWith(t, testenv.Options{Server: apiserver.Config{Resources: opts.Resources, AuthorizationModes: opts.AuthorizationModes, MetricResolution: opts.MetricResolution}})
 	rc, err := client.New(&client.Config{Server: srv.URL, Timeout: opts.ClientTimeout})
 	if err != nil {
 		t.Fatal(err)
