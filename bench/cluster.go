@@ -68,7 +68,7 @@ func (h *harness) startCluster(ctx context.Context, o clusterOptions) (*cluster,
 	c.URL = "http://" + addr
 	args := []string{"up", "--listen", addr, "--data-dir", c.DataDir,
 		"--etcd-client-url", "http://127.0.0.1:0", "--controller-manager-address", "127.0.0.1:0",
-		"--secure-listen", "127.0.0.1:0"}
+		"--secure-listen", "127.0.0.1:0", "--cloud-listen", "127.0.0.1:0", "--cloud-controller-manager-address", "127.0.0.1:0"}
 	if o.Profiling {
 		args = append(args, "--profiling")
 	}

@@ -34,6 +34,7 @@ type config struct {
 	jobNodes         int
 	dsNodes          int
 	services         int
+	loadBalancers    int
 	settle           time.Duration
 	reconcileTimeout time.Duration
 }
@@ -41,14 +42,14 @@ type config struct {
 var full = config{
 	reps: 3, createPods: 5000, lists: 10, watchers: 1000, watchPods: 200,
 	replicas: 2000, nodes: 20, nsPods: 1000, nsNodes: 10, storedPods: 30000, applies: 2000, crds: 20,
-	jobCompletions: 1000, jobParallelism: 100, jobNodes: 10, dsNodes: 100, services: 500,
+	jobCompletions: 1000, jobParallelism: 100, jobNodes: 10, dsNodes: 100, services: 500, loadBalancers: 50,
 	settle: 2 * time.Second, reconcileTimeout: 180 * time.Second,
 }
 
 var quick = config{
 	reps: 1, createPods: 1000, lists: 5, watchers: 100, watchPods: 50,
 	replicas: 200, nodes: 2, nsPods: 100, nsNodes: 1, storedPods: 3000, applies: 500, crds: 5,
-	jobCompletions: 100, jobParallelism: 20, jobNodes: 2, dsNodes: 20, services: 500,
+	jobCompletions: 100, jobParallelism: 20, jobNodes: 2, dsNodes: 20, services: 500, loadBalancers: 20,
 	settle: time.Second, reconcileTimeout: 60 * time.Second,
 }
 
@@ -74,6 +75,7 @@ var targets = map[string]*target{
 	"daemonset/DaemonSet on 100 nodes: all Running":            {op: "<", value: 3},
 	"securecreate/secure / plain":                              {op: ">=", value: 90},
 	"services/Services / pods":                                 {op: ">=", value: 80},
+	"loadbalancer/create to ingress IP p99":                    {op: "<", value: 200},
 }
 
 // notes say how a figure was set up, where the name does not.
@@ -94,6 +96,8 @@ var notes = map[string]string{
 	"securecreate/pods created, secure port":                   "32 clients with a user's client certificate, RBAC among 1000 other RoleBindings",
 	"services/pods created":                                    "32 clients, alternating with the Services",
 	"services/Services created":                                "32 clients, each given a cluster IP",
+	"loadbalancer/create to ingress IP p50":                    "one Service at a time, --nodes 3, the simulated cloud",
+	"loadbalancer/create to ingress IP p99":                    "one Service at a time, --nodes 3, the simulated cloud",
 }
 
 type harness struct {
@@ -124,7 +128,7 @@ func run() error {
 	isQuick := flag.Bool("quick", false, "smaller counts and one repetition, for a fast look")
 	reps := flag.Int("reps", 0, "repetitions of each scenario (default 3, 1 with -quick)")
 	jsonPath := flag.String("json", "", "also write the results as JSON to this file")
-	only := flag.String("only", "", "comma-separated scenarios to run (create, watch, reconcile, namespace, startup, apply, crcreate, crdestablish, job, daemonset, securecreate, services); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (create, watch, reconcile, namespace, startup, apply, crcreate, crdestablish, job, daemonset, securecreate, services, loadbalancer); default all")
 	pprofDir := flag.String("pprof", "", "start minictl with --profiling and save CPU and allocation profiles of each scenario's first repetition here")
 	logDir := flag.String("logs", "", "keep each minictl's stderr log (and its /metrics at the end) in this directory")
 	createPods := flag.Int("create-pods", 0, "pods the create scenario creates (default 5000, 1000 with -quick)")
@@ -177,6 +181,7 @@ func run() error {
 		{"daemonset", h.runDaemonSet},
 		{"securecreate", h.runSecureCreate},
 		{"services", h.runServices},
+		{"loadbalancer", h.runLoadBalancer},
 	}
 	selected := map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {
