@@ -75,7 +75,17 @@ func waitDefaultServiceAccount(t testing.TB, url string, timeout time.Duration) 
 var (
 	etcdLine   = regexp.MustCompile(`(?m)^\s*etcd:\s+(\S+)`)
 	secureLine = regexp.MustCompile(`(?m)^\s*secure API:\s+(\S+)`)
+	cloudLine  = regexp.MustCompile(`(?m)^\s*cloud:\s+(http://\S+)`)
 )
+
+// CloudURL is the simulated cloud's URL from minictl up's banner, "" when
+// it runs none.
+func (c *Cluster) CloudURL() string {
+	if m := cloudLine.FindStringSubmatch(c.Stderr.String()); m != nil {
+		return m[1]
+	}
+	return ""
+}
 
 // SecureURL is the secure port's URL, as `minictl up` printed it ("" if
 // it has not yet). Lessons get it as $SECURE.
@@ -133,7 +143,7 @@ func RunScript(t testing.TB, c *Cluster, script string, env ...string) string {
 	}
 	cmd := exec.Command("bash", script)
 	base := []string{"API=" + c.URL, "MINICTL=" + Binary(t), "NO_COLOR=1", "ETCD=" + etcd,
-		"SECURE=" + c.SecureURL(), "DATA_DIR=" + c.DataDir}
+		"SECURE=" + c.SecureURL(), "DATA_DIR=" + c.DataDir, "CLOUD=" + c.CloudURL()}
 	cmd.Env = append(append(os.Environ(), base...), env...)
 	out, err := minitest.RunGroup(minitest.Context(t), cmd)
 	if err != nil {

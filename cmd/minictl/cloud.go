@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/minictl/minictl/auth/user"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/cloud"
 	"github.com/minictl/minictl/cloud/sim"
@@ -174,25 +176,16 @@ func zoneOf(zones []string, i int) string {
 // found again, kept from an earlier run), and the kubelet runs only
 // while that instance does.
 func runNode(ctx context.Context, rc *client.RESTClient, name string, i int, cf clusterFlags, log *slog.Logger) error {
-	zone := zoneOf(splitList(cf.zones), i)
-	address := fmt.Sprintf("127.0.1.%d", i%256) // the kubelet's own choice, made explicit so the machine agrees
-	external := cf.cloud != nil && cf.cloud.initializesNodes
-	adjust := func(o *kubelet.Options) {
-		o.Address = address
-		o.ExternalCloudProvider = external
-		if zone != "" && !external {
-			o.Labels = map[string]string{corev1.LabelTopologyZone: zone}
-		}
-	}
+	zone, address := zoneOf(splitList(cf.zones), i), nodeAddress(i)
 	if cf.cloud == nil {
-		return runKubelet(ctx, rc, name, cf, log, adjust)
+		return runKubelet(ctx, rc, name, cf, log, (&upCloud{}).kubeletOptions(zone, address))
 	}
 	id, err := cf.cloud.machine(name, zone, address)
 	if err != nil {
 		return err
 	}
 	return cf.cloud.c.RunMachine(ctx, id, func(ctx context.Context) error {
-		return runKubelet(ctx, rc, name, cf, log, adjust)
+		return runKubelet(ctx, rc, name, cf, log, cf.cloud.kubeletOptions(zone, address))
 	})
 }
 
@@ -212,4 +205,108 @@ func (u *upCloud) machine(name, zone, address string) (string, error) {
 		return "", fmt.Errorf("node %s's machine: %s", name, e.Message)
 	}
 	return in.ID, err
+}
+
+// runMachines makes the cloud the source of machines, as a real cloud is:
+// the --nodes nodes' instances are created (or found again), then every
+// instance of the cloud runs a kubelet for as long as it runs, including
+// instances created later through the cloud's API, which boot and join
+// the cluster under their instance's name. A deleted instance's kubelet
+// stops for good. Each kubelet gets its own client from connect, as its
+// node's user, like the first nodes'.
+//
+// A kubelet that fails is logged and its machine left silent, rather than
+// ending the cluster: a machine someone added by hand should not take the
+// control plane down with it.
+func runMachines(ctx context.Context, connect connector, cf clusterFlags, log *slog.Logger) error {
+	u := cf.cloud
+	zones := splitList(cf.zones)
+	for i := 1; i <= cf.nodes; i++ {
+		name := fmt.Sprintf("node-%d", i)
+		if _, err := u.machine(name, zoneOf(zones, i), nodeAddress(i)); err != nil {
+			return err
+		}
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	booted := map[string]bool{} // instance IDs, never reused by the cloud
+	assigned := map[string]string{}
+	for {
+		changed := u.c.Changed()
+		ins := u.c.Instances()
+		for _, in := range ins {
+			if booted[in.ID] {
+				continue
+			}
+			booted[in.ID] = true
+			address := internalIP(in)
+			if address == "" {
+				address = freeAddress(ins, assigned)
+				assigned[in.ID] = address
+			}
+			rc, err := connect(user.NodeUserPrefix+in.Name, user.NodesGroup)
+			if err != nil {
+				return err
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := u.c.RunMachine(ctx, in.ID, func(ctx context.Context) error {
+					return runKubelet(ctx, rc, in.Name, cf, log, u.kubeletOptions(in.Zone, address))
+				}); err != nil {
+					log.Error(fmt.Sprintf("machine %s (%s): its kubelet failed: %v", in.ID, in.Name, err), "instance", in.ID, "object", in.Name)
+				}
+			}()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		}
+	}
+}
+
+// kubeletOptions are a machine's kubelet's: the machine's address and, when
+// no cloud-node controller labels the node, its zone.
+func (u *upCloud) kubeletOptions(zone, address string) func(*kubelet.Options) {
+	return func(o *kubelet.Options) {
+		o.Address = address
+		o.ExternalCloudProvider = u.initializesNodes
+		if zone != "" && !u.initializesNodes {
+			o.Labels = map[string]string{corev1.LabelTopologyZone: zone}
+		}
+	}
+}
+
+// nodeAddress is node i's address (counting from 1), the kubelet's own
+// choice, made explicit so that its machine agrees.
+func nodeAddress(i int) string { return fmt.Sprintf("127.0.1.%d", i%256) }
+
+// internalIP is the instance's first InternalIP address, "" if it has none.
+func internalIP(in sim.Instance) string {
+	for _, a := range in.Addresses {
+		if a.Type == string(corev1.NodeInternalIP) {
+			return a.Address
+		}
+	}
+	return ""
+}
+
+// freeAddress is the first 127.0.1.<n> no instance has and none was given
+// by up, so that a machine created without an address still has a node
+// address of its own.
+func freeAddress(ins []sim.Instance, assigned map[string]string) string {
+	used := map[string]bool{}
+	for _, in := range ins {
+		used[internalIP(in)] = true
+	}
+	for _, a := range assigned {
+		used[a] = true
+	}
+	for n := 1; n < 255; n++ {
+		if a := nodeAddress(n); !used[a] {
+			return a
+		}
+	}
+	return nodeAddress(255)
 }

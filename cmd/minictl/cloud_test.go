@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -192,5 +195,118 @@ func TestCloudPortTaken(t *testing.T) {
 	}
 	if _, err := f.open(true, "", nil); err == nil {
 		t.Error("an explicit --cloud-listen that is taken is not an error")
+	}
+}
+
+// TestMachinesJoin is the cloud as the source of machines: up's nodes get
+// their instances, an instance created later through the cloud's HTTP API
+// boots and its kubelet registers a Ready node with an address of its own,
+// and a deleted instance's kubelet stops for good.
+func TestMachinesJoin(t *testing.T) {
+	env := testenv.Start(t)
+	rc, err := client.New(&client.Config{Server: env.URL, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sim.New(sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c.Handler())
+	defer srv.Close()
+	cf := clusterFlags{
+		nodes:             1,
+		cloud:             &upCloud{c: c},
+		heartbeatInterval: 100 * time.Millisecond, statusInterval: 200 * time.Millisecond,
+	}
+	connect := func(string, ...string) (*client.RESTClient, error) { return rc, nil }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runMachines(ctx, connect, cf, slog.New(slog.DiscardHandler)) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("runMachines: %v", err)
+		}
+	}()
+	nodes := client.For[*corev1.Node](rc)
+	waitReady := func(name string) *corev1.Node {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			if n, err := nodes.Get(ctx, "", name); err == nil {
+				for _, cond := range n.Status.Conditions {
+					if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+						return n
+					}
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never became Ready", name)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if n := waitReady("node-1"); n.Status.Addresses[0].Address != "127.0.1.1" {
+		t.Fatalf("node-1's addresses %+v, want 127.0.1.1 first", n.Status.Addresses)
+	}
+
+	resp, err := http.Post(srv.URL+"/v1/instances", "application/json", strings.NewReader(`{"name":"worker-a"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in sim.Instance
+	err = json.NewDecoder(resp.Body).Decode(&in)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /v1/instances: %s, %v", resp.Status, err)
+	}
+	n := waitReady("worker-a")
+	if n.Status.Addresses[0].Address != "127.0.1.2" {
+		t.Fatalf("worker-a's addresses %+v, want the free 127.0.1.2 first", n.Status.Addresses)
+	}
+
+	// Once its machine is deleted, worker-a's kubelet falls silent while
+	// node-1's goes on, and nothing registers worker-a again.
+	leases := client.For[*coordinationv1.Lease](rc)
+	// heartbeats waits for node-1 to renew its lease n times: time enough
+	// for any kubelet still running to have done something.
+	heartbeats := func(n int) {
+		t.Helper()
+		var last time.Time
+		deadline := time.Now().Add(30 * time.Second)
+		for seen := -1; seen < n; time.Sleep(20 * time.Millisecond) {
+			if l, err := leases.Get(ctx, "kube-node-lease", "node-1"); err == nil && l.Spec.RenewTime.After(last) {
+				last, seen = l.Spec.RenewTime.Time, seen+1
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("node-1 stopped renewing its lease")
+			}
+		}
+	}
+	renewed := func(name string) time.Time {
+		t.Helper()
+		l, err := leases.Get(ctx, "kube-node-lease", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Spec.RenewTime.Time
+	}
+	heartbeats(1)
+	if err := c.DeleteInstance(in.ID); err != nil {
+		t.Fatal(err)
+	}
+	heartbeats(2)
+	before := renewed("worker-a")
+	heartbeats(5)
+	if after := renewed("worker-a"); !after.Equal(before) {
+		t.Fatalf("worker-a renewed its lease (%v → %v) after its machine was deleted", before, after)
+	}
+	if err := nodes.Delete(ctx, "", "worker-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	heartbeats(3)
+	if _, err := nodes.Get(ctx, "", "worker-a"); err == nil {
+		t.Fatal("worker-a registered again after its machine was deleted")
 	}
 }

@@ -181,7 +181,10 @@ func runCluster(ctx context.Context, connect connector, cf clusterFlags, cmListe
 	if cf.cloud != nil { // ingress.go: a third party's controller, which needs the cloud
 		run("ingress-controller", func() error { return runIngressController(ctx, connect, cf.cloud.url, log) })
 	}
-	for i := 1; i <= cf.nodes; i++ {
+	if cf.cloud != nil { // cloud.go: every instance of the cloud is a node
+		run("machines", func() error { return runMachines(ctx, connect, cf, log) })
+	}
+	for i := 1; cf.cloud == nil && i <= cf.nodes; i++ {
 		name := fmt.Sprintf("node-%d", i)
 		rc, err := connect(user.NodeUserPrefix+name, user.NodesGroup)
 		if err != nil {

@@ -34,12 +34,14 @@ func TestDiscoveryOfRealServer(t *testing.T) {
 	for _, rt := range res.resources {
 		got[rt.String()] = rt
 	}
-	for _, want := range []string{
+	wants := []string{
 		"pods.", "podtemplates.", "services.", "endpoints.", "configmaps.", "secrets.", "serviceaccounts.", "events.",
 		"resourcequotas.", "limitranges.", "leases.coordination.k8s.io", "replicasets.apps", "deployments.apps",
 		"replicationcontrollers.", "daemonsets.apps", "controllerrevisions.apps", "jobs.batch", "cronjobs.batch",
 		"poddisruptionbudgets.policy", "roles.rbac.authorization.k8s.io", "rolebindings.rbac.authorization.k8s.io",
-	} {
+		"endpointslices.discovery.k8s.io", "ingresses.networking.k8s.io", "networkpolicies.networking.k8s.io",
+	}
+	for _, want := range wants {
 		rt, ok := got[want]
 		if !ok {
 			t.Errorf("%s not discovered", want)
@@ -55,7 +57,7 @@ func TestDiscoveryOfRealServer(t *testing.T) {
 			t.Errorf("cluster-scoped %s discovered", name)
 		}
 	}
-	if len(got) != 21 {
+	if len(got) != len(wants) {
 		t.Errorf("discovered %d resources: %v", len(got), res.resources)
 	}
 }
