@@ -40,6 +40,7 @@ func TestDiscoveryOfRealServer(t *testing.T) {
 		"replicationcontrollers.", "daemonsets.apps", "controllerrevisions.apps", "jobs.batch", "cronjobs.batch",
 		"poddisruptionbudgets.policy", "roles.rbac.authorization.k8s.io", "rolebindings.rbac.authorization.k8s.io",
 		"endpointslices.discovery.k8s.io", "ingresses.networking.k8s.io", "networkpolicies.networking.k8s.io",
+		"persistentvolumeclaims.", "statefulsets.apps", "horizontalpodautoscalers.autoscaling",
 	}
 	for _, want := range wants {
 		rt, ok := got[want]
