@@ -15,7 +15,7 @@ build:
 # drive them against minictl up (the first build of kubectl takes minutes).
 test:
 	$(GO) test -race -count=1 -timeout 20m ./...
-	$(MAKE) fuzz FUZZTIME=3s
+	$(MAKE) fuzz FUZZTIME=10s
 	cd compat && $(GO) test -count=1 -timeout 20m ./...
 
 # fuzz runs each fuzz target of the request decoders, patches, selectors,
