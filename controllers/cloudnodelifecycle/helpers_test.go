@@ -3,7 +3,6 @@ package cloudnodelifecycle
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/cloud/sim"
+	"github.com/minictl/minictl/cloud/simtest"
 	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
 )
@@ -41,37 +41,9 @@ func newFixture(t *testing.T) *fixture {
 	return &fixture{
 		t: t, env: env,
 		nodes:    client.For[*corev1.Node](env.Client),
-		cloud:    startCloud(t),
+		cloud:    simtest.Start(t),
 		recorder: &record.FakeRecorder{},
 	}
-}
-
-// startCloud serves a simulated cloud on a loopback port until the test
-// ends, and returns its client.
-func startCloud(t *testing.T) *sim.Client {
-	t.Helper()
-	c, err := sim.New(sim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("cloud: %v", err)
-		}
-	})
-	cl, err := sim.NewClient("http://"+ln.Addr().String(), sim.ClientOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cl
 }
 
 // run starts the controller; it stops when the test ends.

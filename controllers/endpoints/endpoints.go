@@ -51,6 +51,7 @@ import (
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/controllers/internal/controller"
+	"github.com/minictl/minictl/controllers/internal/triggertime"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
 )
@@ -82,7 +83,7 @@ type Controller struct {
 	synced    []func() bool
 
 	queue        *workqueue.Queue[string]
-	triggerTimes *triggerTimes
+	triggerTimes *triggertime.Tracker
 	recorder     record.EventRecorder
 	log          *slog.Logger
 }
@@ -98,7 +99,7 @@ func New(opts Options) (*Controller, error) {
 	c := &Controller{
 		endpoints:    client.For[*corev1.Endpoints](opts.Client),
 		services:     client.For[*corev1.Service](opts.Client),
-		triggerTimes: newTriggerTimes(),
+		triggerTimes: triggertime.New(),
 		queue:        controller.NewQueue[string](Name, opts.Common),
 		recorder:     opts.Recorder,
 		log:          opts.Logger,
@@ -265,7 +266,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	svc, err := c.svcLister.Get(namespace, name)
 	if apierrors.IsNotFound(err) {
-		c.triggerTimes.forget(key)
+		c.triggerTimes.Drop(key)
 		return c.deleteEndpoints(ctx, key, namespace, name)
 	}
 	if err != nil {
@@ -279,7 +280,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 
 	pods := c.podLister.ByNamespace(namespace).List(labels.SelectorFromValidatedSet(svc.Spec.Selector))
-	triggerTime, seen := c.triggerTimes.compute(key, svc, pods)
+	triggerTime, seen := c.triggerTimes.Compute(key, svc, pods)
 	subsets, ready, notReady := desiredSubsets(svc, pods)
 	wantLabels := endpointsLabels(svc)
 
@@ -291,7 +292,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if exists && apiequality.Semantic.DeepEqual(cur.Subsets, subsets) && apiequality.Semantic.DeepEqual(cur.Labels, wantLabels) {
 		c.log.Debug(fmt.Sprintf("%d ready, %d not ready → unchanged", ready, notReady),
 			slog.String("object", key), slog.Int("ready", ready), slog.Int("notReady", notReady))
-		c.triggerTimes.remember(key, seen)
+		c.triggerTimes.Remember(key, seen)
 		return nil
 	}
 
@@ -320,7 +321,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	switch {
 	case err == nil:
-		c.triggerTimes.remember(key, seen)
+		c.triggerTimes.Remember(key, seen)
 		return nil
 	case !exists && client.IsForbidden(err):
 		// The namespace is terminating: nothing may be created in it, and

@@ -52,6 +52,7 @@ import (
 	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/controllers/internal/slicetracker"
+	"github.com/minictl/minictl/controllers/internal/triggertime"
 	"github.com/minictl/minictl/informer"
 	"github.com/minictl/minictl/informer/workqueue"
 )
@@ -101,7 +102,7 @@ type Controller struct {
 	batchPeriod  time.Duration
 	queue        *workqueue.Queue[string]
 	tracker      *slicetracker.Tracker
-	triggerTimes *triggerTimes
+	triggerTimes *triggertime.Tracker
 	metrics      *metrics
 	recorder     record.EventRecorder
 	log          *slog.Logger
@@ -130,7 +131,7 @@ func New(opts Options) (*Controller, error) {
 		maxPerSlice:  opts.MaxEndpointsPerSlice,
 		batchPeriod:  opts.EndpointUpdatesBatchPeriod,
 		tracker:      slicetracker.New(),
-		triggerTimes: newTriggerTimes(),
+		triggerTimes: triggertime.New(),
 		metrics:      m,
 		recorder:     opts.Recorder,
 		log:          opts.Logger,
@@ -342,7 +343,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	svc, err := c.svcLister.Get(namespace, name)
 	if apierrors.IsNotFound(err) {
-		c.triggerTimes.forget(key)
+		c.triggerTimes.Drop(key)
 		c.tracker.DeleteService(key)
 		return nil // the garbage collector deletes its slices
 	}
@@ -367,12 +368,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return workqueue.RequeueAfter(staleCacheDelay, "EndpointSlice informer cache is out of date")
 	}
 
-	triggerTime, seen := c.triggerTimes.compute(key, svc, pods)
+	triggerTime, seen := c.triggerTimes.Compute(key, svc, pods)
 	if err := c.reconcile(ctx, svc, pods, existing, triggerTime); err != nil {
 		c.recorder.Eventf(svc, corev1.EventTypeWarning, "FailedToUpdateEndpointSlices",
 			"Error updating Endpoint Slices for Service %s/%s: %v", namespace, name, err)
 		return err
 	}
-	c.triggerTimes.remember(key, seen)
+	c.triggerTimes.Remember(key, seen)
 	return nil
 }

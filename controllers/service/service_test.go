@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/cloud/sim"
+	"github.com/minictl/minictl/cloud/simtest"
 	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
 )
@@ -34,7 +34,7 @@ type harness struct {
 func start(t *testing.T) *harness {
 	t.Helper()
 	env := controllertest.Start(t)
-	cl := startCloud(t)
+	cl := simtest.Start(t)
 	rec := &record.FakeRecorder{}
 	c, err := New(Options{
 		Common: controller.Common{Client: env.Client, Informers: env.Informers, Recorder: rec, Logger: controllertest.Logger(t)},
@@ -52,34 +52,6 @@ func start(t *testing.T) *harness {
 		services: client.For[*corev1.Service](env.Client), nodes: client.For[*corev1.Node](env.Client),
 		cloud: cl, recorder: rec,
 	}
-}
-
-// startCloud serves a simulated cloud on a loopback port until the test
-// ends.
-func startCloud(t *testing.T) *sim.Client {
-	t.Helper()
-	c, err := sim.New(sim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("cloud: %v", err)
-		}
-	})
-	cl, err := sim.NewClient("http://"+ln.Addr().String(), sim.ClientOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cl
 }
 
 // addNode starts a machine in the cloud and registers its Node.

@@ -1,4 +1,4 @@
-package endpoints
+package triggertime
 
 import (
 	"testing"
@@ -17,12 +17,12 @@ func TestTriggerTimes(t *testing.T) {
 		p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(at)
 		return p
 	}
-	tt := newTriggerTimes()
+	tt := New()
 	key := "default/web"
 	// sync computes and, as a sync whose write succeeded, remembers.
 	sync := func(pods ...*corev1.Pod) time.Time {
-		got, seen := tt.compute(key, svc, pods)
-		tt.remember(key, seen)
+		got, seen := tt.Compute(key, svc, pods)
+		tt.Remember(key, seen)
 		return got
 	}
 
@@ -35,7 +35,7 @@ func TestTriggerTimes(t *testing.T) {
 	// A sync whose write failed is not remembered: its retry measures the
 	// same change.
 	moved := []*corev1.Pod{readyAt("a", t0.Add(5*time.Second)), readyAt("b", t0.Add(3*time.Second)), pod("c", "10.0.0.3", true)}
-	if got, _ := tt.compute(key, svc, moved); !got.Equal(t0.Add(3 * time.Second)) {
+	if got, _ := tt.Compute(key, svc, moved); !got.Equal(t0.Add(3 * time.Second)) {
 		t.Errorf("two pods moved: %v, want the earlier, %v", got, t0.Add(3*time.Second))
 	}
 	if got := sync(moved...); !got.Equal(t0.Add(3 * time.Second)) {
@@ -44,8 +44,30 @@ func TestTriggerTimes(t *testing.T) {
 	if got := sync(moved...); !got.IsZero() {
 		t.Errorf("after the retry took effect: %v, want zero", got)
 	}
-	tt.forget(key)
+	tt.Drop(key)
 	if got := sync(); !got.Equal(t0) {
 		t.Errorf("after forget: %v, want the service's creation", got)
+	}
+}
+
+func newService(name string, selector map[string]string) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec:       corev1.ServiceSpec{Selector: selector},
+	}
+}
+
+// pod is a pod at ip whose Ready condition is its first.
+func pod(name, ip string, ready bool) *corev1.Pod {
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Status: corev1.PodStatus{
+			PodIP:      ip,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}},
+		},
 	}
 }

@@ -1,4 +1,6 @@
-package endpointslice
+// Package triggertime is the endpoints and endpointslice controllers'
+// shared account of when the change behind a sync happened.
+package triggertime
 
 import (
 	"sync"
@@ -7,10 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// triggerTimes (the endpoint controller keeps its own, as upstream does)
-// works out, for each sync of a service, when the change that
+// Tracker works out, for each sync of a service, when the change that
 // caused it happened: the value of the endpoints.kubernetes.io/last-change-trigger-time
-// annotation, which lets whoever reads the slices measure how long the
+// annotation, which lets whoever reads the Endpoints or the EndpointSlices measure how long the
 // change took to reach them (upstream's TriggerTimeTracker).
 //
 // A pod's trigger time is when its Ready condition last changed; the
@@ -23,28 +24,30 @@ import (
 //
 // Syncs of one service never overlap (the workqueue sees to it); mu only
 // guards the map between services.
-type triggerTimes struct {
+type Tracker struct {
 	mu     sync.Mutex
-	states map[string]triggerState // by service key
+	states map[string]State // by service key
 }
 
-type triggerState struct {
+// State is what one sync saw, remembered once the sync took effect.
+type State struct {
 	pods    map[string]time.Time // pod name → its trigger time at the last sync
 	service time.Time
 }
 
-func newTriggerTimes() *triggerTimes {
-	return &triggerTimes{states: map[string]triggerState{}}
+// New returns a tracker that knows no service yet.
+func New() *Tracker {
+	return &Tracker{states: map[string]State{}}
 }
 
-// compute returns the trigger time of this sync of svc, zero when none is
-// known, and what it saw, for remember once the sync has taken effect.
-func (tt *triggerTimes) compute(key string, svc *corev1.Service, pods []*corev1.Pod) (time.Time, triggerState) {
+// Compute returns the trigger time of this sync of svc, zero when none is
+// known, and what it saw, for Remember once the sync has taken effect.
+func (tt *Tracker) Compute(key string, svc *corev1.Service, pods []*corev1.Pod) (time.Time, State) {
 	tt.mu.Lock()
 	last, known := tt.states[key]
 	tt.mu.Unlock()
 
-	next := triggerState{pods: make(map[string]time.Time, len(pods)), service: svc.CreationTimestamp.Time}
+	next := State{pods: make(map[string]time.Time, len(pods)), service: svc.CreationTimestamp.Time}
 	var earliest time.Time
 	moved := func(t time.Time) {
 		if earliest.IsZero() || t.Before(earliest) {
@@ -71,15 +74,15 @@ func (tt *triggerTimes) compute(key string, svc *corev1.Service, pods []*corev1.
 	return earliest, next
 }
 
-// remember records what a sync of key saw, once that sync took effect.
-func (tt *triggerTimes) remember(key string, seen triggerState) {
+// Remember records what a sync of key saw, once that sync took effect.
+func (tt *Tracker) Remember(key string, seen State) {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	tt.states[key] = seen
 }
 
-// forget drops what was remembered of a deleted service.
-func (tt *triggerTimes) forget(key string) {
+// Drop drops what was remembered of a deleted service.
+func (tt *Tracker) Drop(key string) {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	delete(tt.states, key)
