@@ -5,12 +5,10 @@
 package examples
 
 import (
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -43,33 +41,7 @@ func Up(t testing.TB, extra ...string) *Cluster {
 	p := minitest.Up(t, true, addr, dataDir, args...)
 	c := &Cluster{URL: "http://" + addr, DataDir: dataDir, Stderr: p.Stdout}
 	p.WaitNodesReady(t, c.URL, 3, 60*time.Second)
-	if !slices.Contains(extra, "--controller-manager=false") {
-		waitDefaultServiceAccount(t, c.URL, 60*time.Second)
-	}
 	return c
-}
-
-// waitDefaultServiceAccount waits for the serviceaccount controller to
-// have made default/default: until then the ServiceAccount admission
-// plugin refuses pods, as kube-apiserver's does, and a lesson's first pod
-// would race the controller manager's start. A lesson that runs its own
-// controller managers makes no pods before they run.
-func waitDefaultServiceAccount(t testing.TB, url string, timeout time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		resp, err := http.Get(url + "/api/v1/namespaces/default/serviceaccounts/default")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no default/default ServiceAccount after %s", timeout)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 var (

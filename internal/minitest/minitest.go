@@ -23,7 +23,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -247,12 +249,40 @@ func (p *Process) waitFor(t testing.TB, what string, timeout time.Duration, cond
 }
 
 // Up starts `minictl up` on addr with its data in dataDir, every other
-// port on loopback picked free, plus args, and returns once it is ready.
+// port on loopback picked free, plus args, and returns once it is up (see
+// waitUp).
 func Up(t testing.TB, merged bool, addr, dataDir string, args ...string) *Process {
 	t.Helper()
 	p := Start(t, merged, upArgs(addr, dataDir, args)...)
-	p.WaitReady(t, "http://"+addr, 60*time.Second)
+	p.waitUp(t, addr, args)
 	return p
+}
+
+// waitUp waits until the `minictl up` on addr is as a user finds it once
+// its banner is out: the API ready, the banner printed to its end (its
+// last line, "Try: curl ...", is written after /readyz answers), and,
+// when it runs a controller manager, the default namespace's
+// ServiceAccount made, without which a pod cannot be created (the
+// ServiceAccount admission plugin waits only about a second for it, as
+// kube's does; on a busy machine the controller takes longer).
+func (p *Process) waitUp(t testing.TB, addr string, args []string) {
+	t.Helper()
+	url := "http://" + addr
+	p.WaitReady(t, url, 60*time.Second)
+	p.waitFor(t, "done printing its banner", 60*time.Second, func() bool {
+		return strings.Contains(p.Stdout.String(), "Try: curl "+url)
+	})
+	if slices.Contains(args, "--controller-manager=false") {
+		return
+	}
+	p.waitFor(t, "serving the default ServiceAccount", 60*time.Second, func() bool {
+		resp, err := http.Get(url + "/api/v1/namespaces/default/serviceaccounts/default")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }
 
 // StartUp is Up without waiting for ready (its output not merged): for a
@@ -273,7 +303,7 @@ func UpWithFileLimit(t testing.TB, nofile int, addr, dataDir string, args ...str
 	cmd.Args = append([]string{"sh", "-c", `ulimit -n "$0" && exec "$@"`, strconv.Itoa(nofile), cmd.Path}, all...)
 	cmd.Path = "/bin/sh"
 	p := start(t, cmd, false, "up")
-	p.WaitReady(t, "http://"+addr, 60*time.Second)
+	p.waitUp(t, addr, args)
 	return p
 }
 
