@@ -18,7 +18,7 @@ import (
 // cause: minReplicas 0 also needs an Object or External metric, and the
 // defaulted metric is a Resource one.
 func TestBadInputRefused(t *testing.T) {
-	c := up(t, minitest.FreeAddr(t), t.TempDir(), "--fast", "--nodes", "1", "--cloud-provider=")
+	c := up(t, minitest.FreeAddr(t), t.TempDir(), "--fast", "--nodes", "1")
 	for _, tt := range []struct {
 		name, path, body string
 		fields           []string

@@ -94,8 +94,8 @@ func TestStatefulSet(t *testing.T) {
 }
 
 // webSet is the StatefulSet of these tests: n OrderedReady replicas of
-// app=web, each with a 1Gi claim data-web-<i> of the default class, every
-// other field left to the API's defaults.
+// app=web, each mounting its 1Gi claim data-web-<i> of the default class,
+// every other field left to the API's defaults.
 func webSet(n int32) *appsv1.StatefulSet {
 	labels := map[string]string{"app": "web"}
 	return &appsv1.StatefulSet{
@@ -105,7 +105,10 @@ func webSet(n int32) *appsv1.StatefulSet {
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "web:1"}}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "web", Image: "web:1",
+					VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/web"}},
+				}}},
 			},
 			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
 				ObjectMeta: metav1.ObjectMeta{Name: "data"},
@@ -315,7 +318,7 @@ func TestStatefulSetPartitionedUpdate(t *testing.T) {
 		before[name] = p
 	}
 
-	if _, err := sets.Patch(ctx, "default", "web", types.MergePatchType,
+	if _, err := sets.Patch(ctx, "default", "web", types.StrategicMergePatchType,
 		[]byte(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"web:2"}]}}}}`)); err != nil {
 		t.Fatal(err)
 	}
