@@ -143,6 +143,17 @@ func validateDeploymentUpdate(d, old *appsv1.Deployment) field.ErrorList {
 // share: a non-empty selector that the pod template's labels match, and a
 // template that is a valid always-restarting pod.
 func validateSelectorAndTemplate(kind string, sel *metav1.LabelSelector, tmpl *corev1.PodTemplateSpec, specPath *field.Path) field.ErrorList {
+	errs := validateSelectorAndTemplateMeta(kind, sel, tmpl, specPath)
+	tmplSpecPath := specPath.Child("template", "spec")
+	errs = append(errs, validatePodSpec(&tmpl.Spec, tmplSpecPath)...)
+	return append(errs, validateTemplateRestart(kind, tmpl, tmplSpecPath)...)
+}
+
+// validateSelectorAndTemplateMeta is the part of
+// validateSelectorAndTemplate that leaves the template's pod spec alone: a
+// non-empty selector that the template's labels match, and the template's
+// labels and annotations.
+func validateSelectorAndTemplateMeta(kind string, sel *metav1.LabelSelector, tmpl *corev1.PodTemplateSpec, specPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	selPath := specPath.Child("selector")
 	tmplPath := specPath.Child("template")
@@ -164,9 +175,13 @@ func validateSelectorAndTemplate(kind string, sel *metav1.LabelSelector, tmpl *c
 	}
 
 	errs = append(errs, validateLabels(tmpl.Labels, tmplPath.Child("metadata", "labels"))...)
-	errs = append(errs, validateAnnotations(tmpl.Annotations, tmplPath.Child("metadata", "annotations"))...)
-	tmplSpecPath := tmplPath.Child("spec")
-	errs = append(errs, validatePodSpec(&tmpl.Spec, tmplSpecPath)...)
+	return append(errs, validateAnnotations(tmpl.Annotations, tmplPath.Child("metadata", "annotations"))...)
+}
+
+// validateTemplateRestart: a controller's pods restart Always and run
+// without a deadline.
+func validateTemplateRestart(kind string, tmpl *corev1.PodTemplateSpec, tmplSpecPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	if p := tmpl.Spec.RestartPolicy; p != "" && p != corev1.RestartPolicyAlways {
 		errs = append(errs, field.NotSupported(tmplSpecPath.Child("restartPolicy"), p, []corev1.RestartPolicy{corev1.RestartPolicyAlways}))
 	}

@@ -124,7 +124,12 @@ func validateStatefulSet(ss *appsv1.StatefulSet) field.ErrorList {
 	if spec.RevisionHistoryLimit != nil {
 		errs = append(errs, apivalidation.ValidateNonnegativeField(int64(*spec.RevisionHistoryLimit), specPath.Child("revisionHistoryLimit"))...)
 	}
-	errs = append(errs, validateSelectorAndTemplate("statefulset", spec.Selector, &spec.Template, specPath)...)
+	// The template is not validated as a pod, as kube's is not: its
+	// containers mount the volumeClaimTemplates by name, volumes the pod
+	// gets only when the controller makes it, and a pod the template makes
+	// that is still invalid is refused then, a FailedCreate event on the set.
+	errs = append(errs, validateSelectorAndTemplateMeta("statefulset", spec.Selector, &spec.Template, specPath)...)
+	errs = append(errs, validateTemplateRestart("StatefulSet", &spec.Template, specPath.Child("template", "spec"))...)
 	claimsPath := specPath.Child("volumeClaimTemplates")
 	for i := range spec.VolumeClaimTemplates {
 		t := &spec.VolumeClaimTemplates[i]

@@ -313,6 +313,39 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// TestTemplateNotAPod: the API server does not validate a StatefulSet's
+// template as a pod, as kube-apiserver does not (its containers mount
+// the claim templates, volumes it does not list). A container that mounts
+// its claim template runs; a template that makes an invalid pod is
+// accepted, and the pod's refusal is a FailedCreate event on the set,
+// with no pod made.
+func TestTemplateNotAPod(t *testing.T) {
+	r := runController(t, false)
+	mounts := newSet("web", 1, "")
+	mounts.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	r.create(t, mounts)
+	controllertest.Eventually(t, "web-0 made, mounting data-web-0", func() (bool, string) {
+		pod, err := r.pods.Get(testCtx(t), ns, "web-0")
+		if err != nil {
+			return false, err.Error()
+		}
+		return slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool {
+			return v.Name == "data" && v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "data-web-0"
+		}), fmt.Sprintf("volumes %+v", pod.Spec.Volumes)
+	})
+
+	noImage := newSet("noimage", 1, "")
+	noImage.Spec.Template.Spec.Containers[0].Image = ""
+	r.create(t, noImage)
+	want := `Warning FailedCreate create Pod noimage-0 in StatefulSet noimage failed error: Pod "noimage-0" is invalid: spec.containers[0].image: Required value`
+	controllertest.Eventually(t, "a FailedCreate event", func() (bool, string) {
+		return slices.Contains(r.recorder.WithReason("FailedCreate"), want), fmt.Sprint(r.recorder.WithReason("FailedCreate"))
+	})
+	if _, err := r.pods.Get(testCtx(t), ns, "noimage-0"); !client.IsNotFound(err) {
+		t.Errorf("pod noimage-0: %v, want none", err)
+	}
+}
+
 // claimDeleted: the claim is gone, or being deleted (the
 // kubernetes.io/pvc-protection finalizer that admission adds holds it
 // until a controller no test runs here lets it go).
