@@ -368,3 +368,41 @@ func TestProvisioningDoesNotHoldUpOtherClaims(t *testing.T) {
 		t.Errorf("provisioned bound to %s, want pvc-<claim uid>", pv.Name)
 	}
 }
+
+// Two claims after the one volume that fits them, with several workers:
+// one gets it, and the other waits, Pending, for another.
+func TestTwoClaimsAfterOneVolume(t *testing.T) {
+	f := startBehind(t, 5, nil)
+	f.volume("only", "", "1Gi", corev1.PersistentVolumeReclaimRetain, corev1.ReadWriteOnce)
+	f.available("only")
+	f.claim("first", "", "1Gi")
+	f.claim("second", "", "1Gi")
+	f.event("FailedBinding", "no persistent volumes available for this claim and no storage class is set")
+	var winner string
+	controllertest.Eventually(t, "one claim Bound", func() (bool, string) {
+		phases := map[string]corev1.PersistentVolumeClaimPhase{}
+		for _, name := range []string{"first", "second"} {
+			pvc, err := f.pvcs.Get(ctx(t), "default", name)
+			if err != nil {
+				return false, err.Error()
+			}
+			if pvc.Status.Phase == corev1.ClaimBound {
+				winner = name
+			}
+			phases[name] = pvc.Status.Phase
+		}
+		return winner != "", fmt.Sprint(phases)
+	})
+	pvc, pv := f.bound(winner)
+	if pv.Name != "only" || pv.Spec.ClaimRef.UID != pvc.UID {
+		t.Errorf("volume %s claimRef %+v, want only, naming %s", pv.Name, pv.Spec.ClaimRef, pvc.Name)
+	}
+	loser := map[string]string{"first": "second", "second": "first"}[winner]
+	got, err := f.pvcs.Get(ctx(t), "default", loser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != corev1.ClaimPending || got.Spec.VolumeName != "" {
+		t.Errorf("claim %s is %s with volume %q; want Pending, and no volume", loser, got.Status.Phase, got.Spec.VolumeName)
+	}
+}
