@@ -172,8 +172,12 @@ var knownControllers = []descriptor{
 	},
 	{
 		// kube-controller-manager runs each of the volume controllers
-		// with one worker and no flag for it.
-		name: persistentvolume.Name, serviceAccount: "persistent-volume-binder", defaultOn: true, workers: 1,
+		// with one worker and no flag for it. The binder here has a few:
+		// binding a claim is three writes in a row, and one worker binds
+		// the claims of a 100-pod StatefulSet at a few a second once
+		// writes slow down on a busy machine. Two claims after one volume
+		// cannot both have it: the loser's write of the volume conflicts.
+		name: persistentvolume.Name, serviceAccount: "persistent-volume-binder", defaultOn: true, workers: 5,
 		component: "persistentvolume-controller",
 		build: func(cc *controllerContext) (runner, error) {
 			return persistentvolume.New(persistentvolume.Options{Common: cc.Common, SyncPeriod: cc.Timings.PVClaimBinderSyncPeriod})

@@ -44,7 +44,10 @@
 //   - Once a node is chosen for such a pod, the scheduler writes the
 //     chosen volumes' claimRef and each claim to provision's
 //     volume.kubernetes.io/selected-node annotation, and binds the pod only
-//     when every claim is Bound to a volume reachable from the node. If
+//     when every claim is Bound to a volume reachable from the node. That
+//     wait, and the binding after it, run beside the workers (as
+//     kube-scheduler's binding cycles do), so that the pods behind it are
+//     placed meanwhile. If
 //     that takes longer than the bind timeout (600s), or cannot happen
 //     (a provisioner gave up and took the annotation off), the pod gets a
 //     FailedScheduling event and PodScheduled False with reason

@@ -132,6 +132,9 @@ type Scheduler struct {
 	// claims (the pod's key) that the informer does not yet show claimed.
 	// No other claim is offered them meanwhile.
 	assumedPVs map[string]string
+	// binding counts the binding cycles under way beside the workers:
+	// those of pods that wait for their volumes before they are bound.
+	binding sync.WaitGroup
 }
 
 // assumedPod is a pod as it was decided for, the node chosen, and what it
@@ -448,6 +451,7 @@ func (s *Scheduler) Run(ctx context.Context, workers int) error {
 	<-ctx.Done()
 	s.queue.ShutDown()
 	wg.Wait()
+	s.binding.Wait() // the workers that start them have stopped
 	s.log.Info("stopped")
 	return nil
 }
@@ -470,9 +474,21 @@ func (s *Scheduler) processNextWorkItem(ctx context.Context) bool {
 	if ctx.Err() != nil {
 		return false // stopping: the pods still queued would only fail, one log line each
 	}
-	err := s.sync(ctx, key)
+	s.finish(key, s.sync(ctx, key))
+	return true
+}
+
+// errBinding is sync's answer for a pod whose binding cycle goes on beside
+// the workers: that cycle tells finish how it ended.
+var errBinding = errors.New("binding cycle under way")
+
+// finish decides, from how an attempt for key ended, whether the pod is
+// tried again and when.
+func (s *Scheduler) finish(key string, err error) {
 	var unschedulable *unschedulableError
 	switch {
+	case errors.Is(err, errBinding):
+		// Not over yet: its binding cycle calls finish.
 	case err == nil:
 		s.queue.Forget(key)
 	case errors.As(err, &unschedulable):
@@ -485,7 +501,6 @@ func (s *Scheduler) processNextWorkItem(ctx context.Context) bool {
 		s.log.Error("sync failed; will retry", slog.String("object", key), slog.Any("err", err))
 		s.queue.AddRateLimited(key)
 	}
-	return true
 }
 
 // sync tries to place one pod: decide on a node, then bind the pod to it
@@ -524,19 +539,39 @@ func (s *Scheduler) sync(ctx context.Context, key string) error {
 	}
 
 	if !d.volumes.empty() {
+		// The wait for the volumes may be long (the bind timeout): it
+		// runs beside the workers, as kube-scheduler's binding cycles
+		// do, so that the pods behind this one are placed meanwhile.
 		s.log.Info(fmt.Sprintf("%d nodes, %d fit → %s chosen; waiting for %d volume(s) to bind", d.nodes, d.fit, d.node,
 			len(d.volumes.bindings)+len(d.volumes.provisions)), slog.String("object", key))
-		if err := s.bindVolumes(ctx, pod, d.volumes); err != nil {
-			return s.preBindFailed(ctx, key, pod, d.volumes, err)
-		}
-		s.releaseVolumes(key)
+		s.binding.Go(func() {
+			if err := s.bindAfterVolumes(ctx, key, pod, d); ctx.Err() == nil {
+				s.finish(key, err)
+			}
+		})
+		return errBinding
 	}
+	return s.bind(ctx, key, pod, d)
+}
 
+// bindAfterVolumes is the binding cycle of a pod whose claims need binding
+// or provisioning on the chosen node: the VolumeBinding PreBind, then the
+// binding.
+func (s *Scheduler) bindAfterVolumes(ctx context.Context, key string, pod *corev1.Pod, d decision) error {
+	if err := s.bindVolumes(ctx, pod, d.volumes); err != nil {
+		return s.preBindFailed(ctx, key, pod, d.volumes, err)
+	}
+	s.releaseVolumes(key)
+	return s.bind(ctx, key, pod, d)
+}
+
+// bind binds pod to the node decided on, and records it.
+func (s *Scheduler) bind(ctx context.Context, key string, pod *corev1.Pod, d decision) error {
 	s.log.Info(fmt.Sprintf("%d nodes, %d fit → bind to %s", d.nodes, d.fit, d.node),
 		slog.String("object", key), slog.Int("nodes", d.nodes), slog.Int("fit", d.fit), slog.String("to", d.node),
 		slog.Any("scores", d.scores))
-	err = s.rc.Bind(ctx, &corev1.Binding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: pod.UID},
+	err := s.rc.Bind(ctx, &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: d.node},
 	})
 	if err != nil {

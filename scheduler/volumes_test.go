@@ -276,3 +276,37 @@ func TestVolumesNotBoundInTimeLeaveThePodPendingAndTheClaimFree(t *testing.T) {
 		t.Errorf("pod node %q, PodScheduled %+v; want Pending with reason SchedulerError", pod.Spec.NodeName, c)
 	}
 }
+
+// Pods waiting for their volumes hold no worker: with both of the
+// scheduler's workers' pods waiting for claims no provisioner serves,
+// a pod without claims is still placed; the waiting pods stay unbound.
+func TestPodsWaitingForTheirVolumesDoNotHoldUpOthers(t *testing.T) {
+	rc := newClient(t)
+	createNode(t, rc, testNode("node-1", "4", "8Gi", "110"))
+	createClass(t, rc, "external", "example.com/nobody-serves-this", storagev1.VolumeBindingWaitForFirstConsumer)
+	startScheduler(t, rc) // two workers
+	waiting := []string{"wait-1", "wait-2"}
+	for _, name := range waiting {
+		createClaim(t, rc, name, "external")
+		createPod(t, rc, podWithClaim(name, name))
+	}
+	for _, name := range waiting {
+		waitFor(t, "a node chosen for claim "+name, func() (bool, error) {
+			pvc, err := getClaim(rc, name)
+			return err == nil && pvc.Annotations[api.AnnSelectedNode] == "node-1", err
+		})
+	}
+	createPod(t, rc, testPod("free", "100m", "64Mi"))
+	if node := waitBound(t, rc, "free"); node != "node-1" {
+		t.Errorf("pod free bound to %s, want node-1", node)
+	}
+	for _, name := range waiting {
+		pod, err := getPod(rc, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pod.Spec.NodeName != "" {
+			t.Errorf("pod %s bound to %s while its claim is unbound", name, pod.Spec.NodeName)
+		}
+	}
+}

@@ -12,10 +12,11 @@
 // the volume's claimRef first, then its phase, then the claim's
 // volumeName and annotations, then its phase. No match: a claim of a
 // WaitForFirstConsumer class waits for its node; one of a class whose
-// provisioner is sim.minictl.io/hostpath gets a volume provisioned; one
-// of any other class is annotated with the provisioner expected to make
-// its volume, and waits for it (ExternalProvisioning). A bound claim
-// whose volume is gone is Lost.
+// provisioner is sim.minictl.io/hostpath gets a volume provisioned, by
+// an operation that runs beside the claim worker (at most one per
+// claim), as kube's does; one of any other class is annotated with the
+// provisioner expected to make its volume, and waits for it
+// (ExternalProvisioning). A bound claim whose volume is gone is Lost.
 //
 // For each volume, syncVolume makes its phase say where it stands:
 // Available without a claimRef, Bound while its claim names it,
@@ -84,6 +85,8 @@ type Controller struct {
 	recorder    record.EventRecorder
 	log         *slog.Logger
 	period      time.Duration
+	// ops are the provisioning operations under way, beside the workers.
+	ops operations
 }
 
 // New returns a controller reading volumes, claims and classes from
@@ -182,7 +185,7 @@ func tombstoned[T any](obj any) (T, bool) {
 
 // Run waits for the caches to sync, runs workers workers on each queue,
 // looks at everything again every sync period, and blocks until ctx is
-// done.
+// done and the provisioning operations under way have returned.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	defer c.volumeQueue.ShutDown()
 	defer c.claimQueue.ShutDown()
@@ -207,6 +210,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	c.volumeQueue.ShutDown()
 	c.claimQueue.ShutDown()
 	wg.Wait()
+	c.ops.wait() // the workers that start them have stopped
 	c.log.Info("stopped")
 }
 

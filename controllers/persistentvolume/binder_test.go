@@ -3,8 +3,13 @@ package persistentvolume_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +25,7 @@ import (
 	"github.com/minictl/minictl/controllers/persistentvolume"
 	"github.com/minictl/minictl/controllers/pvcprotection"
 	"github.com/minictl/minictl/controllers/pvprotection"
+	"github.com/minictl/minictl/informer"
 )
 
 // These tests run the binder with the two protection controllers, as the
@@ -37,9 +43,32 @@ type fixture struct {
 }
 
 func start(t *testing.T) *fixture {
+	return startBehind(t, 2, nil)
+}
+
+// startBehind is start with workers workers for each controller, and the
+// controllers' requests going through front, a handler that passes what
+// it lets through to next, the API server; nil: no front. The test's own
+// clients go to the API server directly.
+func startBehind(t *testing.T, workers int, front func(next http.Handler) http.Handler) *fixture {
 	env := controllertest.Start(t)
+	rc, informers := env.Client, env.Informers
+	if front != nil {
+		target, err := url.Parse(env.Client.Server())
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy := httputil.NewSingleHostReverseProxy(target)
+		proxy.FlushInterval = -1 // watches stream
+		srv := httptest.NewServer(front(proxy))
+		t.Cleanup(srv.Close)
+		if rc, err = client.New(&client.Config{Server: srv.URL}); err != nil {
+			t.Fatal(err)
+		}
+		informers = informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})
+	}
 	rec := &record.FakeRecorder{}
-	common := controller.Common{Client: env.Client, Informers: env.Informers, Recorder: rec, Logger: controllertest.Logger(t)}
+	common := controller.Common{Client: rc, Informers: informers, Recorder: rec, Logger: controllertest.Logger(t)}
 	binder, err := persistentvolume.New(persistentvolume.Options{Common: common})
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +81,7 @@ func start(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Run(t, env.Informers, 2, binder, pvc, pv)
+	controllertest.Run(t, informers, workers, binder, pvc, pv)
 	return &fixture{
 		t: t, rec: rec,
 		pvs: client.For[*corev1.PersistentVolume](env.Client), pvcs: client.For[*corev1.PersistentVolumeClaim](env.Client),
@@ -193,6 +222,9 @@ func TestImmediateClassProvisionsAndBindsAndDeleteReclaims(t *testing.T) {
 		t.Errorf("claim status %+v", pvc.Status)
 	}
 	f.event("ProvisioningSucceeded", "Successfully provisioned volume "+pv.Name+" using "+persistentvolume.Provisioner)
+	if got := f.rec.WithReason("ProvisioningSucceeded"); len(got) != 1 {
+		t.Errorf("ProvisioningSucceeded events %q, want one: the volume was made once", got)
+	}
 
 	if err := f.pvcs.Delete(ctx(t), "default", "data", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -284,5 +316,93 @@ func TestAClassThatFailsOnPurposeLeavesTheClaimPending(t *testing.T) {
 	}
 	if pvc.Status.Phase != corev1.ClaimPending || pvc.Spec.VolumeName != "" {
 		t.Errorf("claim phase %q volume %q, want Pending and none", pvc.Status.Phase, pvc.Spec.VolumeName)
+	}
+}
+
+// With one claim worker, as the controller manager runs the binder, a
+// claim whose volume is being provisioned does not hold up the others:
+// while the provisioned volume's create is held in front of the API
+// server, another claim binds to an Available volume; once the create
+// goes through, the first claim binds to its volume.
+func TestProvisioningDoesNotHoldUpOtherClaims(t *testing.T) {
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	f := startBehind(t, 1, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && r.URL.Path == "/api/v1/persistentvolumes" {
+				once.Do(func() { close(arrived) })
+				select {
+				case <-release:
+				case <-r.Context().Done():
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	released := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(released) // before the front closes, which waits for the held request
+	f.class("fast", persistentvolume.Provisioner, storagev1.VolumeBindingImmediate, nil)
+	f.volume("manual-1", "manual", "1Gi", corev1.PersistentVolumeReclaimRetain, corev1.ReadWriteOnce)
+	f.available("manual-1")
+
+	f.claim("provisioned", "fast", "1Gi")
+	select {
+	case <-arrived:
+	case <-ctx(t).Done():
+		t.Fatal("the provisioner never created a volume")
+	}
+	f.claim("static", "manual", "1Gi")
+	if _, pv := f.bound("static"); pv.Name != "manual-1" {
+		t.Errorf("static bound to %s, want manual-1", pv.Name)
+	}
+	pvc, err := f.pvcs.Get(ctx(t), "default", "provisioned")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pvc.Status.Phase != corev1.ClaimPending || pvc.Spec.VolumeName != "" {
+		t.Errorf("claim provisioned is %s with volume %q while its volume's create is held, want Pending and none", pvc.Status.Phase, pvc.Spec.VolumeName)
+	}
+	released()
+	if _, pv := f.bound("provisioned"); pv.Name != "pvc-"+string(pvc.UID) {
+		t.Errorf("provisioned bound to %s, want pvc-<claim uid>", pv.Name)
+	}
+}
+
+// Two claims after the one volume that fits them, with several workers:
+// one gets it, and the other waits, Pending, for another.
+func TestTwoClaimsAfterOneVolume(t *testing.T) {
+	f := startBehind(t, 5, nil)
+	f.volume("only", "", "1Gi", corev1.PersistentVolumeReclaimRetain, corev1.ReadWriteOnce)
+	f.available("only")
+	f.claim("first", "", "1Gi")
+	f.claim("second", "", "1Gi")
+	f.event("FailedBinding", "no persistent volumes available for this claim and no storage class is set")
+	var winner string
+	controllertest.Eventually(t, "one claim Bound", func() (bool, string) {
+		phases := map[string]corev1.PersistentVolumeClaimPhase{}
+		for _, name := range []string{"first", "second"} {
+			pvc, err := f.pvcs.Get(ctx(t), "default", name)
+			if err != nil {
+				return false, err.Error()
+			}
+			if pvc.Status.Phase == corev1.ClaimBound {
+				winner = name
+			}
+			phases[name] = pvc.Status.Phase
+		}
+		return winner != "", fmt.Sprint(phases)
+	})
+	pvc, pv := f.bound(winner)
+	if pv.Name != "only" || pv.Spec.ClaimRef.UID != pvc.UID {
+		t.Errorf("volume %s claimRef %+v, want only, naming %s", pv.Name, pv.Spec.ClaimRef, pvc.Name)
+	}
+	loser := map[string]string{"first": "second", "second": "first"}[winner]
+	got, err := f.pvcs.Get(ctx(t), "default", loser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != corev1.ClaimPending || got.Spec.VolumeName != "" {
+		t.Errorf("claim %s is %s with volume %q; want Pending, and no volume", loser, got.Status.Phase, got.Spec.VolumeName)
 	}
 }

@@ -67,9 +67,7 @@ func (c *Controller) syncUnboundClaim(ctx context.Context, pvc *corev1.Persisten
 	case class == nil:
 		c.recorder.Event(pvc, corev1.EventTypeWarning, "ProvisioningFailed", fmt.Sprintf("storageclass.storage.k8s.io %q not found", api.ClaimClass(pvc)))
 	default:
-		if err := c.provision(ctx, pvc, class); err != nil {
-			return err
-		}
+		c.provision(ctx, pvc, class)
 	}
 	return c.setClaimStatus(ctx, pvc, corev1.ClaimPending, nil)
 }

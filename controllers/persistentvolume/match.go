@@ -16,25 +16,33 @@ import (
 // bestMatch is the smallest Available volume that pvc may be bound to, or
 // one already pre-bound to it; nil when none fits. node, when set, is the
 // node chosen for the claim's first pod: the volume must be reachable
-// there.
+// there. The node is read from the API only once a volume that would
+// otherwise fit has a node affinity to check, so that the syncs of a
+// claim no volume fits yet (waiting for its provisioner, say) cost no
+// read.
 func (c *Controller) bestMatch(ctx context.Context, pvc *corev1.PersistentVolumeClaim, node string) *corev1.PersistentVolume {
-	nodeLabels := labels.Set{corev1.LabelHostname: node}
-	if node != "" {
-		if n, err := c.nodes.Get(ctx, "", node); err == nil {
-			nodeLabels = n.Labels
+	var nodeLabels labels.Set
+	reachable := func(pv *corev1.PersistentVolume) bool {
+		if node == "" || pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+			return true
 		}
+		if nodeLabels == nil {
+			nodeLabels = labels.Set{corev1.LabelHostname: node}
+			// A node the API cannot give is judged by its name alone.
+			if n, err := c.nodes.Get(ctx, "", node); err == nil && n.Labels != nil {
+				nodeLabels = n.Labels
+			}
+		}
+		return reachableFrom(pv, nodeLabels)
 	}
 	var best *corev1.PersistentVolume
 	for _, pv := range c.volumeList.List(labels.Everything()) {
 		if pv.DeletionTimestamp != nil || mismatch(pv, pvc) != "" {
 			continue
 		}
-		if node != "" && !reachableFrom(pv, nodeLabels) {
-			continue
-		}
 		if pv.Spec.ClaimRef != nil {
-			if claimRefIs(pv.Spec.ClaimRef, pvc) {
-				return pv // pre-bound to this claim by its user
+			if claimRefIs(pv.Spec.ClaimRef, pvc) && reachable(pv) {
+				return pv // pre-bound to this claim, by its user or its provisioner
 			}
 			continue
 		}
@@ -42,7 +50,7 @@ func (c *Controller) bestMatch(ctx context.Context, pvc *corev1.PersistentVolume
 			continue
 		}
 		size, bestSize := pv.Spec.Capacity[corev1.ResourceStorage], resourceOrZero(best)
-		if best == nil || size.Cmp(bestSize) < 0 {
+		if (best == nil || size.Cmp(bestSize) < 0) && reachable(pv) {
 			best = pv
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/controllers/internal/controller"
 )
 
 // The simulated hostPath provisioner runs inside the binder, as
@@ -31,12 +33,29 @@ const (
 	VolumeDir = "/var/lib/minictl/volumes/"
 )
 
-// provision makes, or asks for, a volume for pvc of class. The claim is
-// first annotated with the provisioner expected to make it, as kube's
+// provision starts provisioning pvc of class unless it is under way for
+// that claim already. As kube's binder schedules it, provisioning is an
+// operation of its own beside the claim worker, at most one per claim:
+// the worker goes on binding other claims meanwhile, instead of waiting
+// for each claim's annotation and volume to be written. A failed
+// operation queues the claim again, with backoff; one that succeeds
+// makes a volume whose event brings the claim back to be bound.
+func (c *Controller) provision(ctx context.Context, pvc *corev1.PersistentVolumeClaim, class *storagev1.StorageClass) {
+	key := pvc.Namespace + "/" + pvc.Name
+	pvc, class = pvc.DeepCopy(), class.DeepCopy()
+	c.ops.start(fmt.Sprintf("provision-%s[%s]", key, pvc.UID), func() {
+		if err := c.provisionClaim(ctx, pvc, class); err != nil {
+			controller.HandleErr(ctx, c.log, c.claimQueue, key, err)
+		}
+	})
+}
+
+// provisionClaim makes, or asks for, a volume for pvc of class. The claim
+// is first annotated with the provisioner expected to make it, as kube's
 // binder does for every provisioner; then the simulated one makes the
 // volume, already bound to the claim on its side, and any other is
 // waited for.
-func (c *Controller) provision(ctx context.Context, pvc *corev1.PersistentVolumeClaim, class *storagev1.StorageClass) error {
+func (c *Controller) provisionClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim, class *storagev1.StorageClass) error {
 	key := slog.String("object", pvc.Namespace+"/"+pvc.Name)
 	if pvc.Annotations[api.AnnStorageProvisioner] != class.Provisioner || pvc.Annotations[api.AnnBetaStorageProvisioner] != class.Provisioner {
 		if pvc.Annotations == nil {
@@ -65,7 +84,11 @@ func (c *Controller) provision(ctx context.Context, pvc *corev1.PersistentVolume
 		return nil // the class will not change (its parameters are immutable): nothing to retry
 	}
 	c.log.Info(fmt.Sprintf("no volume fits %s of class %s → provision %s", requested(pvc), class.Name, name), key)
-	if _, err := c.volumes.Create(ctx, pv); err != nil && !client.IsAlreadyExists(err) {
+	_, err = c.volumes.Create(ctx, pv)
+	if client.IsAlreadyExists(err) {
+		return nil // made by an earlier operation the cache has not shown yet
+	}
+	if err != nil {
 		c.recorder.Event(pvc, corev1.EventTypeWarning, "ProvisioningFailed", fmt.Sprintf("Failed to provision volume with StorageClass %q: %v", class.Name, err))
 		return err
 	}
@@ -161,3 +184,37 @@ func (c *Controller) reclaimVolume(ctx context.Context, pv *corev1.PersistentVol
 		return c.setVolumePhase(ctx, pv, corev1.VolumeFailed, msg)
 	}
 }
+
+// operations runs the binder's long operations, each in a goroutine of
+// its own, at most one of a name at a time, as kube's goroutinemap does.
+type operations struct {
+	mu      sync.Mutex
+	running map[string]bool
+	wg      sync.WaitGroup
+}
+
+// start runs fn in a goroutine unless an operation of that name is
+// running; it reports whether it started one.
+func (o *operations) start(name string, fn func()) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.running[name] {
+		return false
+	}
+	if o.running == nil {
+		o.running = map[string]bool{}
+	}
+	o.running[name] = true
+	o.wg.Go(func() {
+		defer func() {
+			o.mu.Lock()
+			delete(o.running, name)
+			o.mu.Unlock()
+		}()
+		fn()
+	})
+	return true
+}
+
+// wait returns once every operation started has returned.
+func (o *operations) wait() { o.wg.Wait() }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -73,78 +74,116 @@ func (c *Controller) syncPods(ctx context.Context, set *appsv1.StatefulSet, hist
 	return p.status(), err
 }
 
-// runPlan acts on p, stopping where the policy says to wait.
+// runPlan acts on p, stopping where the policy says to wait. With
+// OrderedReady it goes one ordinal at a time; with Parallel it works on
+// every ordinal at once, in slow-start batches (1, 2, 4, ... pods at a
+// time), as kube's runForAll does, so that a burst of creates overlaps
+// its round trips and a create that always fails is tried a few times,
+// not once per pod.
 func (c *Controller) runPlan(ctx context.Context, p *plan) error {
-	key := setKey(p.set)
-	for i, pod := range p.replicas {
-		ord := p.start + i
-		if pod != nil && isFailed(pod) && !isTerminating(pod) {
-			c.log.Info(fmt.Sprintf("pod %s is %s → delete it, to recreate it", pod.Name, pod.Status.Phase), slog.String("object", key))
-			if err := c.deletePod(ctx, p.set, pod); err != nil {
-				return err
-			}
-			if p.monotonic {
-				return nil // the next sync recreates it, once it is gone
-			}
-			continue
-		}
-		if pod == nil {
-			created, err := c.createPod(ctx, p, ord)
-			if err != nil || created == nil {
-				return err // created nil: the cache is behind; a pod event brings the next sync
-			}
-			p.replicas[i] = created
-			if p.monotonic {
-				return nil // wait for it to be Running and Ready
-			}
-			continue
-		}
-		if isTerminating(pod) {
-			if p.monotonic {
-				c.log.Debug(fmt.Sprintf("pod %s is terminating → wait", pod.Name), slog.String("object", key))
-				return nil
-			}
-			continue
-		}
-		if err := c.ensureClaims(ctx, p.set, pod, ord); err != nil {
-			return err
-		}
-		if p.monotonic && !p.available(pod) {
-			if isRunningAndReady(pod) && p.minReady > 0 {
-				c.queue.AddAfter(key, time.Duration(p.minReady)*time.Second)
-			}
-			c.log.Debug(fmt.Sprintf("pod %s is not yet available → wait", pod.Name), slog.String("object", key))
-			return nil
-		}
+	if stop, err := c.forAll(len(p.replicas), p.monotonic, func(i int) (bool, error) { return c.processReplica(ctx, p, i) }); stop || err != nil {
+		return err
 	}
 	if err := c.applyRetention(ctx, p); err != nil {
 		return err
 	}
-	for _, pod := range p.condemned {
-		if isTerminating(pod) {
-			if p.monotonic {
-				return nil
-			}
-			continue
-		}
-		if p.monotonic {
-			if bad := p.firstUnhealthy(); bad != nil && bad != pod {
-				c.log.Info(fmt.Sprintf("pod %s is unhealthy → wait before deleting %s", bad.Name, pod.Name), slog.String("object", key))
-				return nil
-			}
-		}
-		c.log.Info(fmt.Sprintf("want %d, pod %s is beyond → delete it", p.end-p.start, pod.Name), slog.String("object", key))
-		if err := c.deletePod(ctx, p.set, pod); err != nil {
-			return err
-		}
-		if p.monotonic {
-			return nil
-		}
+	if stop, err := c.forAll(len(p.condemned), p.monotonic, func(i int) (bool, error) { return c.processCondemned(ctx, p, i) }); stop || err != nil {
+		return err
 	}
 	if !p.rollingPods {
 		return nil // OnDelete: the user deletes old pods; their replacements are new
 	}
 	return c.rollOut(ctx, p)
+}
+
+// forAll calls fn for 0..n-1: in order, and only until one says stop or
+// fails, when monotonic; otherwise in slow-start batches, stopping after
+// a batch in which one failed. It reports whether the sync must stop
+// here, and the first error.
+func (c *Controller) forAll(n int, monotonic bool, fn func(i int) (stop bool, err error)) (bool, error) {
+	if monotonic {
+		for i := range n {
+			if stop, err := fn(i); stop || err != nil {
+				return true, err
+			}
+		}
+		return false, nil
+	}
+	var next atomic.Int64
+	var stopped atomic.Bool
+	_, err := controller.SlowStartBatch(n, 1, func() error {
+		stop, err := fn(int(next.Add(1) - 1))
+		if stop {
+			stopped.Store(true)
+		}
+		return err
+	})
+	return stopped.Load() || err != nil, err
+}
+
+// processReplica makes the replica at p.replicas[i] what the set wants:
+// a failed pod is deleted, to be recreated; a missing one is created,
+// claims first; an existing one gets any claim it lacks. It reports stop
+// when the sync must go no further: OrderedReady waiting for this
+// replica, or the cache behind a create. It may run beside the calls for
+// other replicas and writes only p.replicas[i].
+func (c *Controller) processReplica(ctx context.Context, p *plan, i int) (bool, error) {
+	key := setKey(p.set)
+	ord := p.start + i
+	pod := p.replicas[i]
+	if pod != nil && isFailed(pod) && !isTerminating(pod) {
+		c.log.Info(fmt.Sprintf("pod %s is %s → delete it, to recreate it", pod.Name, pod.Status.Phase), slog.String("object", key))
+		if err := c.deletePod(ctx, p.set, pod); err != nil {
+			return true, err
+		}
+		return p.monotonic, nil // OrderedReady: the next sync recreates it, once it is gone
+	}
+	if pod == nil {
+		created, err := c.createPod(ctx, p, ord)
+		if err != nil || created == nil {
+			return true, err // created nil: the cache is behind; a pod event brings the next sync
+		}
+		p.replicas[i] = created
+		return p.monotonic, nil // OrderedReady: wait for it to be Running and Ready
+	}
+	if isTerminating(pod) {
+		if p.monotonic {
+			c.log.Debug(fmt.Sprintf("pod %s is terminating → wait", pod.Name), slog.String("object", key))
+		}
+		return p.monotonic, nil
+	}
+	if err := c.ensureClaims(ctx, p.set, pod, ord); err != nil {
+		return true, err
+	}
+	if p.monotonic && !p.available(pod) {
+		if isRunningAndReady(pod) && p.minReady > 0 {
+			c.queue.AddAfter(key, time.Duration(p.minReady)*time.Second)
+		}
+		c.log.Debug(fmt.Sprintf("pod %s is not yet available → wait", pod.Name), slog.String("object", key))
+		return true, nil
+	}
+	return false, nil
+}
+
+// processCondemned deletes p.condemned[i], a pod beyond the replicas;
+// with OrderedReady only once it is the first unhealthy pod or none is,
+// and one at a time.
+func (c *Controller) processCondemned(ctx context.Context, p *plan, i int) (bool, error) {
+	pod := p.condemned[i]
+	if isTerminating(pod) {
+		return p.monotonic, nil
+	}
+	if p.monotonic {
+		if bad := p.firstUnhealthy(); bad != nil && bad != pod {
+			c.log.Info(fmt.Sprintf("pod %s is unhealthy → wait before deleting %s", bad.Name, pod.Name), slog.String("object", setKey(p.set)))
+			return true, nil
+		}
+	}
+	c.log.Info(fmt.Sprintf("want %d, pod %s is beyond → delete it", p.end-p.start, pod.Name), slog.String("object", setKey(p.set)))
+	if err := c.deletePod(ctx, p.set, pod); err != nil {
+		return true, err
+	}
+	return p.monotonic, nil
 }
 
 // rollOut deletes the pods of old revisions from the highest ordinal down

@@ -3,6 +3,10 @@ package statefulset
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"testing"
 	"time"
@@ -17,6 +21,7 @@ import (
 	"github.com/minictl/minictl/controllers/garbagecollector"
 	"github.com/minictl/minictl/controllers/internal/controller"
 	"github.com/minictl/minictl/controllers/internal/controllertest"
+	"github.com/minictl/minictl/informer"
 )
 
 // These tests run the controller against a real API server on a real etcd
@@ -38,22 +43,47 @@ type running struct {
 // workers, and the garbage collector when gc; all stop when the test ends.
 func runController(t *testing.T, gc bool) *running {
 	t.Helper()
+	return runControllerBehind(t, gc, nil)
+}
+
+// runControllerBehind is runController with the controllers' requests
+// going through front, a handler that passes what it lets through to
+// next, the API server; nil: no front. The test's own clients go to the
+// API server directly.
+func runControllerBehind(t *testing.T, gc bool, front func(next http.Handler) http.Handler) *running {
+	t.Helper()
 	env := controllertest.Start(t)
+	rc := env.Client
+	informers := env.Informers
+	if front != nil {
+		target, err := url.Parse(env.Client.Server())
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy := httputil.NewSingleHostReverseProxy(target)
+		proxy.FlushInterval = -1 // watches stream
+		srv := httptest.NewServer(front(proxy))
+		t.Cleanup(srv.Close)
+		if rc, err = client.New(&client.Config{Server: srv.URL, Timeout: 20 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		informers = informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})
+	}
 	rec := &record.FakeRecorder{}
-	common := controller.Common{Client: env.Client, Informers: env.Informers, Recorder: rec, Logger: controllertest.Logger(t)}
+	common := controller.Common{Client: rc, Informers: informers, Recorder: rec, Logger: controllertest.Logger(t)}
 	c, err := New(Options{Common: common})
 	if err != nil {
 		t.Fatal(err)
 	}
 	run := []controllertest.Controller{c}
 	if gc {
-		g, err := garbagecollector.New(garbagecollector.Options{Common: controller.Common{Client: env.Client, Informers: env.Informers, Logger: controllertest.Logger(t)}})
+		g, err := garbagecollector.New(garbagecollector.Options{Common: controller.Common{Client: rc, Informers: informers, Logger: controllertest.Logger(t)}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		run = append(run, g)
 	}
-	controllertest.Run(t, env.Informers, 2, run...)
+	controllertest.Run(t, informers, 2, run...)
 	return &running{
 		pods: client.For[*corev1.Pod](env.Client), sets: client.For[*appsv1.StatefulSet](env.Client),
 		claims: client.For[*corev1.PersistentVolumeClaim](env.Client), crs: client.For[*appsv1.ControllerRevision](env.Client),

@@ -21,8 +21,10 @@
 // each ordinal from spec.ordinals.start, replace a failed pod and create
 // a missing one (its claims first) from the current revision below the
 // partition and the update revision above it; with OrderedReady stop at
-// the first pod that is not Running and Ready; then delete the pods
-// beyond the replicas, highest ordinal first; then roll out: delete the
+// the first pod that is not Running and Ready (with Parallel, work on
+// every ordinal at once, in slow-start batches of 1, 2, 4, ... pods);
+// then delete the pods beyond the replicas, highest ordinal first (all
+// at once with Parallel); then roll out: delete the
 // old-revision pods from the highest ordinal down to the partition, at
 // most maxUnavailable unavailable at a time (OnDelete waits for the user
 // to delete them); trim the history; and write the status.

@@ -3,9 +3,12 @@ package statefulset
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -145,6 +148,71 @@ func TestParallel(t *testing.T) {
 	for name, p := range r.livePods(t) {
 		if isReady(p) {
 			t.Errorf("pod %s is ready; the test made none ready", name)
+		}
+	}
+}
+
+// TestParallelCreatesInSlowStartBatches: Parallel creates pods in
+// batches of 1, 2, 4, ..., each batch's creates in flight together, as
+// kube's controller does. In front of the API server, the creates of the
+// third batch (the 4th to the 7th pod) are held until all four have
+// arrived; a controller that created one pod at a time would never send
+// the 5th while the 4th is held.
+func TestParallelCreatesInSlowStartBatches(t *testing.T) {
+	const batch = 4
+	var (
+		mu                sync.Mutex
+		creates, inFlight int
+		mostInFlight      int
+		gaveUp            bool
+		full              = make(chan struct{})
+	)
+	r := runControllerBehind(t, false, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.Method != http.MethodPost || req.URL.Path != "/api/v1/namespaces/"+ns+"/pods" {
+				next.ServeHTTP(w, req)
+				return
+			}
+			mu.Lock()
+			creates++
+			hold := creates > 3 && creates <= 3+batch && !gaveUp
+			if hold {
+				inFlight++
+				mostInFlight = max(mostInFlight, inFlight)
+				if inFlight == batch {
+					close(full)
+				}
+			}
+			mu.Unlock()
+			if hold {
+				select {
+				case <-full:
+				case <-req.Context().Done():
+				case <-time.After(10 * time.Second):
+					mu.Lock()
+					gaveUp = true // let the rest through: the test has failed
+					mu.Unlock()
+				}
+				mu.Lock()
+				inFlight--
+				mu.Unlock()
+			}
+			next.ServeHTTP(w, req)
+		})
+	})
+	r.create(t, newSet("web", 7, appsv1.ParallelPodManagement))
+	controllertest.Eventually(t, "7 pods", func() (bool, string) {
+		pods := r.livePods(t)
+		return len(pods) == 7, fmt.Sprint(names(pods))
+	})
+	mu.Lock()
+	if mostInFlight != batch {
+		t.Errorf("at most %d of the creates of pods 4 to 7 were in flight together, want %d", mostInFlight, batch)
+	}
+	mu.Unlock()
+	for i := range 7 {
+		if _, err := r.claims.Get(testCtx(t), ns, fmt.Sprintf("data-web-%d", i)); err != nil {
+			t.Errorf("claim of web-%d: %v", i, err)
 		}
 	}
 }
