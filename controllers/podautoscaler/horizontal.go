@@ -45,7 +45,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
-	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/clock"
@@ -298,10 +297,6 @@ func (c *Controller) reconcile(ctx context.Context, cached *autoscalingv2.Horizo
 	hpa := cached.DeepCopy()
 	key := hpa.Namespace + "/" + hpa.Name
 	now := c.clock.Now()
-	behavior := hpa.Spec.Behavior
-	if behavior == nil {
-		behavior = api.DefaultHPABehavior()
-	}
 	minReplicas := int32(1)
 	if hpa.Spec.MinReplicas != nil {
 		minReplicas = *hpa.Spec.MinReplicas
@@ -343,11 +338,14 @@ func (c *Controller) reconcile(ctx context.Context, cached *autoscalingv2.Horizo
 			c.writeStatus(ctx, cached, hpa, current, hpa.Status.DesiredReplicas, metricStatuses, false)
 			return
 		}
-		desired = c.normalize(key, hpa, behavior, minReplicas, current, proposal, now)
-		reason = metricName + " above target"
-		if desired < current {
+		// The reason is the metrics', whatever the normalization made of them.
+		switch {
+		case proposal > current:
+			reason = metricName + " above target"
+		case proposal < current:
 			reason = "All metrics below target"
 		}
+		desired = c.normalize(key, hpa, minReplicas, current, proposal, now)
 	}
 
 	rescale := desired != current
@@ -362,7 +360,9 @@ func (c *Controller) reconcile(ctx context.Context, cached *autoscalingv2.Horizo
 		}
 		setCondition(hpa, autoscalingv2.AbleToScale, corev1.ConditionTrue, "SucceededRescale", "the HPA controller was able to update the target scale to %d", desired)
 		c.recorder.Eventf(hpa, corev1.EventTypeNormal, "SuccessfulRescale", "New size: %d; reason: %s", desired, reason)
-		c.storeScaleEvent(key, current, desired, now)
+		if hpa.Spec.Behavior != nil { // only the policies read them
+			c.storeScaleEvent(key, current, desired, now)
+		}
 		action = "scale_up"
 		if desired < current {
 			action = "scale_down"
