@@ -20,8 +20,10 @@
 //     none); a target scaled to zero is left alone (ScalingDisabled);
 //  2. compute a proposal from every metric, the largest wins (ScalingActive
 //     False FailedGetResourceMetric if none can be computed);
-//  3. stabilize it over the scale-up and scale-down windows, bound it by
-//     the behavior's policies and by min/maxReplicas (ScalingLimited);
+//  3. stabilize it over the scale-up or scale-down window (AbleToScale
+//     ScaleUpStabilized / ScaleDownStabilized when a window held it),
+//     bound it by the behavior's policies and by min/maxReplicas
+//     (ScalingLimited);
 //  4. write the scale if it changed (SuccessfulRescale), and the status.
 package podautoscaler
 
