@@ -71,7 +71,7 @@ func TestHPAScalesUpThenDownAfterTheWindow(t *testing.T) {
 	}
 	eventually(t, "the autoscaler to read 10% (the pods' idle usage, a tenth of their request)", func() (bool, string) {
 		h := hpa()
-		return utilization(h) == 10 && h.Status.DesiredReplicas == 2, fmt.Sprintf("%+v", h.Status)
+		return hpaUtilization(h) == 10 && h.Status.DesiredReplicas == 2, fmt.Sprintf("%+v", h.Status)
 	})
 
 	// The load goes up: each of the two pods uses all it requests.
@@ -106,7 +106,7 @@ func TestHPAScalesUpThenDownAfterTheWindow(t *testing.T) {
 	setCPUUsage(t, rc, livePods(t, pods, "web"), "10m")
 	eventually(t, "the autoscaler to read 10% and hold 4 replicas (ScaleDownStabilized)", func() (bool, string) {
 		h := hpa()
-		return utilization(h) == 10 && hpaCondition(h, autoscalingv2.AbleToScale).Reason == "ScaleDownStabilized", fmt.Sprintf("%+v", h.Status)
+		return hpaUtilization(h) == 10 && hpaCondition(h, autoscalingv2.AbleToScale).Reason == "ScaleDownStabilized", fmt.Sprintf("%+v", h.Status)
 	})
 	h := hpa()
 	if h.Status.DesiredReplicas != 4 || h.Status.CurrentReplicas != 4 || !h.Status.LastScaleTime.Time.Equal(scaledUp) {
@@ -138,8 +138,8 @@ func TestHPAScalesUpThenDownAfterTheWindow(t *testing.T) {
 	})
 }
 
-// utilization is the CPU utilization the autoscaler last read, -1 if none.
-func utilization(h *autoscalingv2.HorizontalPodAutoscaler) int32 {
+// hpaUtilization is the CPU utilization the autoscaler last read, -1 if none.
+func hpaUtilization(h *autoscalingv2.HorizontalPodAutoscaler) int32 {
 	for _, m := range h.Status.CurrentMetrics {
 		if m.Resource != nil && m.Resource.Current.AverageUtilization != nil {
 			return *m.Resource.Current.AverageUtilization
