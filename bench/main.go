@@ -36,6 +36,8 @@ type config struct {
 	stsReplicas      int
 	services         int
 	loadBalancers    int
+	hpas             int
+	hpaNodes         int
 	settle           time.Duration
 	reconcileTimeout time.Duration
 }
@@ -44,6 +46,7 @@ var full = config{
 	reps: 3, createPods: 5000, lists: 10, watchers: 1000, watchPods: 200,
 	replicas: 2000, nodes: 20, nsPods: 1000, nsNodes: 10, storedPods: 30000, applies: 2000, crds: 20,
 	jobCompletions: 1000, jobParallelism: 100, jobNodes: 10, dsNodes: 100, stsReplicas: 100, services: 500, loadBalancers: 50,
+	hpas: 200, hpaNodes: 5,
 	settle: 2 * time.Second, reconcileTimeout: 180 * time.Second,
 }
 
@@ -51,6 +54,7 @@ var quick = config{
 	reps: 1, createPods: 1000, lists: 5, watchers: 100, watchPods: 50,
 	replicas: 200, nodes: 2, nsPods: 100, nsNodes: 1, storedPods: 3000, applies: 500, crds: 5,
 	jobCompletions: 100, jobParallelism: 20, jobNodes: 2, dsNodes: 20, stsReplicas: 100, services: 500, loadBalancers: 20,
+	hpas: 50, hpaNodes: 2,
 	settle: time.Second, reconcileTimeout: 60 * time.Second,
 }
 
@@ -78,6 +82,8 @@ var targets = map[string]*target{
 	"securecreate/secure / plain":                                                 {op: ">=", value: 90},
 	"services/Services / pods":                                                    {op: ">=", value: 80},
 	"loadbalancer/create to ingress IP p99":                                       {op: "<", value: 200},
+	"hpa/one pass over 200 autoscalers, steady":                                   {op: "<", value: 1},
+	"hpa/one pass over 200 autoscalers, each rescaling":                           {op: "<", value: 1},
 }
 
 // notes say how a figure was set up, where the name does not.
@@ -101,6 +107,9 @@ var notes = map[string]string{
 	"services/Services created":                                                   "32 clients, each given a cluster IP",
 	"loadbalancer/create to ingress IP p50":                                       "one Service at a time, --nodes 3, the simulated cloud",
 	"loadbalancer/create to ingress IP p99":                                       "one Service at a time, --nodes 3, the simulated cloud",
+	"hpa/one pass over 200 autoscalers, steady":                                   "the controller's last_pass_duration_seconds, 5 workers, --nodes 5",
+	"hpa/one pass over 200 autoscalers, each rescaling":                           "the controller's last_pass_duration_seconds: 200 scale writes, statuses and events",
+	"hpa/one rescaling autoscaler's sync, mean":                                   "reconciliation_duration_seconds{action=\"scale_up\"}: read the scale, write it, write the status",
 }
 
 type harness struct {
@@ -131,7 +140,7 @@ func run() error {
 	isQuick := flag.Bool("quick", false, "smaller counts and one repetition, for a fast look")
 	reps := flag.Int("reps", 0, "repetitions of each scenario (default 3, 1 with -quick)")
 	jsonPath := flag.String("json", "", "also write the results as JSON to this file")
-	only := flag.String("only", "", "comma-separated scenarios to run (create, watch, reconcile, namespace, startup, apply, crcreate, crdestablish, job, daemonset, statefulset, securecreate, services, loadbalancer); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (create, watch, reconcile, namespace, startup, apply, crcreate, crdestablish, job, daemonset, statefulset, securecreate, services, loadbalancer, hpa); default all")
 	pprofDir := flag.String("pprof", "", "start minictl with --profiling and save CPU and allocation profiles of each scenario's first repetition here")
 	logDir := flag.String("logs", "", "keep each minictl's stderr log (and its /metrics at the end) in this directory")
 	createPods := flag.Int("create-pods", 0, "pods the create scenario creates (default 5000, 1000 with -quick)")
@@ -186,6 +195,7 @@ func run() error {
 		{"securecreate", h.runSecureCreate},
 		{"services", h.runServices},
 		{"loadbalancer", h.runLoadBalancer},
+		{"hpa", h.runHPA},
 	}
 	selected := map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {

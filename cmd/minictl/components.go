@@ -66,7 +66,7 @@ func (f *clusterFlags) bind(fs *flag.FlagSet) {
 	f.bindKubelet(fs)
 	fs.IntVar(&f.nodes, "nodes", 3, "how many simulated nodes (kubelets) to run")
 	f.ccm.bind(fs)
-	fs.BoolVar(&f.fast, "fast", false, "scale every timing down (heartbeats, grace periods, leader election, tolerations, container restart back-off, metric resolution) so a lesson's story plays out in seconds")
+	fs.BoolVar(&f.fast, "fast", false, "scale every timing down (heartbeats, grace periods, leader election, tolerations, container restart back-off, metric resolution, the autoscaler's sync and downscale window) so a lesson's story plays out in seconds")
 }
 
 func (f *clusterFlags) bindKubelet(fs *flag.FlagSet) {
@@ -115,6 +115,7 @@ func fastControllerManager(cm *controllers.Config, set map[string]bool) {
 	fast("node-startup-grace-period", func() { cm.Timings.NodeStartupGracePeriod = 10 * time.Second })
 	fast("node-eviction-rate", func() { cm.Timings.NodeEvictionRate = 1 })
 	fast("horizontal-pod-autoscaler-sync-period", func() { cm.Timings.HPASyncPeriod = 2 * time.Second })
+	fast("horizontal-pod-autoscaler-downscale-stabilization", func() { cm.Timings.HPADownscaleStabilization = 15 * time.Second })
 	cm.Timings.PodGCPeriod = 2 * time.Second
 	cm.Timings.PodGCQuarantine = 2 * time.Second
 	cm.Timings.JobBackoffBase = time.Second // a failed Job's retries in seconds, not minutes

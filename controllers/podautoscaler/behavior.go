@@ -18,74 +18,137 @@ type timestampedScaleEvent struct {
 	at     time.Time
 }
 
-// normalize is kube's normalizeDesiredReplicasWithBehaviors: the proposal
-// stabilized over the windows (the smallest of the scale-up window, the
-// largest of the scale-down window), then bound by the policies' rates
-// and by min/maxReplicas, with ScalingLimited saying why.
-func (c *Controller) normalize(key string, hpa *autoscalingv2.HorizontalPodAutoscaler, b *autoscalingv2.HorizontalPodAutoscalerBehavior, minReplicas, current, proposal int32, now time.Time) int32 {
+// normalize turns the metrics' proposal into the replica count to scale
+// to, as kube does: stabilized over the recent recommendations
+// (AbleToScale says ScaleUpStabilized or ScaleDownStabilized when that
+// changed it), then bound by the scaling rate and min/maxReplicas
+// (ScalingLimited says why when that changed it). An autoscaler with a
+// behavior gets kube's normalizeDesiredReplicasWithBehaviors; one without
+// gets the rules from before behaviors existed.
+func (c *Controller) normalize(key string, hpa *autoscalingv2.HorizontalPodAutoscaler, minReplicas, current, proposal int32, now time.Time) int32 {
+	var stabilized, desired int32
+	var reason, msg string
+	if b := hpa.Spec.Behavior; b != nil {
+		stabilized, reason, msg = c.stabilizeWithBehavior(key, b, current, proposal, now)
+		setAbleToScale(hpa, stabilized, proposal, reason, msg)
+		desired, reason, msg = c.boundByPolicies(key, b, minReplicas, hpa.Spec.MaxReplicas, current, stabilized, now)
+	} else {
+		stabilized = c.stabilizeDownscale(key, proposal, now)
+		setAbleToScale(hpa, stabilized, proposal, "ScaleDownStabilized", msgScaleDownStabilized)
+		desired, reason, msg = boundByRules(minReplicas, hpa.Spec.MaxReplicas, current, stabilized)
+	}
+	limited := corev1.ConditionFalse
+	if desired != stabilized {
+		limited = corev1.ConditionTrue
+	}
+	setCondition(hpa, autoscalingv2.ScalingLimited, limited, reason, "%s", msg)
+	return desired
+}
+
+const (
+	msgScaleDownStabilized = "recent recommendations were higher than current one, applying the highest recent recommendation"
+	msgScaleUpStabilized   = "recent recommendations were lower than current one, applying the lowest recent recommendation"
+)
+
+// setAbleToScale says whether the stabilization window held the
+// proposal back.
+func setAbleToScale(hpa *autoscalingv2.HorizontalPodAutoscaler, stabilized, proposal int32, reason, msg string) {
+	if stabilized != proposal {
+		setCondition(hpa, autoscalingv2.AbleToScale, corev1.ConditionTrue, reason, "%s", msg)
+		return
+	}
+	setCondition(hpa, autoscalingv2.AbleToScale, corev1.ConditionTrue, "ReadyForNewScale", "recommended size matches current size")
+}
+
+// stabilizeWithBehavior is kube's stabilizeRecommendationWithBehaviors: a
+// proposal to grow is the smallest recommendation of the scale-up window,
+// one to shrink the largest of the scale-down window (the behavior's, or
+// --horizontal-pod-autoscaler-downscale-stabilization). It remembers the
+// proposal.
+func (c *Controller) stabilizeWithBehavior(key string, b *autoscalingv2.HorizontalPodAutoscalerBehavior, current, proposal int32, now time.Time) (int32, string, string) {
 	upWindow := time.Duration(deref(b.ScaleUp.StabilizationWindowSeconds, 0)) * time.Second
 	downWindow := c.opts.DownscaleStabilization
 	if b.ScaleDown.StabilizationWindowSeconds != nil {
 		downWindow = time.Duration(*b.ScaleDown.StabilizationWindowSeconds) * time.Second
 	}
+	window, pick, reason, msg := downWindow, larger, "ScaleDownStabilized", msgScaleDownStabilized
+	if proposal >= current {
+		window, pick, reason, msg = upWindow, smaller, "ScaleUpStabilized", msgScaleUpStabilized
+	}
+	return c.remember(key, proposal, now, window, max(upWindow, downWindow), pick), reason, msg
+}
+
+// stabilizeDownscale is kube's stabilizeRecommendation, for an autoscaler
+// without a behavior: the largest recommendation of the downscale window.
+func (c *Controller) stabilizeDownscale(key string, proposal int32, now time.Time) int32 {
+	w := c.opts.DownscaleStabilization
+	return c.remember(key, proposal, now, w, w, larger)
+}
+
+// remember folds pick over the proposal and the recommendations younger
+// than window, forgets those older than keep, and adds the proposal.
+func (c *Controller) remember(key string, proposal int32, now time.Time, window, keep time.Duration, pick func(a, b int32) int32) int32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	up, down := proposal, proposal
+	out := proposal
 	var kept []timestampedRecommendation
 	for _, r := range c.recommendations[key] {
-		if r.at.After(now.Add(-upWindow)) {
-			up = min(up, r.recommendation)
+		if r.at.After(now.Add(-window)) {
+			out = pick(out, r.recommendation)
 		}
-		if r.at.After(now.Add(-downWindow)) {
-			down = max(down, r.recommendation)
-		}
-		if r.at.After(now.Add(-max(upWindow, downWindow))) {
+		if !r.at.Before(now.Add(-keep)) {
 			kept = append(kept, r)
 		}
 	}
 	c.recommendations[key] = append(kept, timestampedRecommendation{proposal, now})
-	stabilized := max(current, up)
-	stabilized = min(stabilized, down)
+	return out
+}
 
-	desired := stabilized
-	reason, msg := "DesiredWithinRange", "the desired count is within the acceptable range"
-	if stabilized > current {
-		limit := scaleUpLimit(current, c.scaleUpEvents[key], b.ScaleUp, now)
-		limit = max(limit, current)
-		allowed := min(hpa.Spec.MaxReplicas, limit)
-		if stabilized > allowed {
-			desired = allowed
-			if allowed == limit {
-				reason, msg = "ScaleUpLimit", "the desired replica count is increasing faster than the maximum scale rate"
-			} else {
-				reason, msg = "TooManyReplicas", "the desired replica count is more than the maximum replica count"
-			}
+// boundByPolicies is kube's convertDesiredReplicasWithBehaviorRate: no
+// faster than the behavior's policies allow over their periods, and
+// within min/maxReplicas.
+func (c *Controller) boundByPolicies(key string, b *autoscalingv2.HorizontalPodAutoscalerBehavior, minReplicas, maxReplicas, current, desired int32, now time.Time) (int32, string, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case desired > current:
+		limit := max(scaleUpLimit(current, c.scaleUpEvents[key], b.ScaleUp, now), current)
+		allowed, reason, msg := maxReplicas, "TooManyReplicas", "the desired replica count is more than the maximum replica count"
+		if allowed > limit {
+			allowed, reason, msg = limit, "ScaleUpLimit", "the desired replica count is increasing faster than the maximum scale rate"
 		}
-	} else if stabilized < current {
-		limit := scaleDownLimit(current, c.scaleDownEvents[key], b.ScaleDown, now)
-		limit = min(limit, current)
-		allowed := max(minReplicas, limit)
-		if stabilized < allowed {
-			desired = allowed
-			if allowed == limit {
-				reason, msg = "ScaleDownLimit", "the desired replica count is decreasing faster than the maximum scale rate"
-			} else {
-				reason, msg = "TooFewReplicas", "the desired replica count is less than the minimum replica count"
-			}
+		if desired > allowed {
+			return allowed, reason, msg
+		}
+	case desired < current:
+		limit := min(scaleDownLimit(current, c.scaleDownEvents[key], b.ScaleDown, now), current)
+		allowed, reason, msg := minReplicas, "TooFewReplicas", "the desired replica count is less than the minimum replica count"
+		if allowed < limit {
+			allowed, reason, msg = limit, "ScaleDownLimit", "the desired replica count is decreasing faster than the maximum scale rate"
+		}
+		if desired < allowed {
+			return allowed, reason, msg
 		}
 	}
-	if desired > hpa.Spec.MaxReplicas {
-		desired, reason, msg = hpa.Spec.MaxReplicas, "TooManyReplicas", "the desired replica count is more than the maximum replica count"
+	return desired, "DesiredWithinRange", "the desired count is within the acceptable range"
+}
+
+// boundByRules is kube's convertDesiredReplicasWithRules, for an
+// autoscaler without a behavior: at most double the replicas (or 4) in
+// one step, and within min/maxReplicas.
+func boundByRules(minReplicas, maxReplicas, current, desired int32) (int32, string, string) {
+	limit := max(2*current, 4)
+	allowed, reason, msg := maxReplicas, "TooManyReplicas", "the desired replica count is more than the maximum replica count"
+	if maxReplicas > limit {
+		allowed, reason, msg = limit, "ScaleUpLimit", "the desired replica count is increasing faster than the maximum scale rate"
 	}
-	if desired < minReplicas {
-		desired, reason, msg = minReplicas, "TooFewReplicas", "the desired replica count is less than the minimum replica count"
+	switch {
+	case desired < minReplicas:
+		return minReplicas, "TooFewReplicas", "the desired replica count is less than the minimum replica count"
+	case desired > allowed:
+		return allowed, reason, msg
 	}
-	status := "False"
-	if reason != "DesiredWithinRange" {
-		status = "True"
-	}
-	setCondition(hpa, autoscalingv2.ScalingLimited, corev1.ConditionStatus(status), reason, "%s", msg)
-	return desired
+	return desired, "DesiredWithinRange", "the desired count is within the acceptable range"
 }
 
 // storeScaleEvent remembers a rescale for the policies' periods.
@@ -172,6 +235,9 @@ func scaleDownLimit(current int32, evs []timestampedScaleEvent, r *autoscalingv2
 	}
 	return result
 }
+
+func larger(a, b int32) int32  { return max(a, b) }
+func smaller(a, b int32) int32 { return min(a, b) }
 
 func deref(p *int32, def int32) int32 {
 	if p == nil {

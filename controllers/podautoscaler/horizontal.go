@@ -12,15 +12,18 @@
 //   - behavior.go: stabilization windows and scaling policies.
 //
 // A pass lists the autoscalers from the informer and reads pod metrics
-// once per namespace that has any, not once per autoscaler: 200 autoscalers
-// in one namespace cost one metrics request. For each autoscaler:
+// once per namespace that has any, and each group version's discovery
+// once, not once per autoscaler: 200 autoscalers in one namespace cost
+// one metrics request. For each autoscaler:
 //
 //  1. read the target's scale (AbleToScale False FailedGetScale if it has
 //     none); a target scaled to zero is left alone (ScalingDisabled);
 //  2. compute a proposal from every metric, the largest wins (ScalingActive
 //     False FailedGetResourceMetric if none can be computed);
-//  3. stabilize it over the scale-up and scale-down windows, bound it by
-//     the behavior's policies and by min/maxReplicas (ScalingLimited);
+//  3. stabilize it over the scale-up or scale-down window (AbleToScale
+//     ScaleUpStabilized / ScaleDownStabilized when a window held it),
+//     bound it by the behavior's policies and by min/maxReplicas
+//     (ScalingLimited);
 //  4. write the scale if it changed (SuccessfulRescale), and the status.
 package podautoscaler
 
@@ -45,7 +48,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
-	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/client"
 	"github.com/minictl/minictl/client/record"
 	"github.com/minictl/minictl/clock"
@@ -211,12 +213,13 @@ func (c *Controller) pass(ctx context.Context, workers int) time.Duration {
 			metricsByNS[hpa.Namespace] = c.podMetrics(ctx, hpa.Namespace)
 		}
 	}
+	disc := &discovery{rc: c.rc, byPath: map[string]*resourceList{}}
 	next := make(chan *autoscalingv2.HorizontalPodAutoscaler)
 	var wg sync.WaitGroup
 	for range max(workers, 1) {
 		wg.Go(func() {
 			for hpa := range next {
-				c.reconcile(ctx, hpa, metricsByNS[hpa.Namespace])
+				c.reconcile(ctx, hpa, metricsByNS[hpa.Namespace], disc)
 			}
 		})
 	}
@@ -253,9 +256,37 @@ func (c *Controller) podMetrics(ctx context.Context, ns string) *podMetricsSet {
 	return out
 }
 
-// scaleTarget resolves the target's kind to its resource by discovery and
+// discovery is one pass's view of the API's resources: each group
+// version's list is read once per pass, by whichever autoscaler needs it
+// first, so that 200 autoscalers of Deployments cost one discovery
+// request, and a kind installed since the last pass is found on the next.
+type discovery struct {
+	rc     *client.RESTClient
+	mu     sync.Mutex
+	byPath map[string]*resourceList
+}
+
+type resourceList struct {
+	once sync.Once
+	list metav1.APIResourceList
+	err  error
+}
+
+func (d *discovery) resources(ctx context.Context, path string) (*metav1.APIResourceList, error) {
+	d.mu.Lock()
+	l := d.byPath[path]
+	if l == nil {
+		l = &resourceList{}
+		d.byPath[path] = l
+	}
+	d.mu.Unlock()
+	l.once.Do(func() { l.err = d.rc.Do(ctx, http.MethodGet, path, nil, "", nil, &l.list) })
+	return &l.list, l.err
+}
+
+// scalePath resolves the target's kind to its resource by discovery and
 // returns the path of its scale subresource.
-func (c *Controller) scalePath(ctx context.Context, ns string, ref autoscalingv2.CrossVersionObjectReference) (string, error) {
+func scalePath(ctx context.Context, disc *discovery, ns string, ref autoscalingv2.CrossVersionObjectReference) (string, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
 		return "", err
@@ -264,8 +295,8 @@ func (c *Controller) scalePath(ctx context.Context, ns string, ref autoscalingv2
 	if gv.Group == "" {
 		base = "/api/" + gv.Version
 	}
-	var list metav1.APIResourceList
-	if err := c.rc.Do(ctx, http.MethodGet, base, nil, "", nil, &list); err != nil {
+	list, err := disc.resources(ctx, base)
+	if err != nil {
 		return "", fmt.Errorf("unable to determine resource for scale target reference: %v", err)
 	}
 	plural := ""
@@ -288,7 +319,7 @@ func (c *Controller) scalePath(ctx context.Context, ns string, ref autoscalingv2
 }
 
 // reconcile is one autoscaler's sync, as the package doc tells.
-func (c *Controller) reconcile(ctx context.Context, cached *autoscalingv2.HorizontalPodAutoscaler, ms *podMetricsSet) {
+func (c *Controller) reconcile(ctx context.Context, cached *autoscalingv2.HorizontalPodAutoscaler, ms *podMetricsSet, disc *discovery) {
 	start := c.clock.Now()
 	action, errKind := "none", "none"
 	defer func() {
@@ -298,16 +329,12 @@ func (c *Controller) reconcile(ctx context.Context, cached *autoscalingv2.Horizo
 	hpa := cached.DeepCopy()
 	key := hpa.Namespace + "/" + hpa.Name
 	now := c.clock.Now()
-	behavior := hpa.Spec.Behavior
-	if behavior == nil {
-		behavior = api.DefaultHPABehavior()
-	}
 	minReplicas := int32(1)
 	if hpa.Spec.MinReplicas != nil {
 		minReplicas = *hpa.Spec.MinReplicas
 	}
 
-	path, err := c.scalePath(ctx, hpa.Namespace, hpa.Spec.ScaleTargetRef)
+	path, err := scalePath(ctx, disc, hpa.Namespace, hpa.Spec.ScaleTargetRef)
 	var scale autoscalingv1.Scale
 	if err == nil {
 		err = c.rc.Do(ctx, http.MethodGet, path, nil, "", nil, &scale)
@@ -343,11 +370,14 @@ func (c *Controller) reconcile(ctx context.Context, cached *autoscalingv2.Horizo
 			c.writeStatus(ctx, cached, hpa, current, hpa.Status.DesiredReplicas, metricStatuses, false)
 			return
 		}
-		desired = c.normalize(key, hpa, behavior, minReplicas, current, proposal, now)
-		reason = metricName + " above target"
-		if desired < current {
+		// The reason is the metrics', whatever the normalization made of them.
+		switch {
+		case proposal > current:
+			reason = metricName + " above target"
+		case proposal < current:
 			reason = "All metrics below target"
 		}
+		desired = c.normalize(key, hpa, minReplicas, current, proposal, now)
 	}
 
 	rescale := desired != current
@@ -362,7 +392,9 @@ func (c *Controller) reconcile(ctx context.Context, cached *autoscalingv2.Horizo
 		}
 		setCondition(hpa, autoscalingv2.AbleToScale, corev1.ConditionTrue, "SucceededRescale", "the HPA controller was able to update the target scale to %d", desired)
 		c.recorder.Eventf(hpa, corev1.EventTypeNormal, "SuccessfulRescale", "New size: %d; reason: %s", desired, reason)
-		c.storeScaleEvent(key, current, desired, now)
+		if hpa.Spec.Behavior != nil { // only the policies read them
+			c.storeScaleEvent(key, current, desired, now)
+		}
 		action = "scale_up"
 		if desired < current {
 			action = "scale_down"

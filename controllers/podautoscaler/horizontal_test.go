@@ -206,6 +206,17 @@ func TestScalesUpThenDownAfterStabilization(t *testing.T) {
 	if n := c.replicas(t, "web"); n != 4 {
 		t.Fatalf("web scaled to %d inside the stabilization window", n)
 	}
+	h, err := c.hpas.Get(context.Background(), "default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cond := condition(h, autoscalingv2.AbleToScale); cond.Reason != "ScaleDownStabilized" ||
+		cond.Message != "recent recommendations were higher than current one, applying the highest recent recommendation" {
+		t.Errorf("inside the window, AbleToScale %+v", cond)
+	}
+	if h.Status.DesiredReplicas != 4 {
+		t.Errorf("inside the window, desiredReplicas %d", h.Status.DesiredReplicas)
+	}
 	c.clock.Step(61 * time.Second)
 	c.passUntil(t, "web", "after the window the autoscaler scales web down to 1", func(h *autoscalingv2.HorizontalPodAutoscaler) bool {
 		return h.Status.DesiredReplicas == 1
@@ -214,6 +225,56 @@ func TestScalesUpThenDownAfterStabilization(t *testing.T) {
 		t.Errorf("web has %d replicas, want 1", n)
 	}
 }
+
+// An autoscaler with a behavior: its maxReplicas bounds the scale-up
+// (ScalingLimited True, TooManyReplicas); its own scale-down window holds
+// the replicas, and after it they fall to minReplicas, with the reason
+// and the limit kube gives.
+func TestBehaviorWindowAndLimits(t *testing.T) {
+	c := start(t, podautoscaler.Options{}) // the flag's 5 minutes do not apply: the behavior says 30s
+	c.replicaSet(t, "api", 2, "100m", "100m")
+	c.waitForMetrics(t, "app=api", 2, "100m")
+	c.autoscaler(t, "api", "ReplicaSet", 50, 3)
+	h, err := c.hpas.Get(context.Background(), "default", "api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Spec.MinReplicas = ptrTo(int32(2))
+	h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptrTo(int32(30))}}
+	if _, err := c.hpas.Update(context.Background(), h); err != nil {
+		t.Fatal(err)
+	}
+	h = c.passUntil(t, "api", "the autoscaler scales api to its maximum, 3", func(h *autoscalingv2.HorizontalPodAutoscaler) bool {
+		return h.Status.DesiredReplicas == 3
+	})
+	if cond := condition(h, autoscalingv2.ScalingLimited); cond.Status != corev1.ConditionTrue || cond.Reason != "TooManyReplicas" {
+		t.Errorf("ScalingLimited %+v", cond)
+	}
+	wantEvent(t, c.recorder, "Normal SuccessfulRescale New size: 3; reason: cpu resource utilization (percentage of request) above target")
+
+	controllertest.Eventually(t, "three pods", func() (bool, string) {
+		l, _ := c.pods.List(context.Background(), "default", metav1.ListOptions{LabelSelector: "app=api"})
+		return len(l.Items) == 3, fmt.Sprint(len(l.Items))
+	})
+	c.setUsage(t, "app=api", "10m")
+	c.waitForMetrics(t, "app=api", 3, "10m")
+	h = c.passUntil(t, "api", "the window holds api at 3", func(h *autoscalingv2.HorizontalPodAutoscaler) bool {
+		return condition(h, autoscalingv2.AbleToScale).Reason == "ScaleDownStabilized"
+	})
+	if n := c.replicas(t, "api"); n != 3 || h.Status.DesiredReplicas != 3 {
+		t.Fatalf("inside the window: %d replicas, desired %d", n, h.Status.DesiredReplicas)
+	}
+	c.clock.Step(31 * time.Second)
+	h = c.passUntil(t, "api", "after the window the autoscaler scales api down to 2", func(h *autoscalingv2.HorizontalPodAutoscaler) bool {
+		return h.Status.DesiredReplicas == 2
+	})
+	if cond := condition(h, autoscalingv2.ScalingLimited); cond.Status != corev1.ConditionTrue || cond.Reason != "TooFewReplicas" {
+		t.Errorf("ScalingLimited %+v", cond)
+	}
+	wantEvent(t, c.recorder, "Normal SuccessfulRescale New size: 2; reason: All metrics below target")
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 // Usage within 10% of the target changes nothing.
 func TestTolerance(t *testing.T) {
