@@ -352,3 +352,80 @@ func podKeys(t *testing.T, c *cluster) string {
 	b, _ := json.Marshal(keys)
 	return string(b)
 }
+
+// TestUIPerformance measures the page on a cluster of 20 nodes and 2,000
+// pods: its first render, and the main-thread time of each watch event it
+// applies. The numbers are reported, not asserted: they depend on the
+// machine. It takes minutes, so it runs only with MINICTL_UI_PERF=1.
+func TestUIPerformance(t *testing.T) {
+	if os.Getenv("MINICTL_UI_PERF") != "1" {
+		t.Skip("set MINICTL_UI_PERF=1 to measure the web view with 2,000 pods")
+	}
+	const nodes, pods = 20, 2000
+	c := up(t, minitest.FreeAddr(t), t.TempDir(), "--fast", "--nodes", fmt.Sprint(nodes))
+	c.WaitNodesReady(t, c.URL, nodes, 2*time.Minute)
+
+	// The pods go straight to their nodes: this measures the page, not
+	// the scheduler.
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := range work {
+				body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"load-%04d","labels":{"app":"load"}},
+				  "spec":{"nodeName":"node-%d","containers":[{"name":"c","image":"busybox"}]}}`, i, i%nodes+1)
+				if code, out := c.do("POST", "/api/v1/namespaces/default/pods", "application/json", body); code != http.StatusCreated {
+					t.Errorf("create pod %d: %d %v", i, code, out)
+				}
+			}
+		})
+	}
+	for i := range pods {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	eventually(t, fmt.Sprintf("%d pods Running", pods), func() (bool, string) {
+		n := apiRunning(t, c, "load")
+		if n < pods {
+			time.Sleep(2 * time.Second)
+		}
+		return n == pods, fmt.Sprint(n)
+	})
+
+	p := openUI(t, c.URL)
+	p.waitFor(fmt.Sprintf("%d pod cards", pods), fmt.Sprintf(`document.querySelectorAll('.pod').length === %d`, pods))
+	first := eval[struct{ FirstRender, PodsListed, PodsDrawn float64 }](p, `({
+	  FirstRender: performance.getEntriesByName('ui:first-render')[0].startTime,
+	  PodsListed: window.minictl.stats.listed.pods, PodsDrawn: window.minictl.stats.replaced.pods})`)
+	t.Logf("first render %.0f ms after navigation start; of it, listing the %d pods (4 pages of 500) took %.0f ms, drawing them %.0f ms",
+		first.FirstRender, pods, first.PodsListed, first.PodsDrawn)
+	p.screenshot("2000-pods")
+
+	// Watch events: a label on every pod, and the page applies each.
+	eval[bool](p, `(window.longTasks = [], new PerformanceObserver(l => window.longTasks.push(...l.getEntries().map(e => e.duration))).observe({type: 'longtask'}), true)`)
+	before := eval[int](p, `window.minictl.stats.applied.length`)
+	work = make(chan int)
+	for range 8 {
+		wg.Go(func() {
+			for i := range work {
+				path := fmt.Sprintf("/api/v1/namespaces/default/pods/load-%04d", i)
+				if code, out := c.do("PATCH", path, "application/merge-patch+json", `{"metadata":{"labels":{"touched":"yes"}}}`); code != http.StatusOK {
+					t.Errorf("patch %s: %d %v", path, code, out)
+				}
+			}
+		})
+	}
+	for i := range pods {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	p.waitFor("every patch applied", fmt.Sprintf(`window.minictl.stats.applied.length >= %d`, before+pods))
+	ms := eval[[]float64](p, fmt.Sprintf(`window.minictl.stats.applied.slice(%d)`, before))
+	long := eval[[]float64](p, `window.longTasks`)
+	slices.Sort(ms)
+	pct := func(q float64) float64 { return ms[int(q*float64(len(ms)-1))] }
+	t.Logf("%d watch events applied: median %.3f ms, p99 %.3f ms, max %.3f ms of main-thread time each; %d long tasks (> 50 ms) meanwhile %v",
+		len(ms), pct(0.5), pct(0.99), ms[len(ms)-1], len(long), long)
+}

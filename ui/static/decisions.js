@@ -1,7 +1,7 @@
 // The decisions: the control plane's timeline, the lines `minictl trace`
 // prints, streamed from /debug/timeline as they happen. Filtering is done
 // here, so that changing a filter shows the lines already received.
-import { follow } from './api.js';
+import { follow, later } from './api.js';
 
 const keep = 500; // lines kept on the page
 
@@ -12,6 +12,7 @@ export class Decisions {
     this.component = document.getElementById('decision-component');
     this.object = document.getElementById('decision-object');
     this.components = new Set();
+    this.buffer = [];
     this.component.addEventListener('change', () => this.refilter());
     this.object.addEventListener('input', () => this.refilter());
   }
@@ -49,7 +50,15 @@ export class Decisions {
     msg.textContent = e.message;
     li.append(time, comp, obj, msg);
     li.hidden = !this.matches(li);
-    this.list.prepend(li);
+    this.buffer.push(li);
+    if (this.buffer.length === 1) later(() => this.flush());
+  }
+
+  // flush puts the lines received since the last frame on the page,
+  // newest first, all at once.
+  flush() {
+    const lines = this.buffer.splice(0).slice(-keep).reverse();
+    this.list.prepend(...lines);
     while (this.list.childElementCount > keep) this.list.lastElementChild.remove();
   }
 
