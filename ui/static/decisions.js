@@ -34,7 +34,7 @@ export class Decisions {
     li.dataset.object = e.object ?? '';
     if (e.level === 'WARN' || e.level === 'ERROR') li.className = 'warn';
     const time = document.createElement('time');
-    time.textContent = e.time.slice(11, 23);
+    time.textContent = clock(e.time);
     const comp = document.createElement('span');
     comp.className = 'component';
     comp.textContent = e.component;
@@ -71,6 +71,13 @@ export class Decisions {
   refilter() {
     for (const li of this.list.children) li.hidden = !this.matches(li);
   }
+}
+
+// clock shows an RFC 3339 time as the timeline does, 15:04:05.000 (Go
+// drops a fraction's trailing zeros when it writes one).
+function clock(t) {
+  const m = /T(\d\d:\d\d:\d\d)(?:\.(\d+))?/.exec(t);
+  return m ? `${m[1]}.${(m[2] ?? '').padEnd(3, '0').slice(0, 3)}` : t;
 }
 
 // kindOf guesses what kind of object a line is about from who decided:
