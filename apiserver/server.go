@@ -31,6 +31,7 @@ import (
 	"github.com/minictl/minictl/internal/timeline"
 	"github.com/minictl/minictl/internal/webhook"
 	"github.com/minictl/minictl/metricsserver"
+	"github.com/minictl/minictl/ui"
 )
 
 // Config configures a Server. Only Store is required.
@@ -572,6 +573,11 @@ func (s *Server) routes() http.Handler {
 	s.healthRoutes(r)
 	r.Get("/version", s.version)
 	r.Get("/debug/timeline", s.serveTimeline)
+	// The web view (package ui): static files, authorised as non-resource
+	// URLs like /version; what the page shows, it reads through the API.
+	r.Get("/ui", http.RedirectHandler(ui.Prefix, http.StatusMovedPermanently).ServeHTTP)
+	r.Method(http.MethodGet, ui.Prefix+"*", ui.Handler())
+	r.Method(http.MethodHead, ui.Prefix+"*", ui.Handler())
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 	r.Get("/openapi/v2", s.openAPIV2)
 	r.Get("/openapi/v3", s.openAPIV3Discovery)

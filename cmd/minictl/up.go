@@ -341,6 +341,7 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 				strings.Join(controllers.KnownCloudControllers(), ","), cf.ccmListener.Addr(), takenNote(cf.ccm.address, cf.ccmListener))
 		}
 		if url != "" {
+			fmt.Fprintf(stdout, "  web view:    %s/ui/ (the cluster and its controllers, live)\n", url)
 			fmt.Fprintf(stdout, "Try: curl %s/api/v1/namespaces\n", url)
 		}
 		if cf != nil {

@@ -53,7 +53,10 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 			verbs("*").groups("*").resources("*"),
 			verbs("*").urls("*")),
 		clusterRole("system:discovery", nil,
-			verbs("get").urls("/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/")),
+			verbs("get").urls("/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/",
+				// minictl's web view: the page's static files, the same
+				// for everyone; what it shows, it reads through the API.
+				"/ui", "/ui/*")),
 		clusterRole("system:monitoring", nil,
 			verbs("get").urls("/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics", "/metrics/slis", "/readyz", "/readyz/*")),
 		clusterRole("system:basic-user", nil,
