@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minictl/minictl/auth/pki"
 	"github.com/minictl/minictl/client"
@@ -72,6 +73,28 @@ func (e *Env) installWebhooks(ctx context.Context, rc *client.RESTClient) {
 		w.ValidatingWebhooks[i] = created
 	}
 	e.WebhookInstallOptions = w
+	// The API server finds webhooks in its watch caches: a list not
+	// older than the last configuration made returns once the caches
+	// have it, so that the test's first request is already judged.
+	if n := len(w.MutatingWebhooks); n > 0 {
+		e.waitCached(ctx, "MutatingWebhookConfigurations", func(o metav1.ListOptions) error {
+			_, err := mutating.List(ctx, "", o)
+			return err
+		}, w.MutatingWebhooks[n-1].ResourceVersion)
+	}
+	if n := len(w.ValidatingWebhooks); n > 0 {
+		e.waitCached(ctx, "ValidatingWebhookConfigurations", func(o metav1.ListOptions) error {
+			_, err := validating.List(ctx, "", o)
+			return err
+		}, w.ValidatingWebhooks[n-1].ResourceVersion)
+	}
+}
+
+func (e *Env) waitCached(ctx context.Context, what string, list func(metav1.ListOptions) error, rv string) {
+	e.t.Helper()
+	if err := list(metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}); err != nil {
+		e.t.Fatalf("testenv: list %s at resourceVersion %s: %v", what, rv, err)
+	}
 }
 
 // pointAt makes a webhook call base at its service's path (or at its own
