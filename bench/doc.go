@@ -27,6 +27,9 @@
 //     with pods; the time from a definition's create to its first object.
 //   - workloads.go: a Job of 1,000 completions at parallelism 100; a
 //     DaemonSet on 100 nodes.
+//   - testenv.go: package testenv's Start to ready, in this process, and
+//     the heap of one idle environment with controllers (the one scenario
+//     that does not run the binary).
 //
 // Properties:
 //
