@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minictl/minictl/client"
+	"github.com/minictl/minictl/internal/etcdtest"
 	"github.com/minictl/minictl/testenv"
 )
 
@@ -205,4 +206,21 @@ func liveHeap() int64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
+}
+
+// TestWithoutEmbeddedEtcd: the objects go to the etcd the test gives, and
+// are still there for a second Env on the same etcd after the first has
+// stopped.
+func TestWithoutEmbeddedEtcd(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	ctx := context.Background()
+	first := testenv.Start(t, testenv.WithoutEmbeddedEtcd(etcd.URL))
+	if _, err := client.For[*corev1.Namespace](first.Client()).Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}); err != nil {
+		t.Fatal(err)
+	}
+	first.Stop()
+	second := testenv.Start(t, testenv.WithoutEmbeddedEtcd(etcd.URL))
+	if _, err := client.For[*corev1.Namespace](second.Client()).Get(ctx, "", "kept"); err != nil {
+		t.Fatalf("namespace kept, made through the first Env, in the second: %v", err)
+	}
 }
