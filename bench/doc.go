@@ -29,6 +29,9 @@
 //     DaemonSet on 100 nodes.
 //   - hpa.go: one pass of the autoscaler over 200 autoscalers, steady and
 //     when every one of them rescales, from the controller's own metrics.
+//   - testenv.go: package testenv's Start to ready, in this process, and
+//     the heap of one idle environment with controllers (the one scenario
+//     that does not run the binary).
 //
 // Properties:
 //

@@ -84,10 +84,14 @@ var targets = map[string]*target{
 	"loadbalancer/create to ingress IP p99":                                       {op: "<", value: 200},
 	"hpa/one pass over 200 autoscalers, steady":                                   {op: "<", value: 1},
 	"hpa/one pass over 200 autoscalers, each rescaling":                           {op: "<", value: 1},
+	"testenv/Start to ready, API only":                                            {op: "<", value: 150},
+	"testenv/Start to ready, controllers + scheduler + 3 nodes":                   {op: "<", value: 300},
+	"testenv/idle Env with controllers: heap":                                     {op: "<", value: 60},
 }
 
 // notes say how a figure was set up, where the name does not.
 var notes = map[string]string{
+	"testenv/Start to ready, API only":                                            "in the bench process; envtest's kube-apiserver + etcd not run: no binaries here",
 	"create/pods created":                                                         "32 clients",
 	"create/raw etcd txn puts":                                                    "32 clients, same etcd, same size",
 	"reconcile/ReplicaSet 0 → 2000: pods created":                                 "--nodes 20",
@@ -140,7 +144,7 @@ func run() error {
 	isQuick := flag.Bool("quick", false, "smaller counts and one repetition, for a fast look")
 	reps := flag.Int("reps", 0, "repetitions of each scenario (default 3, 1 with -quick)")
 	jsonPath := flag.String("json", "", "also write the results as JSON to this file")
-	only := flag.String("only", "", "comma-separated scenarios to run (create, watch, reconcile, namespace, startup, apply, crcreate, crdestablish, job, daemonset, statefulset, securecreate, services, loadbalancer, hpa); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (create, watch, reconcile, namespace, startup, apply, crcreate, crdestablish, job, daemonset, statefulset, securecreate, services, loadbalancer, hpa, testenv); default all")
 	pprofDir := flag.String("pprof", "", "start minictl with --profiling and save CPU and allocation profiles of each scenario's first repetition here")
 	logDir := flag.String("logs", "", "keep each minictl's stderr log (and its /metrics at the end) in this directory")
 	createPods := flag.Int("create-pods", 0, "pods the create scenario creates (default 5000, 1000 with -quick)")
@@ -196,6 +200,7 @@ func run() error {
 		{"services", h.runServices},
 		{"loadbalancer", h.runLoadBalancer},
 		{"hpa", h.runHPA},
+		{"testenv", h.runTestenv},
 	}
 	selected := map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {

@@ -70,6 +70,11 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Logger receives the store's and etcd's logs; nil discards them.
 	Logger *slog.Logger
+	// UnsafeNoFsync makes the embedded etcd skip fsync (etcd's
+	// --unsafe-no-fsync): a crash of the machine may lose the last
+	// writes. Only for data that dies with the process anyway, such as a
+	// test's cluster, where fsync is most of the cost of a write.
+	UnsafeNoFsync bool
 }
 
 const (
@@ -293,7 +298,9 @@ func startEmbedded(ctx context.Context, cfg Config, log *slog.Logger) (*embed.Et
 		if err != nil {
 			return nil, err
 		}
-		e, err := startEtcd(ctx, embedConfig(cfg.DataDir, *client, *peer, progress, log))
+		ec := embedConfig(cfg.DataDir, *client, *peer, progress, log)
+		ec.UnsafeNoFsync = cfg.UnsafeNoFsync
+		e, err := startEtcd(ctx, ec)
 		if err == nil {
 			log.Debug("embedded etcd ready", slog.String("client", client.String()), slog.String("peer", peer.String()), slog.String("dir", cfg.DataDir))
 			return e, nil
