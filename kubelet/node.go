@@ -158,12 +158,14 @@ func (k *Kubelet) heartbeat(ctx context.Context) {
 			paused, lease, status = false, true, true
 		}
 		if lease {
-			if err := k.renewLease(ctx); err != nil {
+			// A beat that the kubelet's stop interrupted failed for no
+			// fault worth reporting.
+			if err := k.renewLease(ctx); err != nil && ctx.Err() == nil {
 				k.log.Error("renew lease failed", slog.String("object", k.name), slog.Any("err", err))
 			}
 		}
 		if status {
-			if err := k.updateNodeStatus(ctx); err != nil {
+			if err := k.updateNodeStatus(ctx); err != nil && ctx.Err() == nil {
 				k.log.Error("update node status failed", slog.String("object", k.name), slog.Any("err", err))
 			}
 		}

@@ -11,14 +11,15 @@ import (
 )
 
 // newZapLogger returns a zap logger, as etcd's server and client want, that
-// writes into log. etcd's errors always pass; its info and warnings narrate
-// its internals, so they pass only when log is enabled for debug.
+// writes into log when log is enabled for debug, and nowhere otherwise.
+// etcd narrates its internals, errors included, in words meant for etcd's
+// operators (a normal stop logs "serving ... failed"); what matters to a
+// Store's user surfaces as the Store's own errors and health.
 func newZapLogger(log *slog.Logger) *zap.Logger {
-	minLevel := zapcore.ErrorLevel
-	if log.Enabled(context.Background(), slog.LevelDebug) {
-		minLevel = zapcore.InfoLevel
+	if !log.Enabled(context.Background(), slog.LevelDebug) {
+		return zap.NewNop()
 	}
-	return zap.New(&slogCore{log: log, min: minLevel})
+	return zap.New(&slogCore{log: log, min: zapcore.InfoLevel})
 }
 
 // slogCore is a zapcore.Core that hands each entry to a slog.Logger.

@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"time"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/minictl/minictl/apiserver"
@@ -38,8 +38,8 @@ type ccmFlags struct {
 	routePeriod time.Duration
 }
 
-func (f *ccmFlags) bind(fs *flag.FlagSet) {
-	fs.StringVar(&f.address, "cloud-controller-manager-address", DefaultCloudControllerManagerAddress, "where the cloud controller manager serves /healthz and /metrics (a free port if this one is taken)")
+func (f *ccmFlags) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.address, "cloud-controller-manager-address", DefaultCloudControllerManagerAddress, "where the cloud controller manager serves /healthz and /metrics (a free port if this default one is taken)")
 	fs.DurationVar(&f.routePeriod, "route-reconciliation-period", 10*time.Second, "how often the route controller reconciles the cloud's routes with the nodes")
 }
 
@@ -68,25 +68,21 @@ func cloudManagerConfig(cf clusterFlags) controllers.Config {
 // listenCloudControllerManager opens the cloud controller manager's port:
 // address, or a free port beside it when that one is taken (another
 // cluster, or a cloud-controller-manager of its own, may hold 10258).
-func listenCloudControllerManager(address string) (net.Listener, error) {
+func listenCloudControllerManager(address string, fallback bool, log *slog.Logger) (net.Listener, error) {
 	if err := checkLoopback(address); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", address)
-	if err == nil {
-		return ln, nil
-	}
-	host, _, serr := net.SplitHostPort(address)
-	if serr != nil {
-		return nil, err
-	}
-	return net.Listen("tcp", net.JoinHostPort(host, "0"))
+	return listenFlag("cloud-controller-manager-address", address, fallback, log)
 }
 
 // takenNote says, for the banner, that address was taken when ln is
 // elsewhere.
 func takenNote(address string, ln net.Listener) string {
-	if ln.Addr().String() == address {
+	_, want, err := net.SplitHostPort(address)
+	if err != nil || want == "0" {
+		return ""
+	}
+	if _, got, _ := net.SplitHostPort(ln.Addr().String()); got == want {
 		return ""
 	}
 	return "; " + address + " was taken"
@@ -111,18 +107,17 @@ func startCloudControllerManager(connect connector, cf clusterFlags, log *slog.L
 
 // runCloudControllerManager is `minictl cloud-controller-manager`.
 func runCloudControllerManager(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("cloud-controller-manager", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	resolve := client.BindFlags(fs)
+	fs := newFlagSet("cloud-controller-manager")
+	resolve := bindClientConfig(fs)
 	cfg := controllers.DefaultCloudConfig()
-	cfg.BindCloudFlags(fs)
+	goFlags(fs, cfg.BindCloudFlags)
 	provider := fs.String("cloud-provider", "", "the cloud provider (sim); required")
 	config := fs.String("cloud-config", "", "the cloud provider's configuration file (sim: YAML with the cloud's url)")
 	addr := fs.String("address", DefaultCloudControllerManagerAddress, "where /healthz and /metrics are served")
 	fast := fs.Bool("fast", false, "scale leader election and the controllers' periods down, as minictl up --fast does")
 	var lf logFlags
 	lf.bind(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
 	}
 	if *provider == "" {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/spf13/pflag"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -30,14 +31,13 @@ const defaultCloudListen = "127.0.0.1:8090"
 // runCloud is `minictl cloud`: the simulated cloud alone, for a cloud
 // controller manager or a cluster started elsewhere.
 func runCloud(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("cloud", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("cloud")
 	listen := fs.String("listen", defaultCloudListen, "loopback address of the simulated cloud's HTTP API")
 	dataDir := fs.String("data-dir", "", "directory the cloud keeps its instances, load balancers and routes in (cloud.json); empty keeps them in memory only")
 	pool := fs.String("lb-pool", sim.DefaultPool, "the IPv4 range load balancers' IPs come from")
 	var lf logFlags
 	lf.bind(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
 	}
 	log, err := lf.logger(stderr, nil)
@@ -79,7 +79,7 @@ type cloudFlags struct {
 	zones    string
 }
 
-func (f *cloudFlags) bind(fs *flag.FlagSet) {
+func (f *cloudFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.provider, "cloud-provider", sim.ProviderName, "the cloud the cluster runs on: \"sim\" runs the simulated cloud in this process and each node on one of its instances; \"\" runs no cloud")
 	fs.StringVar(&f.listen, "cloud-listen", defaultCloudListen, "loopback address of the simulated cloud's HTTP API (a free port is used if this one is taken and the flag was not given)")
 	fs.StringVar(&f.zones, "zones", "", "comma-separated zones the nodes are spread over, round-robin (node-1 in the first); with a cloud they are its instances' zones, without one the kubelets label their nodes topology.kubernetes.io/zone")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/minictl/minictl/apiserver"
@@ -29,9 +29,12 @@ import (
 // clusterFlags are the knobs of everything `up` runs besides etcd and the
 // API server, under their Kubernetes flag names.
 type clusterFlags struct {
-	runCM             bool
-	cm                controllers.Config
-	cmAddress         string
+	runCM     bool
+	cm        controllers.Config
+	cmAddress string
+	// cmFallback: --controller-manager-address was left at its default,
+	// so a taken port falls back to a free one.
+	cmFallback        bool
 	nodes             int
 	heartbeatInterval time.Duration
 	statusInterval    time.Duration
@@ -58,18 +61,18 @@ type clusterFlags struct {
 	ccmListener net.Listener
 }
 
-func (f *clusterFlags) bind(fs *flag.FlagSet) {
+func (f *clusterFlags) bind(fs *pflag.FlagSet) {
 	f.cm = controllers.DefaultConfig()
-	f.cm.BindFlags(fs)
-	fs.BoolVar(&f.runCM, "controller-manager", true, "run the controller manager in this process (false: run it with `minictl controller-manager`, for example two of them to watch leader election)")
-	fs.StringVar(&f.cmAddress, "controller-manager-address", "127.0.0.1:10257", "where the controller manager serves /healthz and /metrics")
+	goFlags(fs, f.cm.BindFlags)
+	fs.BoolVar(&f.runCM, "controller-manager", true, "run the controller manager in this process (false: run it with minictl controller-manager, for example two of them to watch leader election)")
+	fs.StringVar(&f.cmAddress, "controller-manager-address", "127.0.0.1:10257", "where the controller manager serves /healthz and /metrics (a free port if this default one is taken)")
 	f.bindKubelet(fs)
 	fs.IntVar(&f.nodes, "nodes", 3, "how many simulated nodes (kubelets) to run")
 	f.ccm.bind(fs)
 	fs.BoolVar(&f.fast, "fast", false, "scale every timing down (heartbeats, grace periods, leader election, tolerations, container restart back-off, metric resolution, the autoscaler's sync and downscale window) so a lesson's story plays out in seconds")
 }
 
-func (f *clusterFlags) bindKubelet(fs *flag.FlagSet) {
+func (f *clusterFlags) bindKubelet(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.heartbeatInterval, "node-lease-renew-interval", kubelet.DefaultHeartbeatInterval, "how often each simulated kubelet renews its node Lease")
 	fs.DurationVar(&f.statusInterval, "node-status-update-frequency", kubelet.DefaultStatusUpdateInterval, "how often each simulated kubelet posts node status")
 }
@@ -89,7 +92,7 @@ func (f *clusterFlags) fastKubelet(set map[string]bool) {
 
 // applyFast scales every timing the user did not set explicitly down to
 // the --fast values.
-func (f *clusterFlags) applyFast(fs *flag.FlagSet) {
+func (f *clusterFlags) applyFast(fs *pflag.FlagSet) {
 	if !f.fast {
 		return
 	}
@@ -122,9 +125,9 @@ func fastControllerManager(cm *controllers.Config, set map[string]bool) {
 	cm.Timings.JobBackoffMax = 36 * time.Second
 }
 
-func setFlags(fs *flag.FlagSet) map[string]bool {
+func setFlags(fs *pflag.FlagSet) map[string]bool {
 	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	fs.Visit(func(fl *pflag.Flag) { set[fl.Name] = true })
 	return set
 }
 
@@ -310,8 +313,8 @@ func asUser(rc *client.RESTClient, user string) *client.RESTClient {
 
 // clientFlags are the flags of the components that reach a running API
 // server: --server, --kubeconfig, ...
-func bindClient(fs *flag.FlagSet) func() (*client.RESTClient, error) {
-	resolve := client.BindFlags(fs)
+func bindClient(fs *pflag.FlagSet) func() (*client.RESTClient, error) {
+	resolve := bindClientConfig(fs)
 	return func() (*client.RESTClient, error) {
 		cfg, err := resolve()
 		if err != nil {
@@ -322,16 +325,15 @@ func bindClient(fs *flag.FlagSet) func() (*client.RESTClient, error) {
 }
 
 func runControllerManager(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("controller-manager", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	resolve := client.BindFlags(fs)
+	fs := newFlagSet("controller-manager")
+	resolve := bindClientConfig(fs)
 	cfg := controllers.DefaultConfig()
-	cfg.BindFlags(fs)
+	goFlags(fs, cfg.BindFlags)
 	addr := fs.String("address", "127.0.0.1:10257", "where /healthz and /metrics are served")
 	fast := fs.Bool("fast", false, "scale leader election and the controllers' periods down, as minictl up --fast does")
 	var lf logFlags
 	lf.bind(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
 	}
 	if *fast {
@@ -366,12 +368,11 @@ func runControllerManager(ctx context.Context, args []string, stdout, stderr io.
 }
 
 func runSchedulerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("scheduler", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("scheduler")
 	newClient := bindClient(fs)
 	var lf logFlags
 	lf.bind(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
 	}
 	log, err := lf.logger(stderr, nil)
@@ -386,8 +387,7 @@ func runSchedulerCmd(ctx context.Context, args []string, stdout, stderr io.Write
 }
 
 func runKubeletCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("kubelet", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("kubelet")
 	newClient := bindClient(fs)
 	var cf clusterFlags
 	cf.bindKubelet(fs)
@@ -398,7 +398,7 @@ func runKubeletCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	certDir := fs.String("cert-dir", "/var/lib/kubelet/pki", "where the TLS bootstrap writes the kubelet's client key and certificate")
 	var lf logFlags
 	lf.bind(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
 	}
 	if *name == "" {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -21,8 +20,7 @@ import (
 // member's place given also --advertise-client-urls and
 // --initial-advertise-peer-urls.
 func runEtcd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("etcd", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("etcd")
 	name := fs.String("name", "default", "the member's name, as --initial-cluster names it")
 	dataDir := fs.String("data-dir", "", "directory for the member's WAL and database (default: <name>.etcd in minictl's data directory); restarting on it rejoins the cluster")
 	clientURLs := fs.String("listen-client-urls", "http://127.0.0.1:2379", "comma-separated URLs to serve clients on (and to advertise); port 0 picks a free one")
@@ -34,7 +32,7 @@ func runEtcd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	election := fs.Uint("election-timeout", 1000, "milliseconds a follower waits for the leader before it starts an election")
 	var lf logFlags
 	lf.bind(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
 	}
 	if *state != "new" && *state != "existing" {

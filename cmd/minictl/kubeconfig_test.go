@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +16,7 @@ import (
 func TestKubeconfigRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	var out bytes.Buffer
-	if err := runKubeconfig([]string{"--server", "http://127.0.0.1:18123", "--write", "--output", path}, &out, &out); err != nil {
+	if err := runKubeconfig(context.Background(), []string{"--server", "http://127.0.0.1:18123", "--write", "--output", path}, &out, &out); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "export KUBECONFIG="+path) {
@@ -35,7 +36,7 @@ func TestKubeconfigRoundTrip(t *testing.T) {
 func TestAdminKubeconfigFromDataDir(t *testing.T) {
 	dir := t.TempDir()
 	var out bytes.Buffer
-	if err := runKubeconfig([]string{"--data-dir", dir}, &out, &out); err == nil || !strings.Contains(err.Error(), "minictl up --data-dir") {
+	if err := runKubeconfig(context.Background(), []string{"--data-dir", dir}, &out, &out); err == nil || !strings.Contains(err.Error(), "minictl up --data-dir") {
 		t.Errorf("no kubeconfig yet: err = %v, want one saying to start the cluster", err)
 	}
 	kc := adminKubeconfig("https://127.0.0.1:6443", []byte("ca"), []byte("cert"), []byte("key"))
@@ -43,7 +44,7 @@ func TestAdminKubeconfigFromDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := runKubeconfig([]string{"--data-dir", dir, "--server", "https://127.0.0.1:7443", "--write", "--output", path}, &out, &out); err != nil {
+	if err := runKubeconfig(context.Background(), []string{"--data-dir", dir, "--server", "https://127.0.0.1:7443", "--write", "--output", path}, &out, &out); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := client.LoadKubeconfig(path, "")

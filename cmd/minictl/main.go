@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,32 +14,13 @@ import (
 	"runtime/debug"
 	"syscall"
 
-	"github.com/minictl/minictl/apiserver"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/minictl/minictl/internal/timeline"
 )
-
-const usage = `minictl runs a small Kubernetes control plane for learning and testing.
-
-Usage:
-  minictl up                  start a whole cluster in one process: etcd, the API
-                              server, the controller manager, the scheduler and
-                              simulated nodes
-  minictl apiserver           run the API server alone against etcd endpoints
-  minictl etcd                run one member of an etcd cluster for the API servers
-  minictl controller-manager  run the controller manager against an API server
-  minictl cloud-controller-manager --cloud-provider sim
-                              run the cloud controller manager against an API
-                              server and a cloud
-  minictl scheduler           run the scheduler against an API server
-  minictl kubelet --name N    run one simulated node against an API server
-  minictl cloud               run the simulated cloud alone (instances, load
-                              balancers, routes behind an HTTP API)
-  minictl trace               stream a running cluster's timeline of decisions
-  minictl kubeconfig          print (or --write) a kubeconfig for kubectl and client-go
-  minictl version             print the version
-
-Run "minictl <command> -h" for a command's flags.
-`
 
 // gcPercent is the garbage collector's GOGC unless the environment sets
 // one. A control plane allocates fast (every request and watch event
@@ -54,7 +34,7 @@ func main() {
 		debug.SetGCPercent(gcPercent)
 	}
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, errShown) {
 			os.Exit(0)
 		}
 		fmt.Fprintln(os.Stderr, "minictl:", err)
@@ -62,44 +42,122 @@ func main() {
 	}
 }
 
+// run runs the command args name until it ends, or until an interrupt or
+// SIGTERM ends it.
 func run(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return errors.New("no command given")
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "up":
-		return runUp(ctx, rest, stdout, stderr)
-	case "apiserver":
-		return runAPIServer(ctx, rest, stdout, stderr)
-	case "etcd":
-		return runEtcd(ctx, rest, stdout, stderr)
-	case "controller-manager":
-		return runControllerManager(ctx, rest, stdout, stderr)
-	case "cloud-controller-manager":
-		return runCloudControllerManager(ctx, rest, stdout, stderr)
-	case "scheduler":
-		return runSchedulerCmd(ctx, rest, stdout, stderr)
-	case "kubelet":
-		return runKubeletCmd(ctx, rest, stdout, stderr)
-	case "cloud":
-		return runCloud(ctx, rest, stdout, stderr)
-	case "trace":
-		return runTrace(ctx, rest, stdout, stderr)
-	case "kubeconfig":
-		return runKubeconfig(rest, stdout, stderr)
-	case "version", "--version":
-		fmt.Fprintf(stdout, "minictl (Kubernetes API %s)\n", apiserver.KubernetesVersion)
-		return nil
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
+	root := rootCommand(stdout, stderr)
+	root.SetArgs(args)
+	return root.ExecuteContext(ctx)
+}
+
+// rootCommand is minictl's command tree, writing to stdout and stderr.
+func rootCommand(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "minictl",
+		Short: "minictl runs a small Kubernetes control plane for learning and testing",
+		Long: `minictl runs a small Kubernetes control plane for learning and testing:
+etcd, an API server, the controller manager, the scheduler and simulated
+nodes, in one process (minictl up) or each alone.`,
+		Example: `  minictl up --fast                  # a cluster with 3 nodes, timings in seconds
+  minictl kubeconfig --merge         # let kubectl reach it (context "minictl")
+  minictl etcd get --prefix /registry/core/pods/ --keys-only`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(stderr)
+			_ = cmd.Help()
+			return errors.New("no command given")
+		},
 	}
-	fmt.Fprint(stderr, usage)
-	return fmt.Errorf("unknown command %q", cmd)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return flagError(cmd.Flags(), err)
+	})
+	root.AddGroup(
+		&cobra.Group{ID: "cluster", Title: "Run a cluster:"},
+		&cobra.Group{ID: "component", Title: "Run one component alone:"},
+		&cobra.Group{ID: "inspect", Title: "Use a running cluster:"},
+	)
+	root.SetHelpCommandGroupID("inspect")
+	root.SetCompletionCommandGroupID("inspect")
+	add := func(group, use, short string, run runFunc) *cobra.Command {
+		cmd := newCommand(use, short, run, stdout, stderr)
+		cmd.GroupID = group
+		root.AddCommand(cmd)
+		return cmd
+	}
+	add("cluster", "up", "Start a whole cluster in one process: etcd, the API server, the controller manager, the scheduler and simulated nodes", runUp)
+	add("component", "apiserver", "Run the API server alone against etcd endpoints", runAPIServer)
+	etcd := add("component", "etcd", "Run one member of an etcd cluster for the API servers; get and watch read a running cluster's etcd", runEtcd)
+	etcd.AddCommand(
+		newCommand("get [KEY]", "Print a key, or the keys under --prefix, of the running cluster's etcd", runEtcdGet, stdout, stderr),
+		newCommand("watch [KEY]", "Print each change to a key, or to the keys under --prefix, of the running cluster's etcd", runEtcdWatch, stdout, stderr),
+	)
+	add("component", "controller-manager", "Run the controller manager against an API server", runControllerManager)
+	add("component", "cloud-controller-manager", "Run the cloud controller manager against an API server and a cloud (--cloud-provider sim)", runCloudControllerManager)
+	add("component", "scheduler", "Run the scheduler against an API server", runSchedulerCmd)
+	add("component", "kubelet", "Run one simulated node (--name N) against an API server", runKubeletCmd)
+	add("component", "cloud", "Run the simulated cloud alone: instances, load balancers and routes behind an HTTP API", runCloud)
+	add("inspect", "trace", "Stream a running cluster's timeline of decisions", runTrace)
+	add("inspect", "kubeconfig", "Print, write or --merge a kubeconfig for kubectl and client-go", runKubeconfig)
+	add("inspect", "version", "Print minictl's version, the Kubernetes API version it serves and its Go version", runVersion)
+	root.Flags().BoolP("version", "", false, "print the version (as minictl version)")
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if v, _ := cmd.Flags().GetBool("version"); v {
+			return runVersion(cmd.Context(), nil, stdout, stderr)
+		}
+		cmd.SetOut(stderr)
+		_ = cmd.Help()
+		return errors.New("no command given")
+	}
+	return root
+}
+
+// newCommand is the command use, which runs run with its arguments. Its
+// flags are learnt by calling run with a describing context; run parses
+// them itself.
+func newCommand(use, short string, run runFunc, stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:                use,
+		Short:              short,
+		DisableFlagParsing: true,
+		SilenceErrors:      true,
+		SilenceUsage:       true,
+	}
+	ctx := context.WithValue(context.Background(), describeKey{}, cmd.Flags())
+	if err := run(ctx, nil, io.Discard, io.Discard); !errors.Is(err, errDescribed) {
+		panic(fmt.Sprintf("minictl %s: its flags are not parsed with parseFlags (%v)", use, err))
+	}
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		return run(context.WithValue(c.Context(), commandKey{}, c), args, stdout, stderr)
+	}
+	// Cobra completes no flags of a command that parses its own: these
+	// complete its flags' names.
+	cmd.ValidArgsFunction = func(c *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if !strings.HasPrefix(toComplete, "-") {
+			return nil, cobra.ShellCompDirectiveDefault
+		}
+		var out []cobra.Completion
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if name := "--" + f.Name; strings.HasPrefix(name, toComplete) {
+				out = append(out, cobra.CompletionWithDesc(name, firstLine(f.Usage)))
+			}
+		})
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+	return cmd
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
 }
 
 // logFlags are every command's logging flags.
@@ -108,7 +166,7 @@ type logFlags struct {
 	format string
 }
 
-func (f *logFlags) bind(fs *flag.FlagSet) {
+func (f *logFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.level, "log-level", "info", "log level: info shows decisions; debug adds raw detail; warn, error")
 	fs.StringVar(&f.format, "log-format", "timeline", "timeline (one readable line per decision), text or json")
 }
@@ -133,6 +191,9 @@ func (f *logFlags) logger(w io.Writer, bus *timeline.Bus) (*slog.Logger, error) 
 
 // isTerminal reports whether w is a terminal that wants colour.
 func isTerminal(w io.Writer) bool {
+	if u, ok := w.(interface{ Unwrap() io.Writer }); ok {
+		w = u.Unwrap()
+	}
 	f, ok := w.(*os.File)
 	if !ok || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
 		return false

@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -12,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/minictl/minictl/apiserver"
 	"github.com/minictl/minictl/auth/pki"
@@ -40,7 +41,7 @@ type secureFlags struct {
 	bootstrapTokenAuth                                  bool
 }
 
-func (f *secureFlags) bind(fs *flag.FlagSet) {
+func (f *secureFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.listen, "secure-listen", "127.0.0.1:6443", "address of the secure port: TLS, with client certificates, tokens and RBAC (\"\" turns it off)")
 	fs.StringVar(&f.tlsCertFile, "tls-cert-file", "", "the secure port's serving certificate (PEM); default: one made from the cluster CA in --cert-dir")
 	fs.StringVar(&f.tlsKeyFile, "tls-private-key-file", "", "the key of --tls-cert-file")
@@ -77,13 +78,9 @@ func (f *secureFlags) open(log *slog.Logger) (*securePort, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--secure-listen %s: %w", f.listen, err)
 	}
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil && f.fallbackPort {
-		log.Info("secure port taken; using a free one", "wanted", f.listen, "err", err)
-		ln, err = net.Listen("tcp", net.JoinHostPort(host, "0"))
-	}
+	ln, err := listenFlag("secure-listen", f.listen, f.fallbackPort, log)
 	if err != nil {
-		return nil, fmt.Errorf("secure listen: %w", err)
+		return nil, err
 	}
 	p := &securePort{ln: ln}
 	if err := f.loadCertificates(p, host); err != nil {

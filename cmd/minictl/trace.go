@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -16,15 +15,14 @@ import (
 // runTrace attaches to a running cluster and prints its timeline, the
 // same lines `minictl up` prints, as they happen.
 func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("trace", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("trace")
 	newClient := bindClient(fs)
 	component := fs.String("component", "", "only this component (replicaset, scheduler, kubelet, ...)")
 	namespace := fs.String("namespace", "", "only objects in this namespace")
 	object := fs.String("object", "", "only objects whose namespace/name contains this")
 	stages := fs.Bool("stages", false, "also show each informer pipeline stage (reflector, DeltaFIFO, indexer, handler)")
 	output := fs.String("output", "timeline", "timeline or json")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
 	}
 	rc, err := newClient()

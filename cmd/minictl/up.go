@@ -1,9 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,8 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/minictl/minictl/apiserver"
@@ -58,10 +61,18 @@ type serverFlags struct {
 	// metricResolution is how often the kubelets are scraped for the
 	// resource metrics API.
 	metricResolution time.Duration
+	// listenFallback: --listen was left at its default, so a taken port
+	// falls back to a free one (up only).
+	listenFallback bool
+	// etcdTaken is the embedded etcd's default client URL when it was
+	// taken and a free port used instead.
+	etcdTaken string
+	// afterBanner, when set, is called once the banner is printed.
+	afterBanner func()
 }
 
-func (f *serverFlags) bind(fs *flag.FlagSet) {
-	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "loopback address of the plain HTTP listener, minictl's built-in `kubectl proxy`: every request on it acts as the admin (\"\" turns it off)")
+func (f *serverFlags) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "loopback address of the plain HTTP listener, minictl's built-in kubectl proxy: every request on it acts as the admin (\"\" turns it off)")
 	f.secure.bind(fs)
 	fs.StringVar(&f.etcdEndpoints, "etcd-endpoints", "", "comma-separated etcd client URLs; empty starts an embedded etcd")
 	f.log.bind(fs)
@@ -106,21 +117,30 @@ func defaultDataDir() string {
 }
 
 func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("up", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("up")
 	var sf serverFlags
 	sf.bind(fs)
 	var cf clusterFlags
 	cf.bind(fs)
 	var clf cloudFlags
 	clf.bind(fs)
-	dataDir := fs.String("data-dir", defaultDataDir(), "directory for the embedded etcd's data (and the simulated cloud's, in cloud/)")
-	etcdURL := fs.String("etcd-client-url", "http://127.0.0.1:2379", "client URL of the embedded etcd (a free port is used if this one is taken; port 0 always picks one)")
-	if err := fs.Parse(args); err != nil {
+	dataDir := fs.String("data-dir", defaultDataDir(), "directory for the embedded etcd's data (and the simulated cloud's, in cloud/); one minictl uses it at a time")
+	etcdURL := fs.String("etcd-client-url", defaultEtcdClientURL, "client URL of the embedded etcd (a free port is used if this default one is taken; port 0 always picks one)")
+	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
 	}
 	cf.applyFast(fs)
 	cf.set = setFlags(fs)
+	if cf.nodes < 0 {
+		return fmt.Errorf("invalid value \"%d\" for --nodes: must be 0 or more", cf.nodes)
+	}
+	// The data dir is this process's before etcd opens it: etcd would wait
+	// for ever for the lock of another minictl's database.
+	lock, err := lockDataDir(*dataDir)
+	if err != nil {
+		return err
+	}
+	defer lock.unlock()
 	if cf.fast {
 		set := setFlags(fs)
 		if !set["default-not-ready-toleration-seconds"] {
@@ -133,8 +153,13 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			sf.metricResolution = fastMetricResolution
 		}
 	}
+	// The banner comes first, then the timeline: what start-up logs waits
+	// for the banner (or for the error that ends start-up).
+	held := &heldWriter{w: stderr, held: true}
+	defer held.release()
+	sf.afterBanner = held.release
 	bus := timeline.NewBus()
-	log, err := sf.log.logger(stderr, bus)
+	log, err := sf.log.logger(held, bus)
 	if err != nil {
 		return err
 	}
@@ -143,12 +168,16 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		sf.secure.certDir = filepath.Join(*dataDir, "pki")
 	}
 	sf.secure.kubeconfigOut = filepath.Join(*dataDir, "kubeconfig")
-	sf.secure.fallbackPort = !setFlags(fs)["secure-listen"]
+	sf.secure.fallbackPort = !cf.set["secure-listen"]
+	sf.listenFallback = !cf.set["listen"]
+	cf.cmFallback = !cf.set["controller-manager-address"]
 	if len(cfg.Endpoints) == 0 {
 		cfg.DataDir = *dataDir
-		cfg.ClientURL = freeOrFallback(*etcdURL)
-		if err := os.MkdirAll(*dataDir, 0o700); err != nil {
-			return fmt.Errorf("data dir: %w", err)
+		if cfg.ClientURL, err = etcdClientURL(*etcdURL, cf.set["etcd-client-url"]); err != nil {
+			return err
+		}
+		if cfg.ClientURL != *etcdURL {
+			sf.etcdTaken = *etcdURL
 		}
 	}
 	cf.zones = clf.zones
@@ -162,11 +191,10 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("apiserver", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("apiserver")
 	var sf serverFlags
 	sf.bind(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
 	}
 	if sf.etcdEndpoints == "" {
@@ -216,8 +244,8 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		if err := checkLoopback(sf.listen); err != nil {
 			return err
 		}
-		if ln, err = net.Listen("tcp", sf.listen); err != nil {
-			return fmt.Errorf("listen: %w", err)
+		if ln, err = listenFlag("listen", sf.listen, sf.listenFallback, log); err != nil {
+			return err
 		}
 		defer ln.Close()
 		ln = budget.Listener(ln)
@@ -238,14 +266,14 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 	// is an error before any goroutine runs.
 	var cmListener net.Listener
 	if cf != nil {
-		if cmListener, err = net.Listen("tcp", cf.cmAddress); err != nil {
-			return fmt.Errorf("controller manager listen: %w", err)
+		if cmListener, err = listenFlag("controller-manager-address", cf.cmAddress, cf.cmFallback, log); err != nil {
+			return err
 		}
 		defer cmListener.Close()
 		cmListener = budget.Listener(cmListener)
 		if cf.cloud != nil {
-			if cf.ccmListener, err = listenCloudControllerManager(cf.ccm.address); err != nil {
-				return fmt.Errorf("cloud controller manager listen: %w", err)
+			if cf.ccmListener, err = listenCloudControllerManager(cf.ccm.address, !cf.set["cloud-controller-manager-address"], log); err != nil {
+				return err
 			}
 			defer cf.ccmListener.Close()
 			cf.ccmListener = budget.Listener(cf.ccmListener)
@@ -315,22 +343,26 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 	case <-srv.Ready():
 		fmt.Fprintf(stdout, "minictl is up (API ready in %s)\n", time.Since(start).Round(time.Millisecond))
 		if url != "" {
-			fmt.Fprintf(stdout, "  API server:  %s (plain HTTP on loopback: acts as the admin, as kubectl proxy)\n", url)
+			fmt.Fprintf(stdout, "  API server:  %s (plain HTTP on loopback: acts as the admin, as kubectl proxy%s)\n", url, takenNote(sf.listen, ln))
 		}
 		if secure != nil {
-			fmt.Fprintf(stdout, "  secure API:  %s (TLS; client certificates, tokens and RBAC)\n", secure.url())
+			fmt.Fprintf(stdout, "  secure API:  %s (TLS; client certificates, tokens and RBAC%s)\n", secure.url(), takenNote(sf.secure.listen, secure.ln))
 			if err := sf.secure.writeKubeconfig(secure); err != nil {
 				log.Warn("admin kubeconfig not written", "err", err)
 			} else if sf.secure.kubeconfigOut != "" {
 				fmt.Fprintf(stdout, "  kubeconfig:  %s (the admin, over TLS)\n", sf.secure.kubeconfigOut)
 			}
 		}
-		fmt.Fprintf(stdout, "  etcd:        %s\n", strings.Join(st.Endpoints(), ","))
+		etcdNote := ""
+		if sf.etcdTaken != "" {
+			etcdNote = " (" + sf.etcdTaken + " was taken)"
+		}
+		fmt.Fprintf(stdout, "  etcd:        %s%s\n", strings.Join(st.Endpoints(), ","), etcdNote)
 		if dataDir != "" && len(cfg.Endpoints) == 0 {
 			fmt.Fprintf(stdout, "  data dir:    %s\n", dataDir)
 		}
 		if cf != nil && cf.runCM {
-			fmt.Fprintf(stdout, "  controllers: %s (health on http://%s)\n", strings.Join(enabledNames(cf.cm.Controllers), ","), cmListener.Addr())
+			fmt.Fprintf(stdout, "  controllers: %s (health on http://%s%s)\n", strings.Join(enabledNames(cf.cm.Controllers), ","), cmListener.Addr(), takenNote(cf.cmAddress, cmListener))
 			fmt.Fprintf(stdout, "  nodes:       %d simulated\n", cf.nodes)
 		}
 		if cf != nil && cf.cloud != nil {
@@ -340,9 +372,17 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 			fmt.Fprintf(stdout, "  cloud controllers: %s (health on http://%s%s)\n",
 				strings.Join(controllers.KnownCloudControllers(), ","), cf.ccmListener.Addr(), takenNote(cf.ccm.address, cf.ccmListener))
 		}
+		if dataDir != "" {
+			if err := writeRecord(dataDir, recordOf(url, secure, sf, cfg, st, cf, cmListener)); err != nil {
+				log.Warn("cluster record not written", "err", err)
+			}
+		}
 		if url != "" {
 			fmt.Fprintf(stdout, "  web view:    %s/ui/ (the cluster and its controllers, live)\n", url)
 			fmt.Fprintf(stdout, "Try: curl %s/api/v1/namespaces\n", url)
+		}
+		if sf.afterBanner != nil {
+			sf.afterBanner()
 		}
 		if cf != nil {
 			sf.clusterCredentials(&cf.cm, cf.set, secure)
@@ -407,17 +447,116 @@ func splitList(s string) []string {
 	return out
 }
 
-// freeOrFallback returns url if its port is free, and otherwise the same
-// URL with port 0, which the store turns into a free port.
-func freeOrFallback(url string) string {
-	host := strings.TrimPrefix(strings.TrimPrefix(url, "http://"), "https://")
-	ln, err := net.Listen("tcp", host)
+// defaultEtcdClientURL is up's --etcd-client-url: etcd's own default.
+const defaultEtcdClientURL = "http://127.0.0.1:2379"
+
+// etcdClientURL is the embedded etcd's client URL: u when its port is
+// free, else (for the default, not for a URL the user gave) the same URL
+// with port 0, which the store turns into a free port.
+func etcdClientURL(u string, given bool) (string, error) {
+	host := strings.TrimPrefix(strings.TrimPrefix(u, "http://"), "https://")
+	h, port, err := net.SplitHostPort(host)
 	if err != nil {
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			return "http://" + net.JoinHostPort(h, "0")
-		}
-		return url
+		return "", fmt.Errorf("invalid value %q for --etcd-client-url: not a URL such as %s", u, defaultEtcdClientURL)
 	}
-	ln.Close()
-	return url
+	if port == "0" {
+		return u, nil
+	}
+	ln, err := net.Listen("tcp", host)
+	if err == nil {
+		ln.Close()
+		return u, nil
+	}
+	if given {
+		return "", fmt.Errorf("--etcd-client-url %s: %s; give --etcd-client-url another port (port 0 picks a free one)", u, listenProblem(err))
+	}
+	return "http://" + net.JoinHostPort(h, "0"), nil
 }
+
+// listenFlag listens on addr, the value of --name. When addr is taken and
+// fallback is set (the flag was left at its default), it listens on a free
+// port of the same host instead; otherwise the error says which flag
+// changes the address.
+func listenFlag(name, addr string, fallback bool, log *slog.Logger) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil && fallback && errors.Is(err, syscall.EADDRINUSE) {
+		host, _, _ := net.SplitHostPort(addr)
+		log.Debug("port taken; using a free one", "flag", name, "wanted", addr)
+		ln, err = net.Listen("tcp", net.JoinHostPort(host, "0"))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--%s %s: %s; give --%s another address (port 0 picks a free one)", name, addr, listenProblem(err), name)
+	}
+	return ln, nil
+}
+
+// listenProblem is why a listen failed, in a few words.
+func listenProblem(err error) string {
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return "the port is in use by another program (another minictl?)"
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return "this machine has no such address"
+	case errors.Is(err, syscall.EACCES):
+		return "permission denied (ports below 1024 need privileges)"
+	}
+	return err.Error()
+}
+
+// recordOf is the record of the cluster serve runs.
+func recordOf(url string, secure *securePort, sf serverFlags, cfg store.Config, st *store.Store, cf *clusterFlags, cmListener net.Listener) clusterRecord {
+	r := clusterRecord{PID: os.Getpid(), API: url}
+	if secure != nil {
+		r.SecureAPI = secure.url()
+		if secure.pki != nil {
+			r.Kubeconfig = sf.secure.kubeconfigOut
+		}
+	}
+	if len(cfg.Endpoints) == 0 {
+		r.Etcd = st.Endpoints()
+	}
+	if cf != nil {
+		if cf.runCM && cmListener != nil {
+			r.ControllerManager = "http://" + cmListener.Addr().String()
+		}
+		if cf.ccmListener != nil {
+			r.CloudControllerManager = "http://" + cf.ccmListener.Addr().String()
+		}
+		if cf.cloud != nil {
+			r.Cloud = cf.cloud.url
+		}
+	}
+	return r
+}
+
+// heldWriter holds what is written to it until release, then writes it,
+// and everything after, to w.
+type heldWriter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	buf  bytes.Buffer
+	held bool
+}
+
+func (h *heldWriter) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.held {
+		return h.buf.Write(p)
+	}
+	return h.w.Write(p)
+}
+
+// release writes what was held, and stops holding.
+func (h *heldWriter) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.held {
+		h.held = false
+		_, _ = h.w.Write(h.buf.Bytes())
+		h.buf.Reset()
+	}
+}
+
+// Unwrap is the writer behind h (isTerminal looks there).
+func (h *heldWriter) Unwrap() io.Writer { return h.w }

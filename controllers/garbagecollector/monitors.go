@@ -60,7 +60,9 @@ func (gc *Controller) resync(ctx context.Context) bool {
 	if err != nil {
 		gerr, partial := client.IsGroupDiscoveryFailed(err)
 		if !partial && served == nil {
-			gc.log.Warn("discovery failed → keep the resources watched so far", slog.Any("err", err))
+			if ctx.Err() == nil { // a stop cut it short: nothing failed
+				gc.log.Warn("discovery failed → keep the resources watched so far", slog.Any("err", err))
+			}
 			return false
 		}
 		if partial {

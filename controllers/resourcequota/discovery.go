@@ -42,7 +42,9 @@ func (c *Controller) discoveryLoop(ctx context.Context) {
 		changed, err := c.discoverLocked(ctx)
 		c.mu.Unlock()
 		if err != nil {
-			c.log.Warn("discovery failed → count the kinds found before", slog.Any("err", err))
+			if ctx.Err() == nil { // a stop cut it short: nothing failed
+				c.log.Warn("discovery failed → count the kinds found before", slog.Any("err", err))
+			}
 			continue
 		}
 		if changed {

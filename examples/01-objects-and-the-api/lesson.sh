@@ -122,8 +122,8 @@ if ! curl -sf -o /dev/null --max-time 2 "$ETCD/version"; then
   echo "  (no etcd at $ETCD: set ETCD to the URL minictl up printed, to see this part)"
 else
   key=/registry/core/configmaps/default/greeting
-  # etcd's JSON gateway wants keys in base64; etcdctl does this for you:
-  #   etcdctl --endpoints $ETCD get $key -w json
+  # etcd's JSON gateway wants keys in base64; minictl etcd get does this for you:
+  #   minictl etcd get $key
   printf "\$ curl -s %s/v3/kv/range -d '{\"key\":\"%s\"}'   # base64 of %s\n" "$ETCD" "$(printf %s $key | base64 | tr -d '\n')" "$key"
   curl -sS "$ETCD/v3/kv/range" -d '{"key":"'"$(printf %s $key | base64 | tr -d '\n')"'"}' >"$work/kv"
   jq '.kvs[0] | {key: (.key | @base64d), create_revision, mod_revision, version, value: (.value | @base64d | fromjson)}' "$work/kv" | tee "$work/kvd"
