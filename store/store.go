@@ -261,6 +261,20 @@ func (s *Store) Endpoints() []string {
 	return append([]string(nil), s.endpoints...)
 }
 
+// PeerURLs are the embedded etcd's peer URLs: a free loopback port, since
+// a single member has no peers to be found by; nil when the store is a
+// client of an etcd it did not start.
+func (s *Store) PeerURLs() []string {
+	if s.etcd == nil {
+		return nil
+	}
+	var out []string
+	for _, u := range s.etcd.Config().ListenPeerUrls {
+		out = append(out, u.String())
+	}
+	return out
+}
+
 // logEtcdErrors logs what the embedded etcd reports after it started; it
 // returns when etcd has closed.
 func (s *Store) logEtcdErrors() {

@@ -358,6 +358,9 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 			etcdNote = " (" + sf.etcdTaken + " was taken)"
 		}
 		fmt.Fprintf(stdout, "  etcd:        %s%s\n", strings.Join(st.Endpoints(), ","), etcdNote)
+		if peers := st.PeerURLs(); len(peers) > 0 {
+			fmt.Fprintf(stdout, "  etcd peer:   %s (a free port: one member has no peers to find it)\n", strings.Join(peers, ","))
+		}
 		if dataDir != "" && len(cfg.Endpoints) == 0 {
 			fmt.Fprintf(stdout, "  data dir:    %s\n", dataDir)
 		}
@@ -514,6 +517,7 @@ func recordOf(url string, secure *securePort, sf serverFlags, cfg store.Config, 
 	}
 	if len(cfg.Endpoints) == 0 {
 		r.Etcd = st.Endpoints()
+		r.EtcdPeer = st.PeerURLs()
 	}
 	if cf != nil {
 		if cf.runCM && cmListener != nil {
