@@ -19,7 +19,9 @@ import (
 )
 
 // TestDaemonSet runs a DaemonSet on the built binary: one Running pod on
-// every node but the one tainted NoSchedule; a node that joins later
+// every node but the one tainted NoExecute (not NoSchedule: a pod the
+// controller made before its informer saw a NoSchedule taint would stay
+// Pending, as in kube, while a NoExecute taint makes it go); a node that joins later
 // (a kubelet started as its own process) gets its pod, which goes when
 // the node does; a template change replaces the pods one node at a time;
 // a selector that does not match the template is refused naming the
@@ -55,7 +57,7 @@ func TestDaemonSet(t *testing.T) {
 		}
 		return len(l.Items) == 3, fmt.Sprintf("%d nodes", len(l.Items))
 	})
-	taint(t, nodes, "node-2", corev1.Taint{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule})
+	taint(t, nodes, "node-2", corev1.Taint{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoExecute})
 
 	labels := map[string]string{"app": "agent"}
 	ds, err := dss.Create(ctx, &appsv1.DaemonSet{
