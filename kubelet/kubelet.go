@@ -224,6 +224,10 @@ type podMemo struct {
 	// volumesWaitSince is when the pod began to wait for its volumes, or
 	// was last told it waits (FailedMount); zero while it does not wait.
 	volumesWaitSince time.Time
+	// status is the status the kubelet last wrote, as kube's status
+	// manager keeps it: the kubelet's own word on its containers, which
+	// its informer may not have heard back yet.
+	status *corev1.PodStatus
 }
 
 // New returns a kubelet for opts.NodeName. Nothing happens until Run.

@@ -18,6 +18,7 @@ func (k *Kubelet) ran(key string, pod *corev1.Pod, out outcome, now time.Time) {
 	defer k.mu.Unlock()
 	m := k.memoLocked(key, pod.UID)
 	m.backOff = out.backOff
+	m.status = out.status.DeepCopy()
 	if old, ok := k.logged[key]; ok && old != pod.UID {
 		k.logs.Forget(old) // an earlier pod of that name
 	}
@@ -45,6 +46,17 @@ func (k *Kubelet) ran(key string, pod *corev1.Pod, out outcome, now time.Time) {
 			}
 		}
 	}
+}
+
+// podStatus is pod's status as the kubelet knows it: the one it last
+// wrote if it has written one for this pod, else the informer's.
+func (k *Kubelet) podStatus(pod *corev1.Pod) *corev1.PodStatus {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if m, ok := k.memos[pod.Namespace+"/"+pod.Name]; ok && m.uid == pod.UID && m.status != nil {
+		return m.status
+	}
+	return &pod.Status
 }
 
 // printDueLocked prints the lines of c's current run, started at start,

@@ -108,7 +108,7 @@ func (k *Kubelet) serveContainerLogs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Sprintf("container %q not found in pod %q", container, name), http.StatusNotFound)
 		return
 	}
-	if err := containerLogStatus(pod, container, opts.Previous); err != nil {
+	if err := containerLogStatus(pod.Name, k.podStatus(pod), container, opts.Previous); err != nil {
 		writeError(w, err.Error(), http.StatusBadRequest)
 		return
 	}
@@ -191,13 +191,13 @@ func podHasContainer(pod *corev1.Pod, name string) bool {
 }
 
 // containerLogStatus says, as the kubelet's validateContainerLogStatus
-// does, why container of pod has no log to read, from its status: nil
+// does, why container of pod podName has no log to read, from status: nil
 // when it runs or has run (or, with previous, ran before its current
 // run). A pod the kubelet has not started yet is waiting in
 // ContainerCreating.
-func containerLogStatus(pod *corev1.Pod, container string, previous bool) error {
+func containerLogStatus(podName string, status *corev1.PodStatus, container string, previous bool) error {
 	var cs *corev1.ContainerStatus
-	for _, list := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses, pod.Status.EphemeralContainerStatuses} {
+	for _, list := range [][]corev1.ContainerStatus{status.ContainerStatuses, status.InitContainerStatuses, status.EphemeralContainerStatuses} {
 		for i := range list {
 			if list[i].Name == container {
 				cs = &list[i]
@@ -205,38 +205,38 @@ func containerLogStatus(pod *corev1.Pod, container string, previous bool) error 
 		}
 	}
 	if cs == nil {
-		if pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "" {
-			return fmt.Errorf("container %q in pod %q is waiting to start: ContainerCreating", container, pod.Name)
+		if status.Phase == corev1.PodPending || status.Phase == "" {
+			return fmt.Errorf("container %q in pod %q is waiting to start: ContainerCreating", container, podName)
 		}
-		return fmt.Errorf("container %q in pod %q is not available", container, pod.Name)
+		return fmt.Errorf("container %q in pod %q is not available", container, podName)
 	}
 	last := cs.LastTerminationState.Terminated
 	lastKnown := last != nil && last.ContainerID != ""
 	switch state := cs.State; {
 	case previous:
 		if !lastKnown {
-			return fmt.Errorf("previous terminated container %q in pod %q not found", container, pod.Name)
+			return fmt.Errorf("previous terminated container %q in pod %q not found", container, podName)
 		}
 	case state.Running != nil:
 	case state.Terminated != nil:
 		if state.Terminated.ContainerID == "" && !lastKnown {
-			return fmt.Errorf("container %q in pod %q is terminated", container, pod.Name)
+			return fmt.Errorf("container %q in pod %q is terminated", container, podName)
 		}
 	case last != nil:
 		if !lastKnown {
-			return fmt.Errorf("container %q in pod %q is terminated", container, pod.Name)
+			return fmt.Errorf("container %q in pod %q is terminated", container, podName)
 		}
 	case state.Waiting != nil:
 		switch reason := state.Waiting.Reason; reason {
 		case "ErrImagePull":
-			return fmt.Errorf("container %q in pod %q is waiting to start: image can't be pulled", container, pod.Name)
+			return fmt.Errorf("container %q in pod %q is waiting to start: image can't be pulled", container, podName)
 		case "ImagePullBackOff":
-			return fmt.Errorf("container %q in pod %q is waiting to start: trying and failing to pull image", container, pod.Name)
+			return fmt.Errorf("container %q in pod %q is waiting to start: trying and failing to pull image", container, podName)
 		default:
-			return fmt.Errorf("container %q in pod %q is waiting to start: %s", container, pod.Name, reason)
+			return fmt.Errorf("container %q in pod %q is waiting to start: %s", container, podName, reason)
 		}
 	default:
-		return fmt.Errorf("container %q in pod %q is waiting to start - no logs yet", container, pod.Name)
+		return fmt.Errorf("container %q in pod %q is waiting to start - no logs yet", container, podName)
 	}
 	return nil
 }
