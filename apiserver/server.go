@@ -203,8 +203,11 @@ type Server struct {
 	// kubelets reaches the kubelets, for pods' logs (podlog.go).
 	kubelets *http.Client
 	// resourceMetrics scrapes the kubelets for the resource metrics API
-	// (resourcemetrics.go); Run runs it.
-	resourceMetrics                *metricsserver.Server
+	// (resourcemetrics.go); Run runs it until ShutdownInitiated.
+	resourceMetrics *metricsserver.Server
+	// shutdownInitiated is closed by ShutdownInitiated.
+	shutdownInitiated              chan struct{}
+	initiateShutdownOnce           sync.Once
 	mutatingHooks, validatingHooks hookSet
 	// policies are the ValidatingAdmissionPolicies and their bindings,
 	// compiled, as the watch caches last had them.
@@ -275,16 +278,17 @@ func New(cfg Config) (*Server, error) {
 			corev1.TaintNodeNotReady:    cmp.Or(cfg.DefaultNotReadyTolerationSeconds, api.DefaultTolerationSeconds),
 			corev1.TaintNodeUnreachable: cmp.Or(cfg.DefaultUnreachableTolerationSeconds, api.DefaultTolerationSeconds),
 		},
-		requestTimeout: cmp.Or(cfg.RequestTimeout, DefaultRequestTimeout),
-		serviceRange:   cfg.ServiceClusterIPRange,
-		advertiseAddr:  cfg.AdvertiseAddress,
-		listening:      make(chan struct{}),
-		builtins:       cfg.Resources,
-		cacheSize:      cfg.WatchCacheSize,
-		watcherBuffer:  cfg.WatcherBuffer,
-		ready:          make(chan struct{}),
-		done:           make(chan struct{}),
-		historyLost:    make(chan struct{}, 1),
+		requestTimeout:    cmp.Or(cfg.RequestTimeout, DefaultRequestTimeout),
+		serviceRange:      cfg.ServiceClusterIPRange,
+		advertiseAddr:     cfg.AdvertiseAddress,
+		listening:         make(chan struct{}),
+		builtins:          cfg.Resources,
+		cacheSize:         cfg.WatchCacheSize,
+		watcherBuffer:     cfg.WatcherBuffer,
+		ready:             make(chan struct{}),
+		done:              make(chan struct{}),
+		historyLost:       make(chan struct{}, 1),
+		shutdownInitiated: make(chan struct{}),
 	}
 	var err error
 	if s.corsOrigins, err = compileOrigins(cfg.CORSAllowedOrigins); err != nil {
@@ -419,7 +423,20 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	close(s.ready)
 	s.log.Info("api server ready")
-	wg.Go(func() { s.resourceMetrics.Run(ctx) })
+	// The kubelets go first when the cluster stops: the scraper stops
+	// when shutdown begins, not once the server has drained.
+	wg.Go(func() {
+		mctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		wg.Go(func() {
+			select {
+			case <-s.shutdownInitiated:
+				cancel()
+			case <-mctx.Done():
+			}
+		})
+		s.resourceMetrics.Run(mctx)
+	})
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
@@ -439,6 +456,14 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// ShutdownInitiated says the cluster has begun to stop, as
+// kube-apiserver's ShutdownInitiated signal does: the server still serves
+// until its context ends, but the kubelets may already be gone, so the
+// resource metrics scraper stops now rather than report them missing.
+func (s *Server) ShutdownInitiated() {
+	s.initiateShutdownOnce.Do(func() { close(s.shutdownInitiated) })
 }
 
 // noteHistoryLost tells Run that etcd lost its history.

@@ -317,6 +317,8 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 	if sf.profiling {
 		srv.EnableProfiling()
 	}
+	stopInitiated := context.AfterFunc(ctx, srv.ShutdownInitiated)
+	defer stopInitiated()
 	serverCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServer()
 	g, gctx := errgroup.WithContext(serverCtx)
