@@ -40,16 +40,17 @@ func runMinictl(t *testing.T, env []string, args ...string) (string, string, int
 }
 
 // TestCLITwoUpsOnOneDataDir starts a second `minictl up` on the data dir
-// a first one uses: it fails at once, naming the first one's PID, and the
-// first one goes on serving.
+// a first one uses: it fails, naming the first one's PID, and the first
+// one goes on serving. (Failing at once is not timed here; a second up
+// that did not see the lock would go on running, which the bound catches.)
 func TestCLITwoUpsOnOneDataDir(t *testing.T) {
 	dir := t.TempDir()
 	first := up(t, minitest.FreeAddr(t), dir, durableUpArgs...)
 	second := minitest.StartUp(t, minitest.FreeAddr(t), dir)
 	select {
 	case <-second.Exited():
-	case <-time.After(2 * time.Second):
-		t.Fatalf("the second up on one data dir did not fail within 2s\n%s", second.Stderr)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the second up on one data dir is still running after 30s\n%s", second.Stderr)
 	}
 	want := fmt.Sprintf("data dir %s is in use by minictl (pid %d)", dir, first.Cmd.Process.Pid)
 	if got := second.Stderr.String(); !strings.Contains(got, want) || strings.Count(got, "\n") > 1 {
