@@ -60,6 +60,7 @@ type Config struct {
 // kubelet.Options; zero values are the kubelet's defaults.
 type KubeletConfig struct {
 	HeartbeatInterval, StatusUpdateInterval time.Duration
+	NodeStatusReportFrequency               time.Duration
 	BackOffBase, MaxBackOff                 time.Duration
 	VolumeMountTimeout                      time.Duration
 	// Port is where each kubelet serves /containerLogs on its node
@@ -195,8 +196,9 @@ func (k KubeletConfig) options(rc *client.RESTClient, name string, log *slog.Log
 		Client: rc, NodeName: name, Logger: log,
 		Recorder:          record.NewRecorder(rc, record.Options{Component: "kubelet", Host: name, Logger: log}),
 		HeartbeatInterval: k.HeartbeatInterval, StatusUpdateInterval: k.StatusUpdateInterval,
-		Port:        k.Port,
-		BackOffBase: k.BackOffBase, MaxBackOff: k.MaxBackOff, VolumeMountTimeout: k.VolumeMountTimeout,
+		NodeStatusReportFrequency: k.NodeStatusReportFrequency,
+		Port:                      k.Port,
+		BackOffBase:               k.BackOffBase, MaxBackOff: k.MaxBackOff, VolumeMountTimeout: k.VolumeMountTimeout,
 	}
 }
 
