@@ -244,26 +244,53 @@ func (w *Watcher[T]) decodeStream(ctx context.Context, r io.Reader) error {
 }
 
 // decodeFrames decodes a protobuf watch stream, one frame per event.
+//
+// A watch is idle most of its life, blocked in a read, and a process may
+// hold thousands of them (every simulated kubelet watches its pods and its
+// Node). So nothing per event is kept between events: the frame is read
+// straight from the body (itself buffered by the connection) into a buffer
+// from a pool, decoded, and the buffer goes back to the pool. Decoding
+// copies what it keeps.
 func (w *Watcher[T]) decodeFrames(ctx context.Context) error {
-	r := bufio.NewReaderSize(w.body, 32<<10)
-	var buf []byte
 	for {
-		typ, env, b, err := api.ReadProtobufWatchFrame(r, buf)
-		buf = b
+		bp := frameBuffers.Get().(*[]byte)
+		typ, env, b, err := api.ReadProtobufWatchFrame(w.body, *bp)
+		var ev Event[T]
+		if err == nil {
+			ev, err = w.protobufEvent(watch.EventType(typ), env)
+			if err != nil {
+				err = fmt.Errorf("watch %s: %w", w.res.Plural, err)
+			}
+		} else if !errors.Is(err, io.EOF) {
+			err = fmt.Errorf("watch %s: decode: %w", w.res.Plural, err)
+		}
+		putFrameBuffer(bp, b)
 		if errors.Is(err, io.EOF) {
 			return nil // the server ended the response between events
 		}
 		if err != nil {
-			return fmt.Errorf("watch %s: decode: %w", w.res.Plural, err)
-		}
-		ev, err := w.protobufEvent(watch.EventType(typ), env)
-		if err != nil {
-			return fmt.Errorf("watch %s: %w", w.res.Plural, err)
+			return err
 		}
 		if !w.deliver(ctx, ev) {
 			return nil
 		}
 	}
+}
+
+// frameBuffers are the buffers protobuf watch frames are read into, shared
+// by every watch of the process.
+var frameBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledFrame bounds the buffers kept in frameBuffers: a rare huge
+// object's buffer is left to the garbage collector.
+const maxPooledFrame = 1 << 20
+
+func putFrameBuffer(bp *[]byte, b []byte) {
+	if cap(b) > maxPooledFrame {
+		return
+	}
+	*bp = b[:0]
+	frameBuffers.Put(bp)
 }
 
 // protobufEvent decodes the object of one protobuf event; env is the

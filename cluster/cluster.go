@@ -60,6 +60,7 @@ type Config struct {
 // kubelet.Options; zero values are the kubelet's defaults.
 type KubeletConfig struct {
 	HeartbeatInterval, StatusUpdateInterval time.Duration
+	NodeStatusReportFrequency               time.Duration
 	BackOffBase, MaxBackOff                 time.Duration
 	VolumeMountTimeout                      time.Duration
 	// Port is where each kubelet serves /containerLogs on its node
@@ -174,7 +175,7 @@ func RunScheduler(ctx context.Context, rc *client.RESTClient, cfg SchedulerConfi
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("component", "scheduler")
-	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{Logger: log, Trace: cfg.Trace, TraceActive: cfg.TraceActive})
+	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{Logger: log, Trace: cfg.Trace, TraceActive: cfg.TraceActive, Transform: informer.StripManagedFields})
 	defer factory.Shutdown()
 	rec := record.NewRecorder(rc, record.Options{Component: "default-scheduler", Logger: log})
 	s, err := scheduler.New(scheduler.Options{Client: rc, Informers: factory, Recorder: rec, Logger: log, BindTimeout: cfg.BindTimeout})
@@ -195,8 +196,9 @@ func (k KubeletConfig) options(rc *client.RESTClient, name string, log *slog.Log
 		Client: rc, NodeName: name, Logger: log,
 		Recorder:          record.NewRecorder(rc, record.Options{Component: "kubelet", Host: name, Logger: log}),
 		HeartbeatInterval: k.HeartbeatInterval, StatusUpdateInterval: k.StatusUpdateInterval,
-		Port:        k.Port,
-		BackOffBase: k.BackOffBase, MaxBackOff: k.MaxBackOff, VolumeMountTimeout: k.VolumeMountTimeout,
+		NodeStatusReportFrequency: k.NodeStatusReportFrequency,
+		Port:                      k.Port,
+		BackOffBase:               k.BackOffBase, MaxBackOff: k.MaxBackOff, VolumeMountTimeout: k.VolumeMountTimeout,
 	}
 }
 

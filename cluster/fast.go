@@ -33,7 +33,8 @@ func FastControllerManager(cm *controllers.Config, set map[string]bool) {
 }
 
 // FastKubelet scales the simulated kubelets' timings down, as `minictl up
-// --fast` does: heartbeats and status every second, a container restart
+// --fast` does: heartbeats and status every second (an unchanged status
+// posted every 30s), a container restart
 // back-off of 1s doubling to 10s. A timing whose flag name is in set is
 // kept.
 func FastKubelet(k *KubeletConfig, set map[string]bool) {
@@ -42,6 +43,9 @@ func FastKubelet(k *KubeletConfig, set map[string]bool) {
 	}
 	if !set["node-status-update-frequency"] {
 		k.StatusUpdateInterval = time.Second
+		if !set["node-status-report-frequency"] {
+			k.NodeStatusReportFrequency = 30 * time.Second
+		}
 	}
 	k.BackOffBase, k.MaxBackOff = time.Second, 10*time.Second
 	k.VolumeMountTimeout = 10 * time.Second

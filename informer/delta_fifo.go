@@ -90,6 +90,9 @@ type DeltaFIFOOptions struct {
 	// popped, while TraceActive (if set) reports true.
 	Trace       TraceFunc
 	TraceActive func() bool
+	// Transformer, if set, rewrites every object Add, Update, Delete and
+	// Replace are given before it is queued (see TransformFunc).
+	Transformer TransformFunc
 }
 
 // DeltaFIFO is a producer-consumer queue of keys where each key carries every
@@ -126,6 +129,7 @@ type DeltaFIFO struct {
 	keyFunc      KeyFunc
 	knownObjects KeyListerGetter
 	trace        tracer
+	transform    TransformFunc
 }
 
 // NewDeltaFIFO returns an empty DeltaFIFO.
@@ -135,12 +139,19 @@ func NewDeltaFIFO(opts DeltaFIFOOptions) *DeltaFIFO {
 		keyFunc:      opts.KeyFunction,
 		knownObjects: opts.KnownObjects,
 		trace:        tracer{opts.Trace, opts.TraceActive},
+		transform:    opts.Transformer,
 	}
 	if f.keyFunc == nil {
 		f.keyFunc = MetaNamespaceKeyFunc
 	}
 	f.cond.L = &f.lock
 	return f
+}
+
+func (f *DeltaFIFO) setTransform(fn TransformFunc) {
+	f.lock.Lock()
+	defer f.lock.Unlock()
+	f.transform = fn
 }
 
 // KeyOf returns the key of obj, of a tombstone, or of the newest object in a
@@ -317,6 +328,17 @@ func (f *DeltaFIFO) queueActionLocked(typ DeltaType, obj any) error {
 	key, err := f.KeyOf(obj)
 	if err != nil {
 		return err
+	}
+	// Every object a reflector delivers passes here once, so this is
+	// where it is transformed. A tombstone holds what the cache already
+	// had, and a Sync the cached object itself: both were transformed
+	// when they first came.
+	if f.transform != nil && typ != Sync {
+		if _, tomb := obj.(DeletedFinalStateUnknown); !tomb {
+			if obj, err = f.transform(obj); err != nil {
+				return fmt.Errorf("deltafifo: transform %s: %w", key, err)
+			}
+		}
 	}
 	// items[key] is never handed out (Get clones, Pop removes it from the
 	// map first), so appending in place is safe.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The property: whatever a reflector feeds a DeltaFIFO (adds, updates,
@@ -15,7 +16,8 @@ import (
 // the queue into an Indexer leaves the Indexer equal to the last state the
 // "server" announced. Along the way, the queue holds every key at most once,
 // and every popped Deltas is non-empty, belongs to one key and never has two
-// deletions in a row.
+// deletions in a row. With a transform, every object popped or cached has
+// been transformed exactly once: relists, deletions and resyncs included.
 
 // fifoRun drives a DeltaFIFO and an Indexer from a byte program and checks
 // them against a model map of the server's state.
@@ -26,6 +28,34 @@ type fifoRun struct {
 	server map[string]*corev1.ConfigMap // the model: the last state announced
 	rv     int
 	fed    bool // whether Add, Update, Delete or Replace was called
+	// transformed says the DeltaFIFO has countTransforms as its
+	// transform.
+	transformed bool
+}
+
+// transformCount is the annotation countTransforms counts in.
+const transformCount = "test/transforms"
+
+// countTransforms is a transform that returns a copy of a ConfigMap with
+// its managedFields dropped and one more transform counted; anything else
+// is an error, so that a tombstone handed to it fails the run.
+func countTransforms(obj any) (any, error) {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return nil, fmt.Errorf("transform given %T", obj)
+	}
+	cp := cm.DeepCopy()
+	stripped, err := StripManagedFields(cp)
+	if err != nil {
+		return nil, err
+	}
+	cp = stripped.(*corev1.ConfigMap)
+	n, _ := strconv.Atoi(cp.Annotations[transformCount])
+	if cp.Annotations == nil {
+		cp.Annotations = map[string]string{}
+	}
+	cp.Annotations[transformCount] = strconv.Itoa(n + 1)
+	return cp, nil
 }
 
 var fuzzKeys = []string{"ns/a", "ns/b", "ns/c", "other/a", "cluster-d", "cluster-e"}
@@ -40,6 +70,31 @@ func newFIFORun(t testing.TB) *fifoRun {
 	}
 }
 
+// newTransformedFIFORun is newFIFORun with countTransforms as the
+// DeltaFIFO's transform.
+func newTransformedFIFORun(t testing.TB) *fifoRun {
+	r := newFIFORun(t)
+	r.fifo = NewDeltaFIFO(DeltaFIFOOptions{KnownObjects: r.cache, Transformer: countTransforms})
+	r.transformed = true
+	return r
+}
+
+// checkTransformed checks that obj, or the object in a tombstone, was
+// transformed once, if the run transforms.
+func (r *fifoRun) checkTransformed(obj any) error {
+	if !r.transformed {
+		return nil
+	}
+	if d, ok := obj.(DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	cm := obj.(*corev1.ConfigMap)
+	if n := cm.Annotations[transformCount]; n != "1" || cm.ManagedFields != nil {
+		return fmt.Errorf("%s/%s transformed %q times, managedFields %v; want once, none", cm.Namespace, cm.Name, n, cm.ManagedFields)
+	}
+	return nil
+}
+
 // object returns a new version of key's object.
 func (r *fifoRun) object(key string) *corev1.ConfigMap {
 	r.rv++
@@ -47,7 +102,9 @@ func (r *fifoRun) object(key string) *corev1.ConfigMap {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	return cm(ns, name, strconv.Itoa(r.rv))
+	obj := cm(ns, name, strconv.Itoa(r.rv))
+	obj.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "test", Operation: metav1.ManagedFieldsOperationUpdate}}
+	return obj
 }
 
 // run interprets program: each byte is an operation, some take the next byte
@@ -148,6 +205,9 @@ func (r *fifoRun) popOne() {
 			if k != key {
 				return fmt.Errorf("deltas of %s hold %s", key, k)
 			}
+			if err := r.checkTransformed(delta.Object); err != nil {
+				return err
+			}
 			if i > 0 && delta.Type == Deleted && d[i-1].Type == Deleted {
 				return fmt.Errorf("deltas of %s: two deletions in a row", key)
 			}
@@ -202,6 +262,9 @@ func (r *fifoRun) checkCache() {
 		if got := obj.(*corev1.ConfigMap).ResourceVersion; got != want.ResourceVersion {
 			r.t.Fatalf("cache has %s at rv %s, server at %s", key, got, want.ResourceVersion)
 		}
+		if err := r.checkTransformed(obj); err != nil {
+			r.t.Fatalf("cache: %v", err)
+		}
 	}
 	for _, ns := range r.cache.ListIndexFuncValues(NamespaceIndex) {
 		objs, _ := r.cache.ByIndex(NamespaceIndex, ns)
@@ -223,6 +286,7 @@ func FuzzDeltaFIFO(f *testing.F) {
 			program = program[:4096]
 		}
 		newFIFORun(t).run(program)
+		newTransformedFIFORun(t).run(program)
 	})
 }
 
@@ -237,6 +301,9 @@ func TestDeltaFIFORandomized(t *testing.T) {
 		}
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			newFIFORun(t).run(program)
+		})
+		t.Run(strconv.FormatUint(seed, 10)+"/transformed", func(t *testing.T) {
+			newTransformedFIFORun(t).run(program)
 		})
 	}
 }

@@ -31,6 +31,10 @@ type FactoryOptions struct {
 	// Reflector tunes every informer's Reflector (tests shorten the watch
 	// timeout and the backoff here).
 	Reflector ReflectorOptions
+	// Transform, if set, is every informer's transform (client-go's
+	// WithTransform): for instance StripManagedFields, in a process
+	// whose controllers never read managedFields.
+	Transform TransformFunc
 }
 
 // SharedInformerFactory hands out one informer per resource (and per
@@ -223,6 +227,7 @@ func (f *SharedInformerFactory) entryLocked(res *api.Resource, key string, tweak
 		TraceActive:  f.opts.TraceActive,
 		Logger:       f.opts.Logger,
 		Reflector:    f.opts.Reflector,
+		Transform:    f.opts.Transform,
 	})
 	e := &factoryEntry{shared: shared}
 	f.informers[k] = e

@@ -235,3 +235,24 @@ func TestSubscriptionsShareOneInformerAndTheLastStopsIt(t *testing.T) {
 		return err == nil
 	}, nil)
 }
+
+func TestFactoryTransformAppliesToEveryInformer(t *testing.T) {
+	e := startIT(t, testenv.Options{})
+	ctx := testCtx(t)
+	e.create(t, ctx, "one")
+	f := NewSharedInformerFactory(e.rc, FactoryOptions{Logger: testLogger(t), Transform: StripManagedFields})
+	t.Cleanup(f.Shutdown)
+	all := For[*corev1.ConfigMap](f)
+	named := ForWith[*corev1.ConfigMap](f, "name=one", func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=one" })
+	f.Start(ctx)
+	f.WaitForCacheSync(ctx)
+	for _, inf := range []*Informer[*corev1.ConfigMap]{all, named} {
+		cm, err := inf.Lister().Get(e.ns, "one")
+		if err != nil {
+			t.Fatalf("%s: %v", inf.Name(), err)
+		}
+		if cm.ManagedFields != nil {
+			t.Errorf("%s caches managedFields %v", inf.Name(), cm.ManagedFields)
+		}
+	}
+}

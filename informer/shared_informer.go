@@ -46,6 +46,9 @@ type SharedInformerOptions struct {
 	// clock (also used for resyncs). Its Name, Trace and Logger are
 	// replaced by the informer's.
 	Reflector ReflectorOptions
+	// Transform, if set, rewrites each object before it is queued, cached
+	// and handed to handlers (see TransformFunc and SetTransform).
+	Transform TransformFunc
 }
 
 // SharedInformer keeps one resource's local cache (an Indexer) current and
@@ -119,7 +122,7 @@ func NewSharedInformer(lw ListerWatcher, opts SharedInformerOptions) *SharedInfo
 		indexers[name] = fn
 	}
 	s.indexer = NewIndexer(MetaNamespaceKeyFunc, indexers)
-	s.fifo = NewDeltaFIFO(DeltaFIFOOptions{KnownObjects: s.indexer, Trace: s.trace.f, TraceActive: s.trace.active})
+	s.fifo = NewDeltaFIFO(DeltaFIFOOptions{KnownObjects: s.indexer, Trace: s.trace.f, TraceActive: s.trace.active, Transformer: opts.Transform})
 	ro := opts.Reflector
 	ro.Name, ro.Trace, ro.TraceActive, ro.Logger, ro.Clock = s.name, s.trace.f, s.trace.active, s.log, s.clock
 	s.reflector = NewReflector(lw, s.fifo, ro)
@@ -136,6 +139,20 @@ func (s *SharedInformer) GetIndexer() Indexer { return s.indexer }
 // AddIndexers adds indexes to the cache, before or after Run.
 func (s *SharedInformer) AddIndexers(indexers Indexers) error {
 	return s.indexer.AddIndexers(indexers)
+}
+
+// SetTransform sets the function that rewrites each object before it is
+// queued, cached and handed to handlers, as client-go's SetTransform does.
+// It fails once Run has been called: the cache would then hold objects
+// of both forms.
+func (s *SharedInformer) SetTransform(fn TransformFunc) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.runCtx != nil || s.stopped {
+		return fmt.Errorf("informer %s: already started; transform not set", s.name)
+	}
+	s.fifo.setTransform(fn)
+	return nil
 }
 
 // HasSynced reports whether the first list has been applied to the cache.

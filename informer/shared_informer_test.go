@@ -428,3 +428,97 @@ func TestResyncCallsOnUpdateWithTheSameObject(t *testing.T) {
 		t.Errorf("a handler without a resync period got %d resyncs", quiet.resyncs)
 	}
 }
+
+func TestTransformStripsManagedFieldsFromCacheAndHandlers(t *testing.T) {
+	e := startIT(t, testenv.Options{})
+	ctx := testCtx(t)
+	e.churn(t, ctx, "init")
+
+	var transforms atomic.Int64
+	inf := NewSharedInformer(NewListWatch(e.cms, e.ns, nil), SharedInformerOptions{
+		Name: "configmaps", Logger: testLogger(t), Reflector: fastReflector(),
+	})
+	if err := inf.SetTransform(func(obj any) (any, error) {
+		transforms.Add(1)
+		return StripManagedFields(obj)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	var mu sync.Mutex
+	var handed []string // what handlers were given with managedFields
+	seen := func(obj any) {
+		if d, ok := obj.(DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if cm := obj.(*corev1.ConfigMap); cm.ManagedFields != nil {
+			mu.Lock()
+			handed = append(handed, cm.Name)
+			mu.Unlock()
+		}
+	}
+	if _, err := inf.AddEventHandler(ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any, initial bool) { seen(obj); rec.OnAdd(obj, initial) },
+		UpdateFunc: func(oldObj, newObj any) { seen(oldObj); seen(newObj); rec.OnUpdate(oldObj, newObj) },
+		DeleteFunc: func(obj any) { seen(obj); rec.OnDelete(obj) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	runInformer(t, ctx, inf)
+	if !WaitForCacheSync(ctx, inf.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	if err := inf.SetTransform(StripManagedFields); err == nil {
+		t.Error("SetTransform after Run succeeded; want an error")
+	}
+
+	// The cache still equals a fresh list, through changes and a restart.
+	e.waitConverged(t, ctx, inf, rec)
+	e.churn(t, ctx, "next")
+	e.env.RestartServer()
+	e.churn(t, ctx, "after")
+	e.waitConverged(t, ctx, inf, rec)
+	rec.check(t)
+
+	if transforms.Load() == 0 {
+		t.Fatal("the transform was never called")
+	}
+	mu.Lock()
+	if len(handed) > 0 {
+		t.Errorf("handlers were given objects with managedFields: %v", handed)
+	}
+	mu.Unlock()
+	var name string
+	for _, obj := range inf.GetIndexer().List() {
+		cm := obj.(*corev1.ConfigMap)
+		if cm.ManagedFields != nil {
+			t.Errorf("cached %s has managedFields %v", cm.Name, cm.ManagedFields)
+		}
+		name = cm.Name
+	}
+
+	// The server still has them, and an update written from the stripped
+	// copy keeps them: a client that sends no managedFields leaves the
+	// server's alone.
+	live, err := e.cms.Get(ctx, e.ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(live.ManagedFields) == 0 {
+		t.Fatalf("server's %s has no managedFields", name)
+	}
+	waitUntil(t, 30*time.Second, "cache at the live version", func() bool {
+		obj, ok, _ := inf.GetIndexer().GetByKey(e.ns + "/" + name)
+		return ok && obj.(*corev1.ConfigMap).ResourceVersion == live.ResourceVersion
+	}, func() string { return live.ResourceVersion })
+	obj, _, _ := inf.GetIndexer().GetByKey(e.ns + "/" + name)
+	cp := obj.(*corev1.ConfigMap).DeepCopy()
+	cp.Data = map[string]string{"from": "cache"}
+	out, err := e.cms.Update(ctx, cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.ManagedFields) < len(live.ManagedFields) {
+		t.Errorf("update from a stripped copy left managedFields %v; had %v", out.ManagedFields, live.ManagedFields)
+	}
+}

@@ -43,8 +43,12 @@
 //     messages; the server stops, and every follower with it, when Run's
 //     context ends.
 //   - The Lease kube-node-lease/<node>, owned by the Node, is renewed every
-//     HeartbeatInterval (leaseDurationSeconds 40); the node status, with
-//     fresh lastHeartbeatTimes, is written every StatusUpdateInterval.
+//     HeartbeatInterval (leaseDurationSeconds 40): it is what tells the
+//     node lifecycle controller that the node is alive. The node status is
+//     computed every StatusUpdateInterval and written, with fresh
+//     lastHeartbeatTimes, when it changed or NodeStatusReportFrequency (5
+//     minutes) has passed since it was last written, as kube's kubelet
+//     does.
 //   - A pod bound to the node is admitted at once, unless a host port it
 //     asks for is taken by another pod admitted on the node and not
 //     finished: then it is Failed, reason NodePorts, message "Pod was

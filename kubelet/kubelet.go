@@ -51,6 +51,10 @@ const (
 const (
 	DefaultHeartbeatInterval    = 10 * time.Second // nodeLeaseRenewInterval
 	DefaultStatusUpdateInterval = 10 * time.Second // nodeStatusUpdateFrequency
+	// DefaultNodeStatusReportFrequency is how long an unchanged node
+	// status goes unwritten (nodeStatusReportFrequency): the Lease, not
+	// the status, tells the control plane the node is alive.
+	DefaultNodeStatusReportFrequency = 5 * time.Minute
 	// LeaseDurationSeconds is the node Lease's duration: the node
 	// lifecycle controller reads a Lease not renewed for this long as a
 	// node gone silent.
@@ -116,10 +120,17 @@ type Options struct {
 	// HeartbeatInterval is how often the node Lease is renewed;
 	// 0 is DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration
-	// StatusUpdateInterval is how often the node status is written (its
-	// conditions' lastHeartbeatTime moves); 0 is
+	// StatusUpdateInterval is how often the node status is computed
+	// (kubelet's nodeStatusUpdateFrequency); it is written when it
+	// changed, or when NodeStatusReportFrequency has passed since the last
+	// write (its conditions' lastHeartbeatTime moves then). 0 is
 	// DefaultStatusUpdateInterval.
 	StatusUpdateInterval time.Duration
+	// NodeStatusReportFrequency is how often an unchanged node status is
+	// written all the same (kubelet's nodeStatusReportFrequency). 0 is,
+	// as kube's kubelet defaults it, StatusUpdateInterval if that was
+	// given, else DefaultNodeStatusReportFrequency.
+	NodeStatusReportFrequency time.Duration
 	// PodCIDR is where pod IPs come from until the Node's spec.podCIDR is
 	// set (by the node IPAM controller); "" is 10.88.<n>.0/24, n being
 	// the number the node name ends with (or a hash of the name).
@@ -182,8 +193,10 @@ type Kubelet struct {
 	// /metrics/resource.
 	usage *usageMeter
 
-	// lease is the Lease as last written; the heartbeat goroutine's own.
-	lease *coordinationv1.Lease
+	// lease is the Lease as last written, and lastStatusReport when the
+	// node status was last written; the heartbeat goroutine's own.
+	lease            *coordinationv1.Lease
+	lastStatusReport time.Time
 
 	// mu guards memos, logged and ips.
 	mu sync.Mutex
@@ -253,6 +266,14 @@ func New(opts Options) (*Kubelet, error) {
 	if opts.HeartbeatInterval <= 0 {
 		opts.HeartbeatInterval = DefaultHeartbeatInterval
 	}
+	if opts.NodeStatusReportFrequency <= 0 {
+		// For backward compatibility kube's kubelet reports as often as
+		// it updates when only the update frequency is set.
+		opts.NodeStatusReportFrequency = DefaultNodeStatusReportFrequency
+		if opts.StatusUpdateInterval > 0 {
+			opts.NodeStatusReportFrequency = opts.StatusUpdateInterval
+		}
+	}
 	if opts.StatusUpdateInterval <= 0 {
 		opts.StatusUpdateInterval = DefaultStatusUpdateInterval
 	}
@@ -295,7 +316,7 @@ func New(opts Options) (*Kubelet, error) {
 		queue: workqueue.New[string]("kubelet-"+opts.NodeName, workqueue.Options{Clock: opts.Clock}),
 	}
 	if k.informers == nil {
-		k.informers = informer.NewSharedInformerFactory(opts.Client, informer.FactoryOptions{Logger: opts.Logger})
+		k.informers = informer.NewSharedInformerFactory(opts.Client, informer.FactoryOptions{Logger: opts.Logger, Transform: informer.StripManagedFields})
 		k.ownFactory = true
 	}
 	onNode := fields.OneTermEqualSelector("spec.nodeName", k.name).String()

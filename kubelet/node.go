@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -139,10 +140,12 @@ func nodeReady(node *corev1.Node) bool {
 	return false
 }
 
-// heartbeat renews the Lease every HeartbeatInterval and writes the node
-// status every StatusUpdateInterval, both at once to begin with and after
-// a pause, until ctx is done. While the Node carries the heartbeat
-// annotation "stop", it writes nothing.
+// heartbeat renews the Lease every HeartbeatInterval and looks at the node
+// status every StatusUpdateInterval, writing it when it changed or when
+// NodeStatusReportFrequency has passed since it was last written; both are
+// written at once to begin with and after a pause, until ctx is done.
+// While the Node carries the heartbeat annotation "stop", it writes
+// nothing.
 func (k *Kubelet) heartbeat(ctx context.Context) {
 	paused := false
 	beat := func(lease, status bool) {
@@ -153,9 +156,10 @@ func (k *Kubelet) heartbeat(ctx context.Context) {
 			paused = true
 			return
 		}
+		force := false
 		if paused {
 			k.log.Info(fmt.Sprintf("annotation %s removed → heartbeat resumed", AnnotationHeartbeat), slog.String("object", k.name))
-			paused, lease, status = false, true, true
+			paused, lease, status, force = false, true, true, true
 		}
 		if lease {
 			// A beat that the kubelet's stop interrupted failed for no
@@ -165,7 +169,7 @@ func (k *Kubelet) heartbeat(ctx context.Context) {
 			}
 		}
 		if status {
-			if err := k.updateNodeStatus(ctx); err != nil && ctx.Err() == nil {
+			if err := k.updateNodeStatus(ctx, force); err != nil && ctx.Err() == nil {
 				k.log.Error("update node status failed", slog.String("object", k.name), slog.Any("err", err))
 			}
 		}
@@ -261,18 +265,30 @@ func (k *Kubelet) renewed(lease *coordinationv1.Lease) *coordinationv1.Lease {
 	return l
 }
 
-// updateNodeStatus writes the node status with fresh heartbeat times,
-// reading the Node again when the cache was behind.
-func (k *Kubelet) updateNodeStatus(ctx context.Context) error {
+// updateNodeStatus computes the node status and writes it, with fresh
+// heartbeat times, when it differs from the Node's (heartbeat times
+// aside), when NodeStatusReportFrequency has passed since the last write,
+// when it has not been written yet, or when force says so: kube's
+// kubelet's tryUpdateNodeStatus. The Lease says the node is alive; the
+// status is written for what it says. It reads the Node again when the
+// cache was behind.
+func (k *Kubelet) updateNodeStatus(ctx context.Context, force bool) error {
 	node, err := k.nodeLister.Get("", k.name)
 	for attempt := 1; ; attempt++ {
 		if err != nil {
 			return fmt.Errorf("get node: %w", err)
 		}
+		now := k.clock.Now()
+		st := k.nodeStatus(node, metav1.NewTime(now))
+		due := force || k.lastStatusReport.IsZero() || !now.Before(k.lastStatusReport.Add(k.opts.NodeStatusReportFrequency))
+		if !due && !nodeStatusChanged(&node.Status, &st) {
+			return nil
+		}
 		cp := node.DeepCopy()
-		cp.Status = k.nodeStatus(node, metav1.NewTime(k.clock.Now()))
+		cp.Status = st
 		_, err = k.nodes.UpdateStatus(ctx, cp)
 		if err == nil {
+			k.lastStatusReport = now
 			if !nodeReady(node) {
 				k.log.Info("node Ready", slog.String("object", k.name), slog.String("to", "Ready"))
 				k.recorder.Eventf(node, corev1.EventTypeNormal, "NodeReady", "Node %s status is now: NodeReady", k.name)
@@ -284,6 +300,19 @@ func (k *Kubelet) updateNodeStatus(ctx context.Context) error {
 		}
 		node, err = k.nodes.Get(ctx, "", k.name)
 	}
+}
+
+// nodeStatusChanged reports whether cur differs from old in anything but
+// its conditions' lastHeartbeatTime, which moves with every computation.
+func nodeStatusChanged(old, cur *corev1.NodeStatus) bool {
+	strip := func(st *corev1.NodeStatus) *corev1.NodeStatus {
+		cp := st.DeepCopy()
+		for i := range cp.Conditions {
+			cp.Conditions[i].LastHeartbeatTime = metav1.Time{}
+		}
+		return cp
+	}
+	return !apiequality.Semantic.DeepEqual(strip(old), strip(cur))
 }
 
 // nodeNumber is a small number naming a node in its default simulated

@@ -38,6 +38,7 @@ type clusterFlags struct {
 	nodes             int
 	heartbeatInterval time.Duration
 	statusInterval    time.Duration
+	reportFrequency   time.Duration
 	// kubeletPort is where each kubelet serves /containerLogs on its node
 	// address: 0 (any free port) in up, --port alone.
 	kubeletPort int
@@ -74,17 +75,31 @@ func (f *clusterFlags) bind(fs *pflag.FlagSet) {
 
 func (f *clusterFlags) bindKubelet(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.heartbeatInterval, "node-lease-renew-interval", kubelet.DefaultHeartbeatInterval, "how often each simulated kubelet renews its node Lease")
-	fs.DurationVar(&f.statusInterval, "node-status-update-frequency", kubelet.DefaultStatusUpdateInterval, "how often each simulated kubelet posts node status")
+	fs.DurationVar(&f.statusInterval, "node-status-update-frequency", kubelet.DefaultStatusUpdateInterval, "how often each simulated kubelet computes its node status, and posts it if it changed")
+	fs.DurationVar(&f.reportFrequency, "node-status-report-frequency", kubelet.DefaultNodeStatusReportFrequency, "how often each simulated kubelet posts its node status when nothing in it changed (the Lease tells that the node is alive); given --node-status-update-frequency alone, that, as kube's kubelet defaults it")
+}
+
+// kubeletDefaults is kube's kubelet's defaulting of the report frequency:
+// a user who set only --node-status-update-frequency gets the status
+// posted that often, changed or not, as before the report frequency was.
+func (f *clusterFlags) kubeletDefaults(set map[string]bool) {
+	if set["node-status-update-frequency"] && !set["node-status-report-frequency"] {
+		f.reportFrequency = f.statusInterval
+	}
 }
 
 // fastKubelet is --fast for the simulated kubelets: heartbeats every
-// second, and a restart back-off of 1s doubling to 10s.
+// second, an unchanged status posted every 30s, and a restart back-off of
+// 1s doubling to 10s.
 func (f *clusterFlags) fastKubelet(set map[string]bool) {
 	if !set["node-lease-renew-interval"] {
 		f.heartbeatInterval = time.Second
 	}
 	if !set["node-status-update-frequency"] {
 		f.statusInterval = time.Second
+		if !set["node-status-report-frequency"] {
+			f.reportFrequency = 30 * time.Second
+		}
 	}
 	f.backOffBase, f.maxBackOff = time.Second, 10*time.Second
 	f.volumeMountTimeout = 10 * time.Second
@@ -215,7 +230,7 @@ func runCluster(ctx context.Context, connect connector, cf clusterFlags, cmListe
 
 func runScheduler(ctx context.Context, rc *client.RESTClient, log *slog.Logger, trace informer.TraceFunc, traceActive func() bool, bindTimeout time.Duration) error {
 	log = log.With("component", "scheduler")
-	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{Logger: log, Trace: trace, TraceActive: traceActive})
+	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{Logger: log, Trace: trace, TraceActive: traceActive, Transform: informer.StripManagedFields})
 	defer factory.Shutdown()
 	rec := record.NewRecorder(rc, record.Options{Component: "default-scheduler", Logger: log})
 	s, err := scheduler.New(scheduler.Options{Client: rc, Informers: factory, Recorder: rec, Logger: log, BindTimeout: bindTimeout})
@@ -250,8 +265,9 @@ func runKubelet(ctx context.Context, rc *client.RESTClient, name string, cf clus
 	opts := kubelet.Options{
 		Client: rc, NodeName: name, Recorder: rec, Logger: log,
 		HeartbeatInterval: cf.heartbeatInterval, StatusUpdateInterval: cf.statusInterval,
-		Port:        cf.kubeletPort,
-		BackOffBase: cf.backOffBase, MaxBackOff: cf.maxBackOff, VolumeMountTimeout: cf.volumeMountTimeout,
+		NodeStatusReportFrequency: cf.reportFrequency,
+		Port:                      cf.kubeletPort,
+		BackOffBase:               cf.backOffBase, MaxBackOff: cf.maxBackOff, VolumeMountTimeout: cf.volumeMountTimeout,
 	}
 	for _, f := range adjust {
 		f(&opts)
@@ -404,6 +420,7 @@ func runKubeletCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *name == "" {
 		return fmt.Errorf("--name is required")
 	}
+	cf.kubeletDefaults(setFlags(fs))
 	if *fast {
 		cf.fastKubelet(setFlags(fs))
 	}

@@ -129,6 +129,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
 	}
+	cf.kubeletDefaults(setFlags(fs))
 	cf.applyFast(fs)
 	cf.set = setFlags(fs)
 	if cf.nodes < 0 {

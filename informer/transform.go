@@ -1,0 +1,30 @@
+package informer
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+)
+
+// TransformFunc rewrites an object before an informer keeps it: what it
+// returns is what the DeltaFIFO queues, the cache stores and handlers are
+// given. It is client-go's TransformFunc, for the same use: a component
+// that never reads some fields (managedFields above all, often a third of
+// an object's size) drops them, and every cached copy is that much
+// smaller for as long as it is cached.
+//
+// A transform is called once per object version the informer receives,
+// on an object decoded for this informer alone, so it may change the
+// object in place. It is not called on the tombstones of a relist
+// (DeletedFinalStateUnknown), nor on resyncs: those carry objects it has
+// already seen. An error drops the event, as an undecodable one would be.
+type TransformFunc func(obj any) (any, error)
+
+// StripManagedFields is a TransformFunc that drops metadata.managedFields.
+// Controllers, schedulers and kubelets read objects, not who set which
+// field; a write from a stripped copy keeps the server's managedFields,
+// since an update that sends none leaves them as they are.
+func StripManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
