@@ -187,12 +187,12 @@ export class Informer {
           throw new Error(`watch error ${ev.object?.code}: ${ev.object?.message}`);
         }
         this.rv = ev.object.metadata.resourceVersion;
-        if (ev.type === 'BOOKMARK') continue;
         let obj = ev.object;
-        if (obj.kind === 'Table') { // one row; the columns come with the stream's first event
-          if (obj.columnDefinitions) this.columns = obj.columnDefinitions;
-          obj = rows(obj, this.columns)[0];
-        }
+        // A Table of one row; the columns come with the stream's first
+        // event, which may be a bookmark (a Table without rows).
+        if (obj.kind === 'Table' && obj.columnDefinitions) this.columns = obj.columnDefinitions;
+        if (ev.type === 'BOOKMARK') continue;
+        if (obj.kind === 'Table') obj = rows(obj, this.columns)[0];
         later(() => {
           const t0 = performance.now();
           this.handlers.event(ev.type, obj);
