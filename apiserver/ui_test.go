@@ -50,6 +50,6 @@ func TestUIAuthorization(t *testing.T) {
 	e.as(t, "alice", http.MethodGet, "/ui/", nil).want(t, http.StatusOK)
 	e.as(t, "alice", http.MethodGet, "/ui/app.js", nil).want(t, http.StatusOK)
 	e.as(t, "", http.MethodGet, "/ui/", nil).wantStatus(t, http.StatusForbidden, metav1.StatusReasonForbidden)
-	// The page's first list is alice's to be allowed, and she is not.
-	e.as(t, "alice", http.MethodGet, "/api/v1/pods?limit=500", nil).wantStatus(t, http.StatusForbidden, metav1.StatusReasonForbidden)
+	// The page's first list (resourceVersion=0, from the watch cache) is alice's to be allowed, and she is not.
+	e.as(t, "alice", http.MethodGet, "/api/v1/pods?limit=500&resourceVersion=0", nil).wantStatus(t, http.StatusForbidden, metav1.StatusReasonForbidden)
 }

@@ -221,6 +221,26 @@ func TestUI(t *testing.T) {
 		t.Errorf("node-1's column shows %q, want its pod CIDR and zone", facts)
 	}
 
+	// Pods that ran to completion: the page keeps pods as kubectl's table
+	// rows, whose Completed condition names the phase, and whose STATUS
+	// (Completed, Error) is the card's tooltip.
+	for name, code := range map[string]string{"done": "0", "broke": "1"} {
+		if code, out := c.do("POST", "/api/v1/namespaces/default/pods", "application/json", fmt.Sprintf(
+			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"annotations":{"sim.minictl.io/exit-code":%q}},
+			  "spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"}]}}`, name, code)); code != http.StatusCreated {
+			t.Fatalf("create pod %s: %d %v", name, code, out)
+		}
+	}
+	p.waitFor("the pod that exited 0 Succeeded (Completed), the one that exited 1 Failed (Error), neither ready",
+		`(([d, b]) => d?.dataset.phase === 'Succeeded' && /\nCompleted, not ready/.test(d.title) &&
+		  b?.dataset.phase === 'Failed' && /\nError, not ready/.test(b.title))(
+		  ['default/done', 'default/broke'].map(k => document.querySelector('.pod[data-key="' + k + '"]')))`)
+	for name, phase := range map[string]string{"done": "Succeeded", "broke": "Failed"} {
+		if code, pod := c.do("GET", "/api/v1/namespaces/default/pods/"+name, "", ""); code != http.StatusOK || field(pod, "status", "phase") != phase {
+			t.Errorf("pod %s: %d, phase %v in the API, %s on the page", name, code, field(pod, "status", "phase"), phase)
+		}
+	}
+
 	// A Deployment created through the API: its pods appear on the page
 	// as Running cards no later than 2s after the API has them running.
 	if code, out := c.do("POST", "/apis/apps/v1/namespaces/default/deployments", "application/json",
@@ -406,8 +426,20 @@ func TestUIPerformance(t *testing.T) {
 	first := eval[struct{ FirstRender, PodsListed, PodsDrawn float64 }](p, `({
 	  FirstRender: performance.getEntriesByName('ui:first-render')[0].startTime,
 	  PodsListed: window.minictl.stats.listed.pods, PodsDrawn: window.minictl.stats.replaced.pods})`)
-	t.Logf("first render %.0f ms after navigation start; of it, listing the %d pods (4 pages of 500) took %.0f ms, drawing them %.0f ms",
+	t.Logf("first render %.0f ms after navigation start; of it, listing the %d pods took %.0f ms, drawing them %.0f ms",
 		first.FirstRender, pods, first.PodsListed, first.PodsDrawn)
+	// Each list request as the browser's Resource Timing saw it: when it
+	// was sent, how long until the first byte and the last, and its size.
+	lists := eval[[]struct {
+		Name                   string
+		Start, FirstByte, Last float64
+		Size                   float64
+	}](p, `performance.getEntriesByType('resource').filter(e => /\/(pods|nodes)\?/.test(e.name) && !/watch=/.test(e.name)).map(e => ({
+	  Name: e.name.replace(/^https?:\/\/[^/]+/, ''), Start: e.startTime, FirstByte: e.responseStart - e.startTime,
+	  Last: e.responseEnd - e.startTime, Size: e.encodedBodySize}))`)
+	for _, l := range lists {
+		t.Logf("  %s: sent at %.0f ms, first byte after %.0f ms, last after %.0f ms, %.0f KB", l.Name, l.Start, l.FirstByte, l.Last, l.Size/1024)
+	}
 	p.screenshot("2000-pods")
 
 	// Watch events: a label on every pod, and the page applies each.

@@ -83,14 +83,13 @@ export class ClusterView {
       c = { el };
       this.cards.set(key, c);
     }
-    const { phase, ready, terminating } = podState(pod);
+    const { phase, ready, terminating, status, ip } = podState(pod, c.el.dataset.phase);
     c.el.dataset.phase = phase;
     c.el.dataset.ready = ready;
     c.el.classList.toggle('terminating', terminating);
-    c.el.title = `${key}\n${phase}${ready === 'true' ? ', Ready' : ', not ready'}${terminating ? ', terminating' : ''}` +
-      (pod.status?.podIP ? `\nIP ${pod.status.podIP}` : '');
+    c.el.title = `${key}\n${status}${ready === 'true' ? ', Ready' : ', not ready'}` + (ip ? `\nIP ${ip}` : '');
     c.el.textContent = shortName(pod);
-    const groupKey = `${pod.spec?.nodeName ?? ''}|${ownerKey(pod)}`;
+    const groupKey = `${podNode(pod)}|${ownerKey(pod)}`;
     if (c.group?.key !== groupKey) {
       if (c.group) this.leave(c.group);
       c.group = this.group(groupKey, pod);
@@ -168,13 +167,55 @@ export function nodeReady(node) {
   }
 }
 
-export function podState(pod) {
-  const ready = (pod.status?.conditions ?? []).find(c => c.type === 'Ready')?.status === 'True';
+// podState is how a pod's card looks: its phase, whether it is Ready,
+// terminating, kubectl's STATUS and its IP. The page keeps pods as table
+// rows (api.js), the columns `kubectl get pods -o wide` prints; a whole
+// pod (from a GET) works too.
+export function podState(pod, was = '') {
+  const terminating = !!pod.metadata.deletionTimestamp;
+  if (!pod.cells) {
+    const ready = (pod.status?.conditions ?? []).find(c => c.type === 'Ready')?.status === 'True';
+    const phase = pod.status?.phase ?? 'Pending';
+    return { phase, ready: String(ready), terminating, status: terminating ? 'Terminating' : phase, ip: pod.status?.podIP ?? '' };
+  }
+  const c = pod.cells;
+  // READY counts the containers that are ready, and the pod's Ready
+  // condition is theirs and its readiness gates'.
+  const [n, of] = String(c.Ready).split('/').map(Number);
+  const gates = c['Readiness Gates'] ?? '<none>';
+  const gatesOK = gates === '<none>' || gates.split('/')[0] === gates.split('/')[1];
   return {
-    phase: pod.status?.phase ?? 'Pending',
-    ready: String(ready),
-    terminating: !!pod.metadata.deletionTimestamp,
+    phase: rowPhase(pod, was),
+    ready: String(of > 0 && n === of && gatesOK),
+    terminating,
+    status: c.Status,
+    ip: c.IP && c.IP !== '<none>' ? c.IP : '',
   };
+}
+
+// Waiting reasons of a pod whose containers have not started yet.
+const waiting = new Set(['Pending', 'ContainerCreating', 'PodInitializing', 'SchedulingGated', 'ErrImagePull',
+  'ImagePullBackOff', 'InvalidImageName', 'CreateContainerConfigError', 'CreateContainerError']);
+
+// rowPhase reads the phase back from a pod's row: a finished pod's row
+// says Completed with the phase as its reason; STATUS is the phase, a
+// waiting reason before the containers start (Pending) or a container's
+// reason once they have (Running: CrashLoopBackOff, Error...). A
+// terminating pod keeps the phase its card had.
+function rowPhase(pod, was) {
+  const done = pod.conditions.find(c => c.type === 'Completed' && c.status === 'True');
+  if (done) return done.reason;
+  const s = pod.cells.Status;
+  if (s === 'Running' || s === 'Unknown') return s;
+  if (waiting.has(s) || s.startsWith('Init:')) return 'Pending';
+  if (s === 'Terminating') return was || 'Running';
+  return 'Running';
+}
+
+// podNode is the node a pod is bound to, or '' before it is scheduled.
+export function podNode(pod) {
+  const n = pod.cells ? pod.cells.Node : pod.spec?.nodeName;
+  return n && n !== '<none>' ? n : '';
 }
 
 export function controllerOf(obj) {

@@ -44,7 +44,7 @@ export class ObjectPanel {
     let obj = await this.lookup(kind, key);
     if (!obj) { // the timeline names objects, not kinds: try what the page watches
       for (const [k, m] of Object.entries(this.caches)) {
-        if (m.has(key)) { kind = k; obj = m.get(key); break; }
+        if (m.has(key)) { kind = k; obj = await this.lookup(k, key) ?? m.get(key); break; }
       }
     }
     this.close();
@@ -67,9 +67,11 @@ export class ObjectPanel {
     document.getElementById('object-path').innerHTML = '<p class="hint">waiting for its next change: poke it</p>';
   }
 
+  // lookup is the object from the page's cache if it is kept whole there
+  // (nodes), else from the API: pods are kept as table rows, metadata only.
   async lookup(kind, key) {
     const cached = this.caches[kind]?.get(key);
-    if (cached) return cached;
+    if (cached && !cached.cells) return cached;
     const path = pathOf(kind, key);
     if (!path) return null;
     const { status, body } = await request('GET', path);
@@ -79,7 +81,9 @@ export class ObjectPanel {
   // changed is called by the informers: the open object is redrawn when
   // it changes.
   changed(kind, obj) {
-    if (kind === this.kind && keyOf(obj) === this.key) this.render(obj);
+    if (kind !== this.kind || keyOf(obj) !== this.key) return;
+    if (obj.cells) this.refresh(); // a row: read the whole object
+    else this.render(obj);
   }
 
   // refresh reads the open object again, after a button changed it.

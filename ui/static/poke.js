@@ -2,6 +2,7 @@
 // API, and the page lists each request they send (method, path, body).
 import { request, keyOf } from './api.js';
 import { pathOf } from './object.js';
+import { podNode } from './cluster.js';
 
 const merge = 'application/merge-patch+json';
 const heartbeat = 'sim.minictl.io/heartbeat';
@@ -32,7 +33,7 @@ export const actions = {
   drain: async (node, pods) => {
     await actions.cordon(node, true);
     for (const pod of pods.values()) {
-      if (pod.spec?.nodeName !== node.metadata.name || pod.metadata.deletionTimestamp) continue;
+      if (podNode(pod) !== node.metadata.name || pod.metadata.deletionTimestamp) continue;
       if ((pod.metadata.ownerReferences ?? []).some(r => r.controller && r.kind === 'DaemonSet')) continue;
       await request('POST', pathOf('Pod', keyOf(pod)) + '/eviction', {
         apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: pod.metadata.name, namespace: pod.metadata.namespace },
