@@ -21,6 +21,16 @@ var indexedFields = map[schema.GroupResource]string{
 	{Resource: "configmaps"}: "metadata.name",
 }
 
+// indexedWatcherBuffer bounds the buffer of a watcher kept by a value
+// other than "". It sees only the events of its value (a node's pods), so
+// a few events in flight are all it needs, and thousands of such watchers
+// (one per node) would otherwise hold a full buffer each. kube-apiserver
+// gives them 10; this cache, which closes a full watcher at once instead
+// of waiting for it a little, keeps more. The watchers of "" (a
+// scheduler's, of the pods no node has) see every new pod: they keep the
+// full buffer.
+const indexedWatcherBuffer = 100
+
 // watcherSet holds a cache's watchers so that an event is matched only
 // against those that can want it, as kube-apiserver's cacher keeps them:
 //
@@ -79,6 +89,15 @@ func (s *watcherSet) place(w *cacheWatcher) {
 	if name, ok := f.field.RequiresExactMatch("metadata.name"); ok {
 		w.scope.name = name
 	}
+}
+
+// bufferFor is how many events w, placed, may have waiting before it is
+// closed as too slow, when a watcher may have buffer.
+func bufferFor(w *cacheWatcher, buffer int) int {
+	if w.indexed && w.value != "" {
+		return min(buffer, indexedWatcherBuffer)
+	}
+	return buffer
 }
 
 // add keeps w, placed, in the set.

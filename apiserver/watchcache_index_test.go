@@ -94,6 +94,19 @@ func TestWatchCacheNodeWatchers(t *testing.T) {
 		return p.Namespace == "team-a" && p.Spec.NodeName == "node-0005" && p.Status.Phase == corev1.PodRunning
 	})
 
+	// A node's watcher buffers few events, as it sees only its node's
+	// pods; the others, and the watcher of every unbound pod, keep the
+	// full buffer.
+	for _, w := range watchers {
+		want := defaultWatcherBuffer
+		if strings.HasPrefix(w.name, "node-") || w.name == "web pods on node-0003" || w.name == "team-a pods on node-0005" {
+			want = indexedWatcherBuffer
+		}
+		if got := cap(w.w.ch); got != want {
+			t.Errorf("%s: buffers %d events, want %d", w.name, got, want)
+		}
+	}
+
 	// write changes one pod in etcd and records, for every watcher, the
 	// event its selector makes of it.
 	current := map[string]*corev1.Pod{}

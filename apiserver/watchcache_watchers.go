@@ -192,7 +192,7 @@ func (c *watchCache) watch(ctx context.Context, from int64, initial bool, f filt
 	}
 	w := &cacheWatcher{filter: f, bookmarks: bookmarks, jsonLines: jsonLines}
 	c.watchers.place(w)
-	w.ch = make(chan watchItem, c.buffer)
+	w.ch = make(chan watchItem, bufferFor(w, c.buffer))
 	c.watchers.add(w)
 	c.metrics.watchers.WithLabelValues(c.res.Plural).Inc()
 	return items, c.rv, w, nil
