@@ -92,7 +92,7 @@ func (s *watcherSet) place(w *cacheWatcher) {
 }
 
 // bufferFor is how many events w, placed, may have waiting before it is
-// closed as too slow, when a watcher may have buffer.
+// closed as too slow, in a cache whose watchers buffer up to buffer.
 func bufferFor(w *cacheWatcher, buffer int) int {
 	if w.indexed && w.value != "" {
 		return min(buffer, indexedWatcherBuffer)
