@@ -36,7 +36,10 @@
 //     of every object and a window of recent events (the Cacher); a
 //     custom resource's versions share it, each through a cacheView
 //     (watchcache_view.go);
-//     watchcache_watchers.go fans each event out to every HTTP watcher;
+//     watchcache_watchers.go fans each event out to the HTTP watchers
+//     that can want it, which watchcache_index.go finds by namespace, name
+//     and, as kube indexes them, a pod's node or the name of a node,
+//     secret or config map;
 //     watchcache_offer.go takes, from a write, the object it stores, so its
 //     event costs no decoding; watchcache_fresh.go waits until the cache
 //     has caught up with a revision, which makes a list from the cache as

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minictl/minictl/apiserver"
 	"github.com/minictl/minictl/internal/testenv"
@@ -200,4 +202,60 @@ func TestStalledWatcher(t *testing.T) {
 	}
 	t.Logf("the stalled watcher got %d of %d events before it was cut off", got, events)
 	healthy(t, env)
+}
+
+// TestNodeWatchersOverHTTP: each kubelet's watch of its own pods
+// (fieldSelector=spec.nodeName=<node>) sees a pod when a binding puts it
+// on its node and when it is deleted, and nothing of the other nodes'
+// pods; the scheduler's watch of unbound pods (spec.nodeName=) sees a pod
+// arrive when it is created and leave when it is bound.
+func TestNodeWatchersOverHTTP(t *testing.T) {
+	const nodes, busy, pods = 50, 10, 20
+	env := testenv.Start(t)
+	from := get[corev1.PodList](t, env, podPath("default", "")).ResourceVersion
+	watchPods := func(selector string) *stream {
+		return watch(t, env, "/api/v1/pods?watch=true&resourceVersion="+from+"&fieldSelector="+url.QueryEscape(selector))
+	}
+	kubelets := make([]*stream, nodes)
+	for i := range kubelets {
+		kubelets[i] = watchPods(fmt.Sprintf("spec.nodeName=node-%02d", i))
+	}
+	unbound := watchPods("spec.nodeName=")
+
+	binding := func(node string) *corev1.Binding {
+		return &corev1.Binding{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Binding"},
+			Target:   corev1.ObjectReference{Kind: "Node", Name: node},
+		}
+	}
+	var unboundWant []string
+	for i := range pods {
+		name := fmt.Sprintf("p-%02d", i)
+		create[corev1.Pod](t, env, podPath("default", ""), pod(name, "", nil))
+		do(t, env, http.MethodPost, podPath("default", name)+"/binding", jsonType, binding(fmt.Sprintf("node-%02d", i%busy))).want(t, http.StatusCreated)
+		unboundWant = append(unboundWant, "ADDED "+name, "DELETED "+name)
+	}
+	for i := range pods {
+		do(t, env, http.MethodDelete, podPath("default", fmt.Sprintf("p-%02d", i))+"?gracePeriodSeconds=0", "", nil).want(t, http.StatusOK)
+	}
+	// A last pod on every node: a node's watcher must see it next, so
+	// nothing else came before.
+	for i := range nodes {
+		create[corev1.Pod](t, env, podPath("default", ""), pod(fmt.Sprintf("last-%02d", i), fmt.Sprintf("node-%02d", i), nil))
+	}
+
+	unbound.expect(t, unboundWant...)
+	for i, s := range kubelets {
+		var want []string
+		if i < busy {
+			for j := i; j < pods; j += busy {
+				want = append(want, fmt.Sprintf("ADDED p-%02d", j))
+			}
+			for j := i; j < pods; j += busy {
+				want = append(want, fmt.Sprintf("DELETED p-%02d", j))
+			}
+		}
+		want = append(want, fmt.Sprintf("ADDED last-%02d", i))
+		s.expect(t, want...)
+	}
 }

@@ -103,7 +103,7 @@ type watchCache struct {
 	lost     int64                    // the highest revision of a lost history
 	ready    bool
 	changed  chan struct{} // closed and replaced whenever rv moves
-	watchers map[*cacheWatcher]struct{}
+	watchers watcherSet    // found by what they select (watchcache_index.go)
 
 	// offered holds, by key, the object this server is writing there and
 	// its stored bytes (see offer): the last offer for the key that no
@@ -172,7 +172,7 @@ func newWatchCache(res *api.Resource, st Storage, opts watchCacheOptions) *watch
 		objects:     map[string]*cachedObject{},
 		history:     make([]*cachedEvent, capacity),
 		changed:     make(chan struct{}),
-		watchers:    map[*cacheWatcher]struct{}{},
+		watchers:    newWatcherSet(res, 1+len(opts.versions)),
 		offered:     map[string]*offered{},
 		failed:      map[*cachedObject]struct{}{},
 	}

@@ -167,7 +167,8 @@ func BenchmarkWatchCacheFanOut(b *testing.B) {
 			done := make(chan struct{})
 			for range watchers {
 				w := &cacheWatcher{filter: *f, jsonLines: true, ch: make(chan watchItem, c.buffer)}
-				c.watchers[w] = struct{}{}
+				c.watchers.place(w)
+				c.watchers.add(w)
 				go func() {
 					for range w.ch {
 					}

@@ -76,6 +76,13 @@ type cacheWatcher struct {
 	// err, when set, is why the watcher was stopped, for its client: set
 	// before ch is closed, read after.
 	err *apierrors.StatusError
+
+	// Where the cache keeps it (watcherSet.place): under value, the value
+	// its field selector pins the resource's indexed field to, when
+	// indexed; else under scope.
+	indexed bool
+	value   string
+	scope   watcherScope
 }
 
 // itemFor is e as w sees it, or false when w does not see it at all.
@@ -96,6 +103,8 @@ func (c *watchCache) itemFor(f *filter, e *cachedEvent) (watchItem, bool) {
 	return watchItem{}, false
 }
 
+// dispatchLocked hands e to every watcher that sees it; only the watchers
+// the set finds for e are asked (watcherSet.candidates).
 func (c *watchCache) dispatchLocked(e *cachedEvent) {
 	// Each form an event takes (ADDED, MODIFIED, DELETED, of this object or
 	// of its previous state) is rendered once, for every watcher.
@@ -104,7 +113,7 @@ func (c *watchCache) dispatchLocked(e *cachedEvent) {
 		obj *cachedObject
 	}
 	lines := map[form][]byte{}
-	for w := range c.watchers {
+	for w := range c.watchers.candidates(e) {
 		item, ok := c.itemFor(&w.filter, e)
 		if !ok {
 			continue
@@ -131,7 +140,7 @@ func (c *watchCache) dispatchLocked(e *cachedEvent) {
 func (c *watchCache) bookmark() {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	for w := range c.watchers {
+	for w := range c.watchers.all {
 		if !w.bookmarks {
 			continue
 		}
@@ -181,8 +190,10 @@ func (c *watchCache) watch(ctx context.Context, from int64, initial bool, f filt
 			}
 		}
 	}
-	w := &cacheWatcher{filter: f, bookmarks: bookmarks, jsonLines: jsonLines, ch: make(chan watchItem, c.buffer)}
-	c.watchers[w] = struct{}{}
+	w := &cacheWatcher{filter: f, bookmarks: bookmarks, jsonLines: jsonLines}
+	c.watchers.place(w)
+	w.ch = make(chan watchItem, bufferFor(w, c.buffer))
+	c.watchers.add(w)
 	c.metrics.watchers.WithLabelValues(c.res.Plural).Inc()
 	return items, c.rv, w, nil
 }
@@ -198,7 +209,7 @@ func (c *watchCache) stopLocked(w *cacheWatcher) {
 		return
 	}
 	w.stopped = true
-	delete(c.watchers, w)
+	c.watchers.remove(w)
 	close(w.ch)
 	c.metrics.watchers.WithLabelValues(c.res.Plural).Dec()
 }
@@ -206,7 +217,7 @@ func (c *watchCache) stopLocked(w *cacheWatcher) {
 // stopWatchersLocked stops every watcher; with err, each tells its client
 // err before its stream ends.
 func (c *watchCache) stopWatchersLocked(err *apierrors.StatusError) {
-	for w := range c.watchers {
+	for w := range c.watchers.all {
 		w.err = err
 		c.stopLocked(w)
 	}
