@@ -42,7 +42,7 @@ func (c *watchCache) contentRV() int64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.count > 0 {
-		return c.history[(c.start+c.count-1)%c.capacity].rv
+		return c.eventAt(c.count - 1).rv
 	}
 	return c.oldest
 }

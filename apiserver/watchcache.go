@@ -64,8 +64,10 @@ type watchCache struct {
 	log      *slog.Logger
 	metrics  *metrics
 	clock    clock.Clock
-	capacity int // events kept in the window
-	buffer   int // events buffered per watcher
+	capacity int           // most events kept in the window
+	maxBytes int64         // most JSON bytes of the window's events
+	window   time.Duration // how long events are kept (watchcache_window.go)
+	buffer   int           // events buffered per watcher
 	// historyLost is watchCacheOptions.historyLost, never nil.
 	historyLost func()
 
@@ -81,8 +83,10 @@ type watchCache struct {
 	//
 	// Invariants, whenever mu is free:
 	//   - objects holds every key's state at rv.
-	//   - history[(start+i)%capacity], for i < count, are the window's
-	//     events in revision order, all at or below rv; count <= capacity.
+	//   - eventAt(i), for i < count, are the window's events in revision
+	//     order, all at or below rv; count <= capacity, and bytes is the
+	//     sum of their sizes (see watchcache_window.go for what bounds
+	//     them).
 	//   - oldest <= rv, and every event after oldest up to rv is in the
 	//     window: a watch from any revision >= oldest misses nothing.
 	//   - changed is closed and replaced whenever rv moves, so that a
@@ -95,9 +99,10 @@ type watchCache struct {
 	//     closed channel.
 	mu       sync.RWMutex
 	objects  map[string]*cachedObject // by key; the state at rv
-	history  []*cachedEvent           // ring buffer of the last len(history) events
+	history  []*cachedEvent           // ring buffer of the window's events; grows up to capacity
 	start    int                      // index of the oldest event in history
 	count    int                      // events in history
+	bytes    int64                    // the sum of the window's events' sizes
 	rv       int64                    // every change up to rv is reflected
 	oldest   int64                    // a watch can start after any revision >= oldest
 	lost     int64                    // the highest revision of a lost history
@@ -120,9 +125,13 @@ type watchCache struct {
 
 // watchCacheOptions configure a watchCache; a zero field takes its default.
 type watchCacheOptions struct {
-	// capacity is the number of events kept for watchers that resume
-	// (0: DefaultWatchCacheSize).
+	// capacity is the most events kept for watchers that resume
+	// (0: DefaultWatchCacheSize), maxBytes the most bytes of their JSON
+	// (0: DefaultWatchCacheMaxBytes), and window how long they are kept
+	// (0: DefaultWatchCacheWindow); see watchcache_window.go.
 	capacity int
+	maxBytes int64
+	window   time.Duration
 	// buffer is the number of events buffered per watcher before it is
 	// closed as too slow (0: defaultWatcherBuffer).
 	buffer int
@@ -168,9 +177,10 @@ func newWatchCache(res *api.Resource, st Storage, opts watchCacheOptions) *watch
 		store: st, prefix: registryPrefix(res),
 		log: log.With("resource", res.Plural), metrics: opts.metrics, clock: clock.Or(opts.clock),
 		capacity: capacity, buffer: cmp.Or(opts.buffer, defaultWatcherBuffer),
+		maxBytes:    cmp.Or(opts.maxBytes, DefaultWatchCacheMaxBytes),
+		window:      cmp.Or(opts.window, DefaultWatchCacheWindow),
 		historyLost: opts.historyLost,
 		objects:     map[string]*cachedObject{},
-		history:     make([]*cachedEvent, capacity),
 		changed:     make(chan struct{}),
 		watchers:    map[*cacheWatcher]struct{}{},
 		offered:     map[string]*offered{},
@@ -230,6 +240,9 @@ type cachedEvent struct {
 
 	prevAtRVOnce sync.Once
 	prevAtRV     *cachedObject // prev stamped with rv, for "left the selector"
+
+	at   time.Time // when the cache took it, on its clock
+	size int64     // obj.encodedSize(), counted in the window's bytes
 }
 
 // current returns the cached object under key, or nil when the cache has
@@ -342,8 +355,7 @@ func (c *watchCache) fill(ctx context.Context, historyLost bool) error {
 	c.offeredMu.Lock()
 	clear(c.offered)
 	c.offeredMu.Unlock()
-	c.start, c.count = 0, 0
-	clear(c.history)
+	c.resetWindowLocked()
 	c.oldest = rev
 	c.ready = true
 	c.setRVLocked(rev)
@@ -361,6 +373,8 @@ func (c *watchCache) follow(ctx context.Context, rev int64) error {
 	events := c.store.Watch(ctx, c.prefix, rev+1)
 	retry := c.newConversionRetry()
 	defer retry.stop()
+	expire := c.clock.NewTimer(windowCheckInterval)
+	defer func() { expire.Stop() }()
 	for {
 		var ev store.WatchEvent
 		select {
@@ -369,6 +383,10 @@ func (c *watchCache) follow(ctx context.Context, rev int64) error {
 				return ctx.Err()
 			}
 			ev = e
+		case <-expire.C():
+			c.trim()
+			expire = c.clock.NewTimer(windowCheckInterval)
+			continue
 		case <-retry.due():
 			c.retryConversions(ctx)
 			retry.done(len(c.failed) == 0)
@@ -512,18 +530,6 @@ func (c *watchCache) apply(e *cachedEvent) {
 	c.appendLocked(e)
 	c.setRVLocked(e.rv)
 	c.dispatchLocked(e)
-}
-
-// appendLocked adds e to the window, evicting the oldest event when full.
-func (c *watchCache) appendLocked(e *cachedEvent) {
-	if c.count == c.capacity {
-		evicted := c.history[c.start]
-		c.oldest = max(c.oldest, evicted.rv)
-		c.start = (c.start + 1) % c.capacity
-		c.count--
-	}
-	c.history[(c.start+c.count)%c.capacity] = e
-	c.count++
 }
 
 func (c *watchCache) setRVLocked(rv int64) {
