@@ -79,7 +79,7 @@ func (s *Server) rbacIndex() *rbac.Index {
 		built[i] = c.contentRV() // before the list: a change in between rebuilds again
 		items, _ := c.list(&filter{})
 		for _, it := range items {
-			switch o := it.obj.(type) {
+			switch o := it.object().(type) {
 			case *rbacv1.Role:
 				pol.Roles = append(pol.Roles, o)
 			case *rbacv1.ClusterRole:

@@ -188,13 +188,15 @@ func newWatchCache(res *api.Resource, st Storage, opts watchCacheOptions) *watch
 	}
 }
 
-// cachedObject is one object as the cache holds it: decoded, encoded once,
-// and with the labels and fields that selectors match against.
+// cachedObject is one object as the cache holds it: encoded once, with
+// the labels and fields that selectors match against, and decoded unless
+// it is of a lean resource (see object).
 type cachedObject struct {
 	key       string
 	namespace string
 	rv        int64
-	obj       api.Object
+	res       *api.Resource // the object's resource, at its version
+	decoded   api.Object    // nil for a lean resource: see object
 	raw       []byte
 	labels    labels.Set
 	fields    fields.Set
@@ -205,7 +207,7 @@ type cachedObject struct {
 	// converted, swapped in: the only change ever made to a cached object.
 	views []atomic.Pointer[cachedObject]
 	// err, in a view, says why the object could not be converted to it;
-	// obj is then the stored object and raw is nil.
+	// decoded is then the stored object and raw is nil.
 	err error
 
 	pbOnce sync.Once
@@ -217,9 +219,41 @@ type cachedObject struct {
 // encoding, made once, when the first watcher that asked for protobuf
 // needs it.
 func (o *cachedObject) protobuf(res *api.Resource) ([]byte, error) {
-	o.pbOnce.Do(func() { o.pb, o.pbErr = protobufOf(res, o.obj) })
+	o.pbOnce.Do(func() { o.pb, o.pbErr = protobufOf(res, o.object()) })
 	return o.pb, o.pbErr
 }
+
+// object is the object decoded. Nobody may change it: it may be shared.
+//
+// A lean resource's objects (pods, events and leases: the bulk of a large
+// cluster, which the server itself seldom reads decoded) are held only
+// encoded, as JSON and protobuf: a decoded pod takes half again the bytes
+// of both. Each call then decodes the JSON again, the exact bytes served,
+// for the few readers that need the object: an update, a table, the node
+// authorizer's graph.
+func (o *cachedObject) object() api.Object {
+	if o.decoded != nil {
+		return o.decoded
+	}
+	obj, err := decodeFromStorage(o.res, o.raw, o.rv)
+	if err != nil {
+		// The cache encoded these bytes itself: they always decode.
+		panic(fmt.Sprintf("watch cache: decode %s %s: %v", o.res.Kind, o.key, err))
+	}
+	return obj
+}
+
+// objectCopy is a copy of the object, the caller's to change.
+func (o *cachedObject) objectCopy() api.Object {
+	if o.decoded == nil {
+		return o.object() // decoded just now, for this caller alone
+	}
+	return o.decoded.DeepCopyObject().(api.Object)
+}
+
+// leanResources are the resources whose cached objects are not held
+// decoded (see cachedObject.object).
+var leanResources = map[*api.Resource]bool{api.Pods: true, api.Events: true, api.Leases: true}
 
 // at is o as the view-th version of its cache sees it.
 func (o *cachedObject) at(view int) *cachedObject {
@@ -431,12 +465,19 @@ func (c *watchCache) wrap(res *api.Resource, key string, obj api.Object) (*cache
 	return encoded(res, key, obj, raw, rv), nil
 }
 
-// encoded is obj, an object of res at revision rv, with raw its JSON.
+// encoded is obj, an object of res at revision rv, with raw its JSON. Of a
+// lean resource, it keeps raw and the object's protobuf, made now while
+// obj is at hand, and lets obj go.
 func encoded(res *api.Resource, key string, obj api.Object, raw []byte, rv int64) *cachedObject {
-	return &cachedObject{
-		key: key, namespace: obj.GetNamespace(), rv: rv, obj: obj, raw: raw,
+	o := &cachedObject{
+		key: key, namespace: obj.GetNamespace(), rv: rv, res: res, decoded: obj, raw: raw,
 		labels: labels.Set(obj.GetLabels()), fields: res.Fields(obj),
 	}
+	if leanResources[res] {
+		_, _ = o.protobuf(res) // an error stays with o, for its protobuf readers
+		o.decoded = nil
+	}
+	return o
 }
 
 // restamp returns o as it was, with resourceVersion rv: how a deleted object
@@ -455,9 +496,9 @@ func (c *watchCache) restamp(o *cachedObject, rv int64) *cachedObject {
 // restampAs is restamp of one form of an object, of res.
 func restampAs(res *api.Resource, o *cachedObject, rv int64) *cachedObject {
 	if o.err != nil {
-		return unconverted(o.key, o.obj, o.err) // rv: only its error is served
+		return unconverted(o.key, o.decoded, o.err) // rv: only its error is served
 	}
-	obj := o.obj.DeepCopyObject().(api.Object)
+	obj := o.objectCopy()
 	obj.SetResourceVersion(strconv.FormatInt(rv, 10))
 	if raw, ok := restampResourceVersion(o.raw, o.rv, rv); ok {
 		return encoded(res, o.key, obj, raw, rv)
