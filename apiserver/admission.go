@@ -169,7 +169,7 @@ func (s *Server) admitNamespaceLifecycle(ctx context.Context, a *attributes) err
 func (s *Server) namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
 	rs := s.serving().stores[api.Namespaces]
 	if o, _ := s.serving().caches[api.Namespaces].get(rs.key("", name)); o != nil {
-		return o.obj.(*corev1.Namespace), nil
+		return o.object().(*corev1.Namespace), nil
 	}
 	obj, err := rs.get(ctx, "", name)
 	if err != nil {

@@ -141,7 +141,7 @@ func (s *Server) cached(res *api.Resource, namespace, name string) (api.Object, 
 	if !ready || o == nil {
 		return nil, false
 	}
-	return o.obj, true
+	return o.object(), true
 }
 
 func cachedAs[T any](s *Server, res *api.Resource, namespace, name string) (T, bool) {

@@ -139,7 +139,7 @@ func (c *crdController) wait(ctx context.Context, changed <-chan struct{}, retry
 func (c *crdController) sync(ctx context.Context, items []*cachedObject) (retry bool) {
 	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(items))
 	for _, it := range items {
-		crds = append(crds, it.obj.(*apiextensionsv1.CustomResourceDefinition))
+		crds = append(crds, it.object().(*apiextensionsv1.CustomResourceDefinition))
 	}
 	// The first to ask for a name gets it.
 	sort.Slice(crds, func(i, j int) bool {
@@ -484,10 +484,10 @@ func (c *crdController) deleteInstances(ctx context.Context, cs *customServing) 
 	}
 	var errs []error
 	for _, it := range items {
-		if it.obj.GetDeletionTimestamp() != nil {
+		if it.object().GetDeletionTimestamp() != nil {
 			continue
 		}
-		_, _, err := c.s.deleteObject(ctx, rs, it.obj.GetNamespace(), it.obj.GetName(), &metav1.DeleteOptions{})
+		_, _, err := c.s.deleteObject(ctx, rs, it.object().GetNamespace(), it.object().GetName(), &metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, err)
 		}

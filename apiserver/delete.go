@@ -367,11 +367,12 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, r
 // the listed revision, and only if the object changed since is it decided
 // again from its current state, as a single delete decides.
 func (s *Server) deleteListed(ctx context.Context, rs *resourceStore, it *cachedObject, opts *metav1.DeleteOptions) ([]byte, error) {
-	if removableAsListed(rs.res, it.obj, opts) {
-		if err := s.admitDelete(ctx, rs.res, it.obj, opts); err != nil {
+	listed := it.object()
+	if removableAsListed(rs.res, listed, opts) {
+		if err := s.admitDelete(ctx, rs.res, listed, opts); err != nil {
 			return nil, err
 		}
-		_, err := rs.remove(ctx, it.obj)
+		_, err := rs.remove(ctx, listed)
 		switch {
 		case err == nil:
 			return it.raw, nil
@@ -381,7 +382,7 @@ func (s *Server) deleteListed(ctx context.Context, rs *resourceStore, it *cached
 			return nil, err
 		}
 	}
-	obj, _, err := s.deleteObject(ctx, rs, it.obj.GetNamespace(), it.obj.GetName(), opts)
+	obj, _, err := s.deleteObject(ctx, rs, listed.GetNamespace(), listed.GetName(), opts)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -188,7 +188,7 @@ func (s *Server) budgetsFor(ctx context.Context, pod *corev1.Pod) ([]*policyv1.P
 	items, _ := cache.list(&filter{namespace: pod.Namespace})
 	var out []*policyv1.PodDisruptionBudget
 	for _, it := range items {
-		if pdb := it.obj.(*policyv1.PodDisruptionBudget); api.PodDisruptionBudgetMatches(pdb, pod.Labels) {
+		if pdb := it.object().(*policyv1.PodDisruptionBudget); api.PodDisruptionBudgetMatches(pdb, pod.Labels) {
 			out = append(out, pdb)
 		}
 	}

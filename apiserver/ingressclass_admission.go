@@ -37,7 +37,7 @@ func (s *Server) defaultIngressClass() string {
 	items, _ := s.serving().caches[api.IngressClasses].list(&filter{})
 	var defaults []*networkingv1.IngressClass
 	for _, it := range items {
-		ic := it.obj.(*networkingv1.IngressClass)
+		ic := it.object().(*networkingv1.IngressClass)
 		if ic.Annotations[networkingv1.AnnotationIsDefaultIngressClass] == "true" {
 			defaults = append(defaults, ic)
 		}

@@ -162,7 +162,7 @@ func (s *Server) reconcileKubernetesService(ctx context.Context) error {
 		if _, err := s.createObject(ctx, rs, svc, createOptions{manager: "kube-apiserver"}); err != nil && !isAlreadyExists(err) {
 			return err
 		}
-	case !servesHTTPS(cached.obj.(*corev1.Service)):
+	case !servesHTTPS(cached.object().(*corev1.Service)):
 		_, err := s.updateObject(ctx, rs, metav1.NamespaceDefault, kubernetesServiceName, updateOptions{mode: modeMain, manager: "kube-apiserver"}, func(cur api.Object) (api.Object, error) {
 			cur.(*corev1.Service).Spec.Ports = ports
 			return cur, nil
@@ -210,7 +210,7 @@ func (s *Server) reconcileKubernetesEndpoints(ctx context.Context, addr netip.Ad
 		}
 		return nil
 	}
-	if listsAddress(cached.obj.(*corev1.Endpoints), ip) {
+	if listsAddress(cached.object().(*corev1.Endpoints), ip) {
 		return nil
 	}
 	_, err := s.updateObject(ctx, rs, metav1.NamespaceDefault, kubernetesServiceName, updateOptions{mode: modeMain, manager: "kube-apiserver"}, func(cur api.Object) (api.Object, error) {

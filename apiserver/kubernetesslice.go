@@ -53,7 +53,7 @@ func (s *Server) reconcileKubernetesEndpointSlice(ctx context.Context, addr neti
 		}
 		return nil
 	}
-	cur := cached.obj.(*discoveryv1.EndpointSlice)
+	cur := cached.object().(*discoveryv1.EndpointSlice)
 	if cur.AddressType == want.AddressType && apiequality.Semantic.DeepEqual(cur.Endpoints, want.Endpoints) &&
 		apiequality.Semantic.DeepEqual(cur.Ports, want.Ports) {
 		return nil

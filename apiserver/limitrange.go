@@ -87,7 +87,7 @@ func (s *Server) namespaceLimitRanges(namespace string) []*corev1.LimitRange {
 	items, _ := s.serving().caches[api.LimitRanges].list(&filter{namespace: namespace})
 	out := make([]*corev1.LimitRange, 0, len(items))
 	for _, it := range items {
-		out = append(out, it.obj.(*corev1.LimitRange))
+		out = append(out, it.object().(*corev1.LimitRange))
 	}
 	return out
 }

@@ -300,12 +300,12 @@ func (s *Server) policyParams(p *policyHook, b *policyBinding, a *attributes) ([
 	var objs []api.Object
 	if ref.Name != "" {
 		if o, _ := cache.get(v.stores[res].key(ns, ref.Name)); o != nil {
-			objs = append(objs, o.obj)
+			objs = append(objs, o.object())
 		}
 	} else {
 		items, _ := cache.list(&filter{namespace: ns, label: b.paramSel})
 		for _, o := range items {
-			objs = append(objs, o.obj)
+			objs = append(objs, o.object())
 		}
 	}
 	if len(objs) == 0 {
@@ -482,7 +482,7 @@ func (s *Server) admissionPolicies() []*policyHook {
 	bindings, brv := bc.list(&filter{})
 	byPolicy := map[string][]*policyBinding{}
 	for _, it := range bindings {
-		b := it.obj.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding)
+		b := it.object().(*admissionregistrationv1.ValidatingAdmissionPolicyBinding)
 		pb, err := newPolicyBinding(b)
 		if err != nil {
 			s.log.Error("validating admission policy binding: unusable selector", "binding", b.Name, "error", err)
@@ -493,7 +493,7 @@ func (s *Server) admissionPolicies() []*policyHook {
 	compiled := map[string]*policyHook{}
 	var hooks []*policyHook
 	for _, it := range policies {
-		pol := it.obj.(*admissionregistrationv1.ValidatingAdmissionPolicy)
+		pol := it.object().(*admissionregistrationv1.ValidatingAdmissionPolicy)
 		c := set.compiled[pol.Name]
 		if c == nil || c.policy.ResourceVersion != pol.ResourceVersion {
 			c = compilePolicy(pol)

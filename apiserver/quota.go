@@ -69,7 +69,7 @@ func (s *Server) validateResourceQuota(ctx context.Context, a *attributes) (rele
 	rs := s.serving().stores[api.ResourceQuotas]
 	var charges []charge
 	for _, o := range quotas {
-		name := o.obj.GetName()
+		name := o.object().GetName()
 		var charged corev1.ResourceList
 		_, err := rs.update(ctx, ns, name, false, func(cur api.Object) (api.Object, error) {
 			q := cur.(*corev1.ResourceQuota)

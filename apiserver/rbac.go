@@ -42,7 +42,7 @@ func (c *watchCache) contentRV() int64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.count > 0 {
-		return c.history[(c.start+c.count-1)%c.capacity].rv
+		return c.eventAt(c.count - 1).rv
 	}
 	return c.oldest
 }
@@ -79,7 +79,7 @@ func (s *Server) rbacIndex() *rbac.Index {
 		built[i] = c.contentRV() // before the list: a change in between rebuilds again
 		items, _ := c.list(&filter{})
 		for _, it := range items {
-			switch o := it.obj.(type) {
+			switch o := it.object().(type) {
 			case *rbacv1.Role:
 				pol.Roles = append(pol.Roles, o)
 			case *rbacv1.ClusterRole:

@@ -216,7 +216,15 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, ri *requestInf
 	if err := conversionError(o); err != nil {
 		return err
 	}
-	return out.writeObjectAs(w, ri.res, o.obj, o.raw)
+	if out.kind == asObject {
+		// The forms the cache holds, without decoding the object.
+		if out.protobuf {
+			env, err := o.protobuf(ri.res)
+			return writeProtobufData(w, env, err)
+		}
+		return out.write(w, o.raw)
+	}
+	return out.writeObjectAs(w, ri.res, o.object(), o.raw)
 }
 
 // parseResourceVersion reads a resourceVersion query parameter, which is
@@ -303,7 +311,10 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, ri *requestIn
 			if err := conversionError(it); err != nil {
 				return err
 			}
-			objs[i], raws[i] = it.obj, it.raw
+			raws[i] = it.raw
+			if out.kind != asObject { // a table or metadata: from the object
+				objs[i] = it.object()
+			}
 		}
 		// The protobuf a cached object keeps for watchers holds its own
 		// bytes: a list reuses them instead of encoding each object again.

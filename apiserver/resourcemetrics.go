@@ -114,7 +114,7 @@ func (s *Server) listResourceMetrics(ri *requestInfo, sel labels.Selector) []api
 	for _, it := range items {
 		var obj api.Object
 		var ok bool
-		switch o := it.obj.(type) {
+		switch o := it.object().(type) {
 		case *corev1.Node:
 			obj, ok = s.resourceMetrics.NodeMetrics(o)
 		case *corev1.Pod:
@@ -140,7 +140,7 @@ func (s *Server) nodesToScrape(context.Context) ([]*corev1.Node, error) {
 	items, _ := cache.list(&filter{label: labels.Everything()})
 	nodes := make([]*corev1.Node, 0, len(items))
 	for _, it := range items {
-		nodes = append(nodes, it.obj.(*corev1.Node))
+		nodes = append(nodes, it.object().(*corev1.Node))
 	}
 	return nodes, nil
 }

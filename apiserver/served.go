@@ -64,7 +64,7 @@ func (s *Server) newServed(resources api.Catalogue, prev *served) *served {
 		// tells the cache what it writes and starts updates from its state.
 		conv := s.converterFor(stored)
 		cache := newWatchCache(stored, s.store, watchCacheOptions{
-			capacity: s.cacheSize, buffer: s.watcherBuffer, log: s.log, metrics: s.metrics,
+			capacity: s.cacheSize, maxBytes: s.cacheMaxBytes, window: s.cacheWindow, buffer: s.watcherBuffer, log: s.log, metrics: s.metrics,
 			historyLost: s.noteHistoryLost, versions: others, conv: conv,
 		})
 		for _, res := range append(others, stored) {

@@ -53,6 +53,12 @@ type Config struct {
 	// of events buffered per watcher before it is closed as too slow
 	// (0: 1000).
 	WatchCacheSize, WatcherBuffer int
+	// WatchCacheMaxBytes bounds the JSON bytes of the events each watch
+	// cache keeps (0: DefaultWatchCacheMaxBytes), and WatchCacheWindow how
+	// long it keeps them, beyond its newest 100 (0: DefaultWatchCacheWindow,
+	// kube-apiserver's 75s).
+	WatchCacheMaxBytes int64
+	WatchCacheWindow   time.Duration
 	// BookmarkInterval is how often watchers that allow bookmarks get one
 	// (0: 10s).
 	BookmarkInterval time.Duration
@@ -196,6 +202,8 @@ type Server struct {
 	// cacheSize and watcherBuffer size every watch cache
 	// (Config.WatchCacheSize, Config.WatcherBuffer).
 	cacheSize, watcherBuffer int
+	cacheMaxBytes            int64         // Config.WatchCacheMaxBytes
+	cacheWindow              time.Duration // Config.WatchCacheWindow
 
 	// webhooks calls admission webhooks; mutatingHooks and validatingHooks
 	// are their configurations as the watch caches last had them.
@@ -285,6 +293,8 @@ func New(cfg Config) (*Server, error) {
 		builtins:          cfg.Resources,
 		cacheSize:         cfg.WatchCacheSize,
 		watcherBuffer:     cfg.WatcherBuffer,
+		cacheMaxBytes:     cfg.WatchCacheMaxBytes,
+		cacheWindow:       cfg.WatchCacheWindow,
 		ready:             make(chan struct{}),
 		done:              make(chan struct{}),
 		historyLost:       make(chan struct{}, 1),

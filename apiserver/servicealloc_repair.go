@@ -117,7 +117,7 @@ func (s *Server) repairServiceAllocations(ctx context.Context) error {
 	held := map[string]string{} // key → the Service holding it, namespace/name
 	var errs []error
 	for _, o := range services {
-		svc := o.obj.(*corev1.Service)
+		svc := o.object().(*corev1.Service)
 		h, _ := a.held(svc)
 		h.ips = inRange(h.ips, a.ips)
 		kvs, err := s.allocationKeys(ctx, svc, h)

@@ -351,7 +351,7 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 		var rev int64
 		var stored []byte // the current value as read from etcd; nil when cur is the cached guess
 		if cached != nil {
-			cur, rev = cached.at(rs.view).obj.DeepCopyObject().(api.Object), cached.rv
+			cur, rev = cached.at(rs.view).objectCopy(), cached.rv
 		} else {
 			kv, err := rs.store.Get(ctx, key)
 			if err != nil {

@@ -47,7 +47,7 @@ func (s *Server) defaultStorageClass() *storagev1.StorageClass {
 	items, _ := c.list(&filter{})
 	var def *storagev1.StorageClass
 	for _, it := range items {
-		sc := it.obj.(*storagev1.StorageClass)
+		sc := it.object().(*storagev1.StorageClass)
 		if !api.IsDefaultClass(sc) {
 			continue
 		}
@@ -120,7 +120,7 @@ func (s *Server) classAllowsExpansion(name string) bool {
 	if o == nil {
 		return false
 	}
-	sc := o.obj.(*storagev1.StorageClass)
+	sc := o.object().(*storagev1.StorageClass)
 	return sc.AllowVolumeExpansion != nil && *sc.AllowVolumeExpansion
 }
 

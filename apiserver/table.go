@@ -352,13 +352,13 @@ func (o *output) eventObject(res *api.Resource, it watchItem, first bool, bookma
 	}
 	if o.kind == asTable {
 		t, err := o.table(res, metav1.ListMeta{ResourceVersion: strconv.FormatInt(it.obj.rv, 10)},
-			[]api.Object{it.obj.obj}, [][]byte{it.obj.raw}, first)
+			[]api.Object{it.obj.object()}, [][]byte{it.obj.raw}, first)
 		if err != nil {
 			return nil, err
 		}
 		return json.Marshal(t)
 	}
-	return json.Marshal(o.partial(it.obj.obj))
+	return json.Marshal(o.partial(it.obj.object()))
 }
 
 func columnsIf(res *api.Resource, headers bool) []metav1.TableColumnDefinition {

@@ -64,8 +64,10 @@ type watchCache struct {
 	log      *slog.Logger
 	metrics  *metrics
 	clock    clock.Clock
-	capacity int // events kept in the window
-	buffer   int // events buffered per watcher
+	capacity int           // most events kept in the window
+	maxBytes int64         // most JSON bytes of the window's events
+	window   time.Duration // how long events are kept (watchcache_window.go)
+	buffer   int           // events buffered per watcher
 	// historyLost is watchCacheOptions.historyLost, never nil.
 	historyLost func()
 
@@ -81,8 +83,10 @@ type watchCache struct {
 	//
 	// Invariants, whenever mu is free:
 	//   - objects holds every key's state at rv.
-	//   - history[(start+i)%capacity], for i < count, are the window's
-	//     events in revision order, all at or below rv; count <= capacity.
+	//   - eventAt(i), for i < count, are the window's events in revision
+	//     order, all at or below rv; count <= capacity, and bytes is the
+	//     sum of their sizes (see watchcache_window.go for what bounds
+	//     them).
 	//   - oldest <= rv, and every event after oldest up to rv is in the
 	//     window: a watch from any revision >= oldest misses nothing.
 	//   - changed is closed and replaced whenever rv moves, so that a
@@ -95,9 +99,10 @@ type watchCache struct {
 	//     closed channel.
 	mu       sync.RWMutex
 	objects  map[string]*cachedObject // by key; the state at rv
-	history  []*cachedEvent           // ring buffer of the last len(history) events
+	history  []*cachedEvent           // ring buffer of the window's events; grows up to capacity
 	start    int                      // index of the oldest event in history
 	count    int                      // events in history
+	bytes    int64                    // the sum of the window's events' sizes
 	rv       int64                    // every change up to rv is reflected
 	oldest   int64                    // a watch can start after any revision >= oldest
 	lost     int64                    // the highest revision of a lost history
@@ -120,9 +125,13 @@ type watchCache struct {
 
 // watchCacheOptions configure a watchCache; a zero field takes its default.
 type watchCacheOptions struct {
-	// capacity is the number of events kept for watchers that resume
-	// (0: DefaultWatchCacheSize).
+	// capacity is the most events kept for watchers that resume
+	// (0: DefaultWatchCacheSize), maxBytes the most bytes of their JSON
+	// (0: DefaultWatchCacheMaxBytes), and window how long they are kept
+	// (0: DefaultWatchCacheWindow); see watchcache_window.go.
 	capacity int
+	maxBytes int64
+	window   time.Duration
 	// buffer is the number of events buffered per watcher before it is
 	// closed as too slow (0: defaultWatcherBuffer).
 	buffer int
@@ -168,9 +177,10 @@ func newWatchCache(res *api.Resource, st Storage, opts watchCacheOptions) *watch
 		store: st, prefix: registryPrefix(res),
 		log: log.With("resource", res.Plural), metrics: opts.metrics, clock: clock.Or(opts.clock),
 		capacity: capacity, buffer: cmp.Or(opts.buffer, defaultWatcherBuffer),
+		maxBytes:    cmp.Or(opts.maxBytes, DefaultWatchCacheMaxBytes),
+		window:      cmp.Or(opts.window, DefaultWatchCacheWindow),
 		historyLost: opts.historyLost,
 		objects:     map[string]*cachedObject{},
-		history:     make([]*cachedEvent, capacity),
 		changed:     make(chan struct{}),
 		watchers:    newWatcherSet(res, 1+len(opts.versions)),
 		offered:     map[string]*offered{},
@@ -178,13 +188,15 @@ func newWatchCache(res *api.Resource, st Storage, opts watchCacheOptions) *watch
 	}
 }
 
-// cachedObject is one object as the cache holds it: decoded, encoded once,
-// and with the labels and fields that selectors match against.
+// cachedObject is one object as the cache holds it: encoded once, with
+// the labels and fields that selectors match against, and decoded unless
+// it is of a lean resource (see object).
 type cachedObject struct {
 	key       string
 	namespace string
 	rv        int64
-	obj       api.Object
+	res       *api.Resource // the object's resource, at its version
+	decoded   api.Object    // nil for a lean resource: see object
 	raw       []byte
 	labels    labels.Set
 	fields    fields.Set
@@ -195,7 +207,7 @@ type cachedObject struct {
 	// converted, swapped in: the only change ever made to a cached object.
 	views []atomic.Pointer[cachedObject]
 	// err, in a view, says why the object could not be converted to it;
-	// obj is then the stored object and raw is nil.
+	// decoded is then the stored object and raw is nil.
 	err error
 
 	pbOnce sync.Once
@@ -207,9 +219,41 @@ type cachedObject struct {
 // encoding, made once, when the first watcher that asked for protobuf
 // needs it.
 func (o *cachedObject) protobuf(res *api.Resource) ([]byte, error) {
-	o.pbOnce.Do(func() { o.pb, o.pbErr = protobufOf(res, o.obj) })
+	o.pbOnce.Do(func() { o.pb, o.pbErr = protobufOf(res, o.object()) })
 	return o.pb, o.pbErr
 }
+
+// object is the object decoded. Nobody may change it: it may be shared.
+//
+// A lean resource's objects (pods, events and leases: the bulk of a large
+// cluster, which the server itself seldom reads decoded) are held only
+// encoded, as JSON and protobuf: a decoded pod takes half again the bytes
+// of both. Each call then decodes the JSON again, the exact bytes served,
+// for the few readers that need the object: an update, a table, the node
+// authorizer's graph.
+func (o *cachedObject) object() api.Object {
+	if o.decoded != nil {
+		return o.decoded
+	}
+	obj, err := decodeFromStorage(o.res, o.raw, o.rv)
+	if err != nil {
+		// The cache encoded these bytes itself: they always decode.
+		panic(fmt.Sprintf("watch cache: decode %s %s: %v", o.res.Kind, o.key, err))
+	}
+	return obj
+}
+
+// objectCopy is a copy of the object, the caller's to change.
+func (o *cachedObject) objectCopy() api.Object {
+	if o.decoded == nil {
+		return o.object() // decoded just now, for this caller alone
+	}
+	return o.decoded.DeepCopyObject().(api.Object)
+}
+
+// leanResources are the resources whose cached objects are not held
+// decoded (see cachedObject.object).
+var leanResources = map[*api.Resource]bool{api.Pods: true, api.Events: true, api.Leases: true}
 
 // at is o as the view-th version of its cache sees it.
 func (o *cachedObject) at(view int) *cachedObject {
@@ -230,6 +274,9 @@ type cachedEvent struct {
 
 	prevAtRVOnce sync.Once
 	prevAtRV     *cachedObject // prev stamped with rv, for "left the selector"
+
+	at   time.Time // when the cache took it, on its clock
+	size int64     // obj.encodedSize(), counted in the window's bytes
 }
 
 // current returns the cached object under key, or nil when the cache has
@@ -342,8 +389,7 @@ func (c *watchCache) fill(ctx context.Context, historyLost bool) error {
 	c.offeredMu.Lock()
 	clear(c.offered)
 	c.offeredMu.Unlock()
-	c.start, c.count = 0, 0
-	clear(c.history)
+	c.resetWindowLocked()
 	c.oldest = rev
 	c.ready = true
 	c.setRVLocked(rev)
@@ -361,6 +407,8 @@ func (c *watchCache) follow(ctx context.Context, rev int64) error {
 	events := c.store.Watch(ctx, c.prefix, rev+1)
 	retry := c.newConversionRetry()
 	defer retry.stop()
+	expire := c.clock.NewTimer(windowCheckInterval)
+	defer func() { expire.Stop() }()
 	for {
 		var ev store.WatchEvent
 		select {
@@ -369,6 +417,10 @@ func (c *watchCache) follow(ctx context.Context, rev int64) error {
 				return ctx.Err()
 			}
 			ev = e
+		case <-expire.C():
+			c.trim()
+			expire = c.clock.NewTimer(windowCheckInterval)
+			continue
 		case <-retry.due():
 			c.retryConversions(ctx)
 			retry.done(len(c.failed) == 0)
@@ -413,12 +465,19 @@ func (c *watchCache) wrap(res *api.Resource, key string, obj api.Object) (*cache
 	return encoded(res, key, obj, raw, rv), nil
 }
 
-// encoded is obj, an object of res at revision rv, with raw its JSON.
+// encoded is obj, an object of res at revision rv, with raw its JSON. Of a
+// lean resource, it keeps raw and the object's protobuf, made now while
+// obj is at hand, and lets obj go.
 func encoded(res *api.Resource, key string, obj api.Object, raw []byte, rv int64) *cachedObject {
-	return &cachedObject{
-		key: key, namespace: obj.GetNamespace(), rv: rv, obj: obj, raw: raw,
+	o := &cachedObject{
+		key: key, namespace: obj.GetNamespace(), rv: rv, res: res, decoded: obj, raw: raw,
 		labels: labels.Set(obj.GetLabels()), fields: res.Fields(obj),
 	}
+	if leanResources[res] {
+		_, _ = o.protobuf(res) // an error stays with o, for its protobuf readers
+		o.decoded = nil
+	}
+	return o
 }
 
 // restamp returns o as it was, with resourceVersion rv: how a deleted object
@@ -437,9 +496,9 @@ func (c *watchCache) restamp(o *cachedObject, rv int64) *cachedObject {
 // restampAs is restamp of one form of an object, of res.
 func restampAs(res *api.Resource, o *cachedObject, rv int64) *cachedObject {
 	if o.err != nil {
-		return unconverted(o.key, o.obj, o.err) // rv: only its error is served
+		return unconverted(o.key, o.decoded, o.err) // rv: only its error is served
 	}
-	obj := o.obj.DeepCopyObject().(api.Object)
+	obj := o.objectCopy()
 	obj.SetResourceVersion(strconv.FormatInt(rv, 10))
 	if raw, ok := restampResourceVersion(o.raw, o.rv, rv); ok {
 		return encoded(res, o.key, obj, raw, rv)
@@ -512,18 +571,6 @@ func (c *watchCache) apply(e *cachedEvent) {
 	c.appendLocked(e)
 	c.setRVLocked(e.rv)
 	c.dispatchLocked(e)
-}
-
-// appendLocked adds e to the window, evicting the oldest event when full.
-func (c *watchCache) appendLocked(e *cachedEvent) {
-	if c.count == c.capacity {
-		evicted := c.history[c.start]
-		c.oldest = max(c.oldest, evicted.rv)
-		c.start = (c.start + 1) % c.capacity
-		c.count--
-	}
-	c.history[(c.start+c.count)%c.capacity] = e
-	c.count++
 }
 
 func (c *watchCache) setRVLocked(rv int64) {

@@ -78,7 +78,7 @@ func (c *watchCache) fromStored(ctx context.Context, key string, obj api.Object)
 // object whose readers get err.
 func unconverted(key string, obj api.Object, err error) *cachedObject {
 	rv, _ := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
-	return &cachedObject{key: key, namespace: obj.GetNamespace(), rv: rv, obj: obj, labels: labels.Set(obj.GetLabels()), err: err}
+	return &cachedObject{key: key, namespace: obj.GetNamespace(), rv: rv, decoded: obj, labels: labels.Set(obj.GetLabels()), err: err}
 }
 
 // convert gives o, as stored, its form at every other version the cache
@@ -100,14 +100,14 @@ func (c *watchCache) convert(ctx context.Context, o *cachedObject) {
 // view is o, as stored, at the cache's view-th version.
 func (c *watchCache) view(ctx context.Context, o *cachedObject, view int) *cachedObject {
 	res := c.views[view]
-	obj, err := convertTo(ctx, c.conv, res, o.obj)
+	obj, err := convertTo(ctx, c.conv, res, o.object())
 	var v *cachedObject
 	if err == nil {
 		v, err = c.wrap(res, o.key, obj)
 	}
 	if err != nil {
 		c.log.Warn("cannot convert an object to a served version; trying again later", "key", o.key, "version", res.Version, "err", err)
-		return unconverted(o.key, o.obj, err)
+		return unconverted(o.key, o.object(), err)
 	}
 	return v
 }
@@ -131,7 +131,7 @@ func (c *watchCache) retryConversions(ctx context.Context) {
 				continue
 			}
 			delete(c.failed, o)
-			n, err := c.fromStored(ctx, o.key, o.obj.DeepCopyObject().(api.Object))
+			n, err := c.fromStored(ctx, o.key, o.objectCopy())
 			if err != nil {
 				c.failed[o] = struct{}{}
 				continue

@@ -150,7 +150,7 @@ func (s *watcherSet) candidates(e *cachedEvent) iter.Seq[*cacheWatcher] {
 			return
 		}
 		groups := make([]watcherGroup, 0, 6)
-		ns, name := e.obj.namespace, e.obj.obj.GetName()
+		ns, name := e.obj.namespace, e.obj.fields["metadata.name"]
 		if ns != "" {
 			groups = append(groups, s.byScope[watcherScope{ns, name}], s.byScope[watcherScope{ns, ""}])
 		}

@@ -193,7 +193,7 @@ func TestWatchCacheNodeWatchers(t *testing.T) {
 		}
 		for n := len(w.w.ch); n > 0; n-- {
 			it := <-w.w.ch
-			w.got = append(w.got, fmt.Sprintf("%s %s/%s %d", it.typ, it.obj.namespace, it.obj.obj.GetName(), it.rv))
+			w.got = append(w.got, fmt.Sprintf("%s %s/%s %d", it.typ, it.obj.namespace, it.obj.object().GetName(), it.rv))
 			if it.rv != it.obj.rv {
 				t.Errorf("%s: %s event at %d carries resourceVersion %d", w.name, it.typ, it.rv, it.obj.rv)
 			}

@@ -13,7 +13,7 @@ func (c *watchCache) since(rv int64) (events []*cachedEvent, now int64, ok bool)
 		return nil, c.rv, false
 	}
 	for i := 0; i < c.count; i++ {
-		if e := c.history[(c.start+i)%c.capacity]; e.rv > rv {
+		if e := c.eventAt(i); e.rv > rv {
 			events = append(events, e)
 		}
 	}

@@ -181,7 +181,7 @@ func (c *watchCache) watch(ctx context.Context, from int64, initial bool, f filt
 			return nil, 0, nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, floor))
 		}
 		for i := 0; i < c.count; i++ {
-			e := c.history[(c.start+i)%c.capacity]
+			e := c.eventAt(i)
 			if e.rv <= from {
 				continue
 			}

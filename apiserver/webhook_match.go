@@ -65,7 +65,7 @@ func (s *Server) webhookHooks(mutating bool) []*hook {
 	var hooks []*hook
 	for _, it := range items {
 		var views []api.Webhook
-		switch c := it.obj.(type) {
+		switch c := it.object().(type) {
 		case *admissionregistrationv1.MutatingWebhookConfiguration:
 			views = api.MutatingWebhooks(c)
 		case *admissionregistrationv1.ValidatingWebhookConfiguration:
@@ -77,7 +77,7 @@ func (s *Server) webhookHooks(mutating bool) []*hook {
 				rules[i] = rule{RuleWithOperations: r}
 			}
 			hooks = append(hooks, &hook{
-				Webhook: v, config: it.obj.GetName(), uid: fmt.Sprintf("%s/%d", it.obj.GetName(), i), mutating: mutating,
+				Webhook: v, config: it.object().GetName(), uid: fmt.Sprintf("%s/%d", it.object().GetName(), i), mutating: mutating,
 				matcher:    newMatcher(rules, nil, *v.MatchPolicy, *v.NamespaceSelector, *v.ObjectSelector),
 				conditions: compileConditions(api.MatchConditionCEL, v.MatchConditions),
 			})
@@ -139,7 +139,7 @@ func (s *Server) resolveService(_ context.Context, namespace, name string, port 
 	if svcObj == nil {
 		return "", apierrors.NewNotFound(api.Services.GroupResource(), name)
 	}
-	svc := svcObj.obj.(*corev1.Service)
+	svc := svcObj.object().(*corev1.Service)
 	var svcPort *corev1.ServicePort
 	for i := range svc.Spec.Ports {
 		if svc.Spec.Ports[i].Port == port {
@@ -153,7 +153,7 @@ func (s *Server) resolveService(_ context.Context, namespace, name string, port 
 	if epObj == nil {
 		return "", apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", name))
 	}
-	for _, ss := range epObj.obj.(*corev1.Endpoints).Subsets {
+	for _, ss := range epObj.object().(*corev1.Endpoints).Subsets {
 		for _, p := range ss.Ports {
 			if p.Name != svcPort.Name || len(ss.Addresses) == 0 {
 				continue
