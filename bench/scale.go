@@ -247,6 +247,13 @@ func (h *harness) runScaleStep(ctx context.Context, st scaleStep) (stop bool, er
 	add("pod startup p99", "s", percentile(w.startups(), 99).Seconds())
 	if stepCtx.Err() != nil {
 		fmt.Printf("  scale     %s: stopped with %d pods Running: %v\n", label, w.running(), context.Cause(stepCtx))
+		if !overLimit { // the heap as far as it got, unless memory is what ran out
+			hctx, done := context.WithTimeout(ctx, 2*time.Minute)
+			defer done()
+			if path, err := h.saveHeap(hctx, c, st); err == nil {
+				fmt.Printf("  scale     %s: heap profile in %s\n", label, path)
+			}
+		}
 		return false, nil
 	}
 	fmt.Printf("  scale     %s: all Running after %s; settling\n", label, reached.Sub(createStart).Round(time.Second))
@@ -270,15 +277,8 @@ func (h *harness) runScaleStep(ctx context.Context, st scaleStep) (stop bool, er
 	add("idle CPU", "cores", cores)
 	add("idle CPU per node", "millicores", cores*1000/float64(st.nodes))
 
-	heap, err := c.get(stepCtx, "/debug/pprof/heap?gc=1")
+	path, err := h.saveHeap(stepCtx, c, st)
 	if err != nil {
-		return false, err
-	}
-	if err := os.MkdirAll(h.scale.heapDir, 0o755); err != nil {
-		return false, err
-	}
-	path := filepath.Join(h.scale.heapDir, fmt.Sprintf("scale-%d.heap.pb.gz", st.pods))
-	if err := os.WriteFile(path, heap, 0o644); err != nil {
 		return false, err
 	}
 	stats, err := c.get(stepCtx, "/debug/pprof/heap?debug=1")
@@ -290,6 +290,20 @@ func (h *harness) runScaleStep(ctx context.Context, st scaleStep) (stop bool, er
 	add("heap in use", "MB", mem["HeapInuse"]/(1<<20))
 	fmt.Printf("  scale     %s: heap profile in %s\n", label, path)
 	return false, nil
+}
+
+// saveHeap saves the heap profile of step st, taken right after a
+// forced garbage collection, and returns its path.
+func (h *harness) saveHeap(ctx context.Context, c *cluster, st scaleStep) (string, error) {
+	heap, err := c.get(ctx, "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(h.scale.heapDir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(h.scale.heapDir, fmt.Sprintf("scale-%d.heap.pb.gz", st.pods))
+	return path, os.WriteFile(path, heap, 0o644)
 }
 
 // createReplicaSets creates pods through ReplicaSets of rsSize replicas
