@@ -153,7 +153,7 @@ func run() error {
 	scaleRate := flag.Float64("scale-rate", 100, "pods per second the scale scenario asks for")
 	scaleRSSize := flag.Int("scale-replicaset-size", 100, "replicas of each ReplicaSet the scale scenario creates")
 	scaleRSSLimit := flag.Float64("scale-rss-limit", 16, "GiB: a scale step stops when minictl's RSS passes this, and no larger step runs")
-	scaleTimeout := flag.Duration("scale-step-timeout", 0, "how long one scale step may take once its cluster is up (default: its creates at -scale-rate, plus 10 minutes)")
+	scaleTimeout := flag.Duration("scale-step-timeout", 0, "how long one scale step may take from its cluster's start to every pod Running (default: its creates at -scale-rate, plus 10 minutes)")
 	scaleSettle := flag.Duration("scale-settle", 90*time.Second, "how long the scale scenario waits, all pods Running, before the steady memory figures (then until RSS stops falling)")
 	scaleIdle := flag.Duration("scale-idle", 30*time.Second, "the window over which the idle cluster's CPU is measured")
 	scaleHeapDir := flag.String("scale-heap-dir", "bin", "where the scale scenario saves each step's heap profile, scale-<pods>.heap.pb.gz")

@@ -156,9 +156,11 @@ func (h *harness) runScaleStep(ctx context.Context, st scaleStep) (stop bool, er
 	if timeout <= 0 {
 		timeout = time.Duration(float64(st.pods)/h.scale.rate*float64(time.Second)) + 10*time.Minute
 	}
-	timed, cancelTimed := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("the step's time (%s) is up", timeout))
+	stepCtx, cancel := context.WithCancelCause(ctx)
+	// The time bound is the load's: from start-up to every pod Running.
+	// What follows is bounded by its own waits.
+	loadPhase, cancelTimed := context.WithTimeoutCause(stepCtx, timeout, fmt.Errorf("the step's time (%s) is up", timeout))
 	defer cancelTimed()
-	stepCtx, cancel := context.WithCancelCause(timed)
 	var overLimit bool
 	monitorDone := make(chan struct{})
 	go func() {
@@ -179,7 +181,7 @@ func (h *harness) runScaleStep(ctx context.Context, st scaleStep) (stop bool, er
 		}
 	}()
 	defer func() {
-		cut := ctx.Err() == nil && stepCtx.Err() != nil
+		cut := ctx.Err() == nil && loadPhase.Err() != nil
 		cancel(nil)
 		<-monitorDone
 		if overLimit {
@@ -188,7 +190,7 @@ func (h *harness) runScaleStep(ctx context.Context, st scaleStep) (stop bool, er
 		if cut && err != nil {
 			// The limit or the step's time cut a phase short: what was
 			// reached is reported; the run goes on.
-			fmt.Printf("  scale     %s: stopped (%v): %v\n", label, context.Cause(stepCtx), err)
+			fmt.Printf("  scale     %s: stopped (%v): %v\n", label, context.Cause(loadPhase), err)
 			err = nil
 		}
 		add("RSS limit passed", "", map[bool]float64{true: 1, false: 0}[overLimit])
@@ -197,18 +199,18 @@ func (h *harness) runScaleStep(ctx context.Context, st scaleStep) (stop bool, er
 		}
 	}()
 
-	if err := waitNodesReadyEvery(stepCtx, c, st.nodes, 2*time.Second); err != nil {
+	if err := waitNodesReadyEvery(loadPhase, c, st.nodes, 2*time.Second); err != nil {
 		return false, fmt.Errorf("nodes: %w", err)
 	}
 	add("nodes Ready", "s", time.Since(started).Seconds())
-	if err := waitLeader(stepCtx, c, 5*time.Minute); err != nil {
+	if err := waitLeader(loadPhase, c, 5*time.Minute); err != nil {
 		return false, err
 	}
 	const ns = "scale"
-	if err := createNamespace(stepCtx, c, ns); err != nil {
+	if err := createNamespace(loadPhase, c, ns); err != nil {
 		return false, err
 	}
-	w, err := watchStartup(stepCtx, c, ns, st.pods)
+	w, err := watchStartup(loadPhase, c, ns, st.pods)
 	if err != nil {
 		return false, err
 	}
@@ -216,7 +218,7 @@ func (h *harness) runScaleStep(ctx context.Context, st scaleStep) (stop bool, er
 
 	// The load: the creator and the probes, until every pod runs.
 	lat := &latencies{}
-	loadCtx, stopLoad := context.WithCancel(stepCtx)
+	loadCtx, stopLoad := context.WithCancel(loadPhase)
 	var wg sync.WaitGroup
 	createStart := time.Now()
 	wg.Go(func() { h.createReplicaSets(loadCtx, c, ns, st.pods, lat) })
@@ -229,12 +231,12 @@ func (h *harness) runScaleStep(ctx context.Context, st scaleStep) (stop bool, er
 	select {
 	case <-w.allRunning:
 		reached = w.allAt
-	case <-stepCtx.Done():
+	case <-loadPhase.Done():
 	case <-w.done:
 	}
 	stopLoad()
 	wg.Wait()
-	if err := w.failed(); err != nil && stepCtx.Err() == nil {
+	if err := w.failed(); err != nil && loadPhase.Err() == nil {
 		return false, err
 	}
 
@@ -245,8 +247,8 @@ func (h *harness) runScaleStep(ctx context.Context, st scaleStep) (stop bool, er
 	lat.report(add)
 	add("pod startup p50", "s", percentile(w.startups(), 50).Seconds())
 	add("pod startup p99", "s", percentile(w.startups(), 99).Seconds())
-	if stepCtx.Err() != nil {
-		fmt.Printf("  scale     %s: stopped with %d pods Running: %v\n", label, w.running(), context.Cause(stepCtx))
+	if loadPhase.Err() != nil {
+		fmt.Printf("  scale     %s: stopped with %d pods Running: %v\n", label, w.running(), context.Cause(loadPhase))
 		if !overLimit { // the heap as far as it got, unless memory is what ran out
 			hctx, done := context.WithTimeout(ctx, 2*time.Minute)
 			defer done()
@@ -269,7 +271,7 @@ func (h *harness) runScaleStep(ctx context.Context, st scaleStep) (stop bool, er
 	cpu0, t0 := c.cpuTime(), time.Now()
 	select {
 	case <-stepCtx.Done():
-		return false, nil
+		return false, context.Cause(stepCtx)
 	case <-time.After(h.scale.idle):
 	}
 	cores := c.cpuTime().Seconds() - cpu0.Seconds()
