@@ -2,7 +2,7 @@
 # the test command CI runs.
 GO ?= go
 
-.PHONY: up build dist test test-compat fuzz vet fmt bench bench-quick bench-micro
+.PHONY: up build dist test test-compat fuzz vet fmt bench bench-quick bench-micro bench-scale
 
 up:
 	$(GO) run ./cmd/minictl up
@@ -86,6 +86,18 @@ bench: build
 
 bench-quick: build
 	$(GO) run ./bench -bin bin/minictl -quick -json bin/bench-quick.json
+
+# bench-scale is the scale scenario alone, not part of bench (see
+# bench/SCALE.md): for each step of SCALE_STEPS (pods/nodes) its own
+# `minictl up --nodes N`, pods created through ReplicaSets at 100/s while
+# Kubernetes' SLOs are measured, then memory and idle CPU at rest. Heap
+# profiles go to bin/scale-<pods>.heap.pb.gz, figures to
+# bin/bench-scale.json. Up to 15 minutes a step; `make bench-scale
+# SCALE_STEPS=2000/500` is a quick look.
+SCALE_STEPS ?= 15000/150,50000/500,150000/5000
+
+bench-scale: build
+	$(GO) run ./bench -bin bin/minictl -only scale -reps 1 -scale-steps $(SCALE_STEPS) -json bin/bench-scale.json
 
 bench-micro:
 	$(GO) test -run '^$$' -bench . -benchmem ./apiserver/ ./api/crd/ ./informer/... ./scheduler/

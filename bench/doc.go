@@ -32,6 +32,10 @@
 //   - testenv.go: package testenv's Start to ready, in this process, and
 //     the heap of one idle environment with controllers (the one scenario
 //     that does not run the binary).
+//   - scale.go, scalewatch.go: `make bench-scale`, run only when -only
+//     names it: pods at 100/s through ReplicaSets up to 150,000 on 5,000
+//     nodes, Kubernetes' SLOs meanwhile, then memory and idle CPU per
+//     step (SCALE.md).
 //
 // Properties:
 //

@@ -123,6 +123,7 @@ type harness struct {
 	res      *results
 	pprofDir string
 	logDir   string
+	scale    scaleConfig
 }
 
 // loadGeneratorGOGC is the harness's own garbage collector setting. The
@@ -144,10 +145,18 @@ func run() error {
 	isQuick := flag.Bool("quick", false, "smaller counts and one repetition, for a fast look")
 	reps := flag.Int("reps", 0, "repetitions of each scenario (default 3, 1 with -quick)")
 	jsonPath := flag.String("json", "", "also write the results as JSON to this file")
-	only := flag.String("only", "", "comma-separated scenarios to run (create, watch, reconcile, namespace, startup, apply, crcreate, crdestablish, job, daemonset, statefulset, securecreate, services, loadbalancer, hpa, testenv); default all")
+	only := flag.String("only", "", "comma-separated scenarios to run (create, watch, reconcile, namespace, startup, apply, crcreate, crdestablish, job, daemonset, statefulset, securecreate, services, loadbalancer, hpa, testenv, scale); default all but scale")
 	pprofDir := flag.String("pprof", "", "start minictl with --profiling and save CPU and allocation profiles of each scenario's first repetition here")
 	logDir := flag.String("logs", "", "keep each minictl's stderr log (and its /metrics at the end) in this directory")
 	createPods := flag.Int("create-pods", 0, "pods the create scenario creates (default 5000, 1000 with -quick)")
+	scaleSteps := flag.String("scale-steps", "", "the scale scenario's steps, pods/nodes each, one `minictl up` per step (default "+defaultScaleSteps+", "+quickScaleSteps+" with -quick)")
+	scaleRate := flag.Float64("scale-rate", 100, "pods per second the scale scenario asks for")
+	scaleRSSize := flag.Int("scale-replicaset-size", 100, "replicas of each ReplicaSet the scale scenario creates")
+	scaleRSSLimit := flag.Float64("scale-rss-limit", 16, "GiB: a scale step stops when minictl's RSS passes this, and no larger step runs")
+	scaleTimeout := flag.Duration("scale-step-timeout", 0, "how long one scale step may take from its cluster's start to every pod Running (default: its creates at -scale-rate, plus 10 minutes)")
+	scaleSettle := flag.Duration("scale-settle", 90*time.Second, "how long the scale scenario waits, all pods Running, before the steady memory figures (then until RSS stops falling)")
+	scaleIdle := flag.Duration("scale-idle", 30*time.Second, "the window over which the idle cluster's CPU is measured")
+	scaleHeapDir := flag.String("scale-heap-dir", "bin", "where the scale scenario saves each step's heap profile, scale-<pods>.heap.pb.gz")
 	flag.Parse()
 
 	cfg := full
@@ -180,7 +189,19 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	h := &harness{cfg: cfg, bin: abs, tmp: tmp, res: newResults(targets, notes), pprofDir: *pprofDir, logDir: *logDir}
+	if *scaleSteps == "" {
+		*scaleSteps = map[bool]string{false: defaultScaleSteps, true: quickScaleSteps}[*isQuick]
+	}
+	steps, err := parseScaleSteps(*scaleSteps)
+	if err != nil {
+		return err
+	}
+	if *scaleRate <= 0 || *scaleRSSize <= 0 || *scaleRSSLimit <= 0 {
+		return fmt.Errorf("-scale-rate, -scale-replicaset-size and -scale-rss-limit must be positive")
+	}
+	h := &harness{cfg: cfg, bin: abs, tmp: tmp, res: newResults(targets, notes), pprofDir: *pprofDir, logDir: *logDir,
+		scale: scaleConfig{steps: steps, rate: *scaleRate, rsSize: *scaleRSSize, rssLimitMB: *scaleRSSLimit * 1024,
+			stepTimeout: *scaleTimeout, settle: *scaleSettle, idle: *scaleIdle, heapDir: *scaleHeapDir}}
 	scenarios := []struct {
 		name string
 		run  func(context.Context, int) error
@@ -201,7 +222,11 @@ func run() error {
 		{"loadbalancer", h.runLoadBalancer},
 		{"hpa", h.runHPA},
 		{"testenv", h.runTestenv},
+		{"scale", h.runScale},
 	}
+	// alone are run only when -only names them: scale takes up to 15
+	// minutes a step (make bench-scale).
+	alone := map[string]bool{"scale": true}
 	selected := map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -213,7 +238,7 @@ func run() error {
 	busy, own := cpuBusy(), ownCPU()
 	fmt.Printf("minictl bench: %d repetition(s)%s on %s\n", cfg.reps, map[bool]string{true: ", quick", false: ""}[*isQuick], m)
 	for _, s := range scenarios {
-		if len(selected) > 0 && !selected[s.name] {
+		if len(selected) > 0 && !selected[s.name] || len(selected) == 0 && alone[s.name] {
 			continue
 		}
 		for rep := range cfg.reps {

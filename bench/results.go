@@ -38,6 +38,8 @@ func (t *target) met(v float64) bool {
 		return v < t.value
 	case ">=":
 		return v >= t.value
+	case "<=":
+		return v <= t.value
 	case "==":
 		return v == t.value
 	}
@@ -174,7 +176,7 @@ func writeJSON(path string, rep report) error {
 
 func format(v float64, unit string) string {
 	switch unit {
-	case "ms", "s", "MB", "%", "x":
+	case "ms", "s", "MB", "KB", "%", "x", "cores", "millicores":
 		if math.Abs(v) >= 100 {
 			return fmt.Sprintf("%.0f %s", v, unit)
 		}

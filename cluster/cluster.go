@@ -72,8 +72,12 @@ type KubeletConfig struct {
 func NodeName(i int) string { return fmt.Sprintf("node-%d", i) }
 
 // NodeAddress is node i's address (counting from 1): a loopback address
-// of its own, where its kubelet serves.
-func NodeAddress(i int) string { return fmt.Sprintf("127.0.1.%d", i%256) }
+// of its own, where its kubelet serves; 127.0.1.<i> for the first 255,
+// then on through 127.0.2.0 and up, so that no two nodes share one.
+func NodeAddress(i int) string {
+	n := 1<<8 + i // past 127.0.0.0
+	return fmt.Sprintf("127.%d.%d.%d", n>>16&0xff, n>>8&0xff, n&0xff)
+}
 
 // Run runs the components cfg names until ctx ends or one of them fails,
 // and returns once all have stopped.

@@ -278,9 +278,14 @@ func (u *upCloud) kubeletOptions(zone, address string) func(*kubelet.Options) {
 	}
 }
 
-// nodeAddress is node i's address (counting from 1), the kubelet's own
-// choice, made explicit so that its machine agrees.
-func nodeAddress(i int) string { return fmt.Sprintf("127.0.1.%d", i%256) }
+// nodeAddress is node i's address (counting from 1), made explicit so
+// that its machine agrees: 127.0.1.<i> for the first 255 nodes, as the
+// kubelet would choose, then on through 127.0.2.0 and up, so that every
+// node of a large cluster (5,000 nodes) has an InternalIP of its own.
+func nodeAddress(i int) string {
+	n := 1<<8 + i // past 127.0.0.0
+	return fmt.Sprintf("127.%d.%d.%d", n>>16&0xff, n>>8&0xff, n&0xff)
+}
 
 // internalIP is the instance's first InternalIP address, "" if it has none.
 func internalIP(in sim.Instance) string {
