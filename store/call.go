@@ -15,8 +15,9 @@ import (
 // op is one request to etcd that gets one answer (every call but Watch),
 // from start to done or fail. Every such request of the Store:
 //   - has a deadline: its context's, or Config.RequestTimeout from start;
-//   - is not sent at all while etcd is known to be unavailable (see
-//     Health), failing at once with ErrUnavailable;
+//   - is not sent at all while etcd is known to be down (it has answered
+//     no probe for failFastAfter: see Health), failing at once with
+//     ErrUnavailable;
 //   - has its answer checked against the history the Store follows (see
 //     observe).
 type op struct {
@@ -29,8 +30,10 @@ type op struct {
 
 // start begins a request with ctx.
 func (s *Store) start(ctx context.Context) (op, error) {
-	if err := s.Health(); err != nil {
-		return op{}, err
+	if s.down.Load() {
+		if err := s.Health(); err != nil {
+			return op{}, err
+		}
 	}
 	o := op{s: s, ctx: ctx, cancel: func() {}, hist: s.hist.Load()}
 	o.floor = o.hist.floor.Load()

@@ -16,6 +16,11 @@ const (
 	// healthKey is the key a probe reads, as etcd's own /health does; it
 	// never exists.
 	healthKey = "health"
+	// failFastAfter is how long etcd must go without answering a probe
+	// before requests stop waiting for it. A loaded etcd can miss one
+	// probe's deadline and still answer every request: failing all of
+	// them for one slow read would turn slowness into an outage.
+	failFastAfter = 5 * time.Second
 )
 
 // Health reports whether etcd answered the Store's latest probe: nil if
@@ -25,9 +30,11 @@ const (
 // within about three seconds of etcd becoming unreachable, and back to nil
 // within a second of its return.
 //
-// While Health is an error, every request fails at once with it instead
-// of waiting for its deadline; watches stay open and resume where they
-// were when etcd returns.
+// Once etcd has answered no probe for five seconds (failFastAfter), every
+// request fails at once with ErrUnavailable instead of waiting for its
+// deadline, until a probe is answered again; watches stay open and resume
+// where they were when etcd returns. Until then, a request waits for etcd
+// as long as its deadline allows, as every kube-apiserver request does.
 func (s *Store) Health() error {
 	if err := s.unhealthy.Load(); err != nil {
 		return *err
@@ -35,37 +42,52 @@ func (s *Store) Health() error {
 	return nil
 }
 
-// healthLoop probes etcd every interval until ctx ends.
+// healthLoop probes etcd every interval until ctx ends, and decides when
+// requests stop waiting for it (down).
 func (s *Store) healthLoop(ctx context.Context) {
 	t := time.NewTicker(healthInterval)
 	defer t.Stop()
+	var lastAnswered time.Time // before the first failed probe of a run
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		s.probe(ctx)
+		sent := time.Now()
+		if s.probe(ctx) {
+			lastAnswered = time.Time{}
+			s.down.Store(false)
+			continue
+		}
+		if lastAnswered.IsZero() {
+			lastAnswered = sent
+		}
+		if time.Since(lastAnswered) >= failFastAfter {
+			s.down.Store(true)
+		}
 	}
 }
 
-// probe reads healthKey and records the outcome in Health. Its answer is
+// probe reads healthKey, records the outcome in Health and reports
+// whether etcd answered. Its answer is
 // checked against the Store's history like any other, so a probe is also
 // how the Store notices, within a second of etcd's return, that etcd lost
 // its data while it was away.
-func (s *Store) probe(ctx context.Context) {
+func (s *Store) probe(ctx context.Context) (answered bool) {
 	h := s.hist.Load()
 	floor := h.floor.Load()
 	pctx, cancel := context.WithTimeout(ctx, healthTimeout)
 	resp, err := s.client.Get(pctx, healthKey)
 	cancel()
 	if ctx.Err() != nil {
-		return // closing
+		return true // closing
 	}
 	if err == nil {
 		s.observe(h, floor, resp.Header)
 	}
 	s.setHealth(err)
+	return err == nil
 }
 
 // setHealth records a probe's outcome, and logs when it changes.

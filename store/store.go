@@ -118,6 +118,9 @@ type Store struct {
 	histMu sync.Mutex
 	// unhealthy is why the latest probe failed; nil when it answered.
 	unhealthy atomic.Pointer[error]
+	// down is set once etcd has not answered for failFastAfter: requests
+	// then fail at once (see Health). Only the health loop writes it.
+	down atomic.Bool
 
 	// stop ends the compaction loop; loops waits for it. etcdErrsDone is
 	// closed when the embedded etcd's error logger has returned, after etcd
