@@ -444,7 +444,7 @@ func TestUIPerformance(t *testing.T) {
 	// modules (when each arrived), and when the modules could run.
 	page := eval[struct {
 		HTML, Interactive, ListsJS, Modules float64
-		Files             []struct {
+		Files                               []struct {
 			Name       string
 			Start, End float64
 		}
