@@ -229,8 +229,8 @@ func (o *cachedObject) protobuf(res *api.Resource) ([]byte, error) {
 // cluster, which the server itself seldom reads decoded) are held only
 // encoded, as JSON and protobuf: a decoded pod takes half again the bytes
 // of both. Each call then decodes the JSON again, the exact bytes served,
-// for the few readers that need the object: an update, a table, the node
-// authorizer's graph.
+// for the few readers that need the object exactly: an update. Readers
+// that only look (a table, the node authorizer's graph) use view.
 func (o *cachedObject) object() api.Object {
 	if o.decoded != nil {
 		return o.decoded
