@@ -74,7 +74,7 @@ func (g *nodeGraph) catchUp() {
 	items, rv := c.list(&filter{})
 	pods := make([]*corev1.Pod, 0, len(items))
 	for _, it := range items {
-		if p, ok := it.object().(*corev1.Pod); ok {
+		if p, ok := it.view().(*corev1.Pod); ok {
 			pods = append(pods, p)
 		}
 	}
@@ -83,7 +83,7 @@ func (g *nodeGraph) catchUp() {
 }
 
 func (g *nodeGraph) apply(e *cachedEvent) {
-	p, ok := e.obj.object().(*corev1.Pod)
+	p, ok := e.obj.view().(*corev1.Pod)
 	if !ok {
 		return
 	}

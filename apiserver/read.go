@@ -313,7 +313,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, ri *requestIn
 			}
 			raws[i] = it.raw
 			if out.kind != asObject { // a table or metadata: from the object
-				objs[i] = it.object()
+				objs[i] = it.view()
 			}
 		}
 		// The protobuf a cached object keeps for watchers holds its own

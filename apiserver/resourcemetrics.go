@@ -114,7 +114,7 @@ func (s *Server) listResourceMetrics(ri *requestInfo, sel labels.Selector) []api
 	for _, it := range items {
 		var obj api.Object
 		var ok bool
-		switch o := it.object().(type) {
+		switch o := it.view().(type) {
 		case *corev1.Node:
 			obj, ok = s.resourceMetrics.NodeMetrics(o)
 		case *corev1.Pod:

@@ -440,6 +440,26 @@ func TestUIPerformance(t *testing.T) {
 	for _, l := range lists {
 		t.Logf("  %s: sent at %.0f ms, first byte after %.0f ms, last after %.0f ms, %.0f KB", l.Name, l.Start, l.FirstByte, l.Last, l.Size/1024)
 	}
+	// What came before the lists were sent: the page, its style sheet and
+	// modules (when each arrived), and when the modules could run.
+	page := eval[struct {
+		HTML, Interactive, ListsJS, Modules float64
+		Files                               []struct {
+			Name       string
+			Start, End float64
+		}
+	}](p, `({HTML: performance.getEntriesByType('navigation')[0].responseEnd,
+	  Interactive: performance.getEntriesByType('navigation')[0].domInteractive,
+	  ListsJS: performance.getEntriesByName('ui:lists-sent')[0]?.startTime ?? -1,
+	  Modules: performance.getEntriesByName('ui:modules-run')[0]?.startTime ?? -1,
+	  Files: performance.getEntriesByType('resource').filter(e => /\.(js|css)$/.test(e.name)).map(e => ({
+	    Name: e.name.replace(/^.*\//, ''), Start: e.startTime, End: e.responseEnd}))})`)
+	files := ""
+	for _, f := range page.Files {
+		files += fmt.Sprintf(" %s %.0f–%.0f", f.Name, f.Start, f.End)
+	}
+	t.Logf("  before them: the page arrived at %.0f ms, was parsed at %.0f ms; lists.js ran at %.0f ms, the modules at %.0f ms; its files (sent–arrived, ms):%s",
+		page.HTML, page.Interactive, page.ListsJS, page.Modules, files)
 	p.screenshot("2000-pods")
 
 	// Watch events: a label on every pod, and the page applies each.

@@ -126,7 +126,8 @@ export class Informer {
       const q = new URLSearchParams({ limit: '500' });
       if (cont) q.set('continue', cont);
       else if (!this.synced) q.set('resourceVersion', '0');
-      const resp = await fetch(`${this.path}?${q}`, { headers: this.headers });
+      const url = `${this.path}?${q}`;
+      const resp = await (firstList(url, this.headers.Accept ?? '') ?? fetch(url, { headers: this.headers }));
       const list = await resp.json();
       if (resp.status === 410 && cont) { // the continue token expired: start over
         cont = '';
@@ -207,6 +208,15 @@ export class Informer {
     this.rv = '';
     this.handlers.status?.(`${this.resource}: 410 Gone, listing again`);
   }
+}
+
+// firstList is the answer to a list lists.js sent early, exactly this
+// one, taken once; or undefined.
+function firstList(url, accept) {
+  const key = `${accept} ${url}`;
+  const resp = window.firstLists?.get(key);
+  window.firstLists?.delete(key);
+  return resp;
 }
 
 // record keeps the main-thread time of the last 10,000 applied events.

@@ -6,6 +6,8 @@ import { Decisions } from './decisions.js';
 import { ObjectPanel } from './object.js';
 import { showRequest } from './poke.js';
 
+performance.mark('ui:modules-run');
+
 const caches = { Pod: new Map(), Node: new Map() };
 const open = (kind, key) => panel.open(kind, key);
 const view = new ClusterView(open);
