@@ -23,6 +23,10 @@ const (
 	// readyzNotices is how soon /readyz must fail after etcd stops
 	// answering.
 	readyzNotices = 5 * time.Second
+	// failFastNotices is how soon after etcd stops requests fail at once:
+	// once it has answered no probe for five seconds, plus a probe's
+	// timeout and interval.
+	failFastNotices = 10 * time.Second
 	// recovers bounds how long the server may take to serve again after
 	// etcd is back.
 	recovers = 20 * time.Second
@@ -105,7 +109,7 @@ func (w *resumingWatch) next(t *testing.T) event {
 // starts it again on its data. While etcd does not answer, /readyz,
 // /livez and /healthz fail within seconds, with kube-apiserver's text; a
 // request ends with 504 Timeout at the request timeout, or at once with
-// 503 ServiceUnavailable once the server knows etcd is unavailable; the
+// 503 ServiceUnavailable once etcd has answered nothing for 5 s; the
 // watch cache still serves resourceVersion=0. When etcd is back,
 // everything recovers without a restart, and a watcher that resumes from
 // its last resourceVersion misses nothing and sees nothing twice.
@@ -143,7 +147,17 @@ func TestEtcdOutage(t *testing.T) {
 	if r := do(t, env, http.MethodGet, "/readyz/etcd", "", nil); r.code != http.StatusInternalServerError {
 		t.Errorf("/readyz/etcd while etcd is paused: %d %s", r.code, r.body)
 	}
-	// Now the server knows: requests that need etcd fail at once.
+	// Once etcd has answered nothing for five seconds, the server stops
+	// waiting for it: requests that need etcd fail at once.
+	for deadline := paused.Add(failFastNotices); ; {
+		r, took := timed(t, env, http.MethodGet, cmPath("outage", "first"), nil)
+		if r.code == http.StatusServiceUnavailable && took < time.Second {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("requests still wait for etcd %s after it stopped: %d after %s", time.Since(paused), r.code, took)
+		}
+	}
 	for _, req := range []struct {
 		method, path string
 		body         any
