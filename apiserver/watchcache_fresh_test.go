@@ -22,25 +22,10 @@ import (
 // every progressRetry; after freshTimeout it answers Timeout (504).
 func TestWaitFresh(t *testing.T) {
 	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{DataDir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := openTestStore(t)
 	counted := &progressCounter{Store: st}
 	clk := clock.NewFake(time.Unix(0, 0))
-	c := newWatchCache(api.ConfigMaps, counted, watchCacheOptions{metrics: newMetrics(prometheus.NewRegistry()), clock: clk})
-	runCtx, stop := context.WithCancel(ctx)
-	var running sync.WaitGroup
-	running.Go(func() { c.run(runCtx) })
-	t.Cleanup(func() {
-		stop()
-		running.Wait()
-	})
-
-	if err := c.waitFresh(ctx, 0); err != nil {
-		t.Fatalf("wait for the first fill: %v", err)
-	}
+	c := runWatchCache(t, api.ConfigMaps, counted, watchCacheOptions{clock: clk})
 	cm := &corev1.ConfigMap{}
 	cm.Name, cm.Namespace = "a", "default"
 	setTypeMeta(api.ConfigMaps, cm)
@@ -103,4 +88,35 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// openTestStore opens a store on an embedded etcd of its own, closed when
+// the test ends.
+func openTestStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(t.Context(), store.Config{DataDir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// runWatchCache starts a watch cache of res on st, running until the test
+// ends, and returns it once it has first filled. opts.metrics is set here.
+func runWatchCache(t *testing.T, res *api.Resource, st Storage, opts watchCacheOptions) *watchCache {
+	t.Helper()
+	opts.metrics = newMetrics(prometheus.NewRegistry())
+	c := newWatchCache(res, st, opts)
+	ctx, stop := context.WithCancel(t.Context())
+	var running sync.WaitGroup
+	running.Go(func() { c.run(ctx) })
+	t.Cleanup(func() {
+		stop()
+		running.Wait()
+	})
+	if err := c.waitFresh(t.Context(), 0); err != nil {
+		t.Fatalf("wait for the first fill: %v", err)
+	}
+	return c
 }

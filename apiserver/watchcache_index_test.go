@@ -1,20 +1,16 @@
 package apiserver
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/minictl/minictl/api"
-	"github.com/minictl/minictl/store"
 )
 
 // TestWatchCacheNodeWatchers follows, through a pods cache over a real
@@ -29,22 +25,8 @@ import (
 func TestWatchCacheNodeWatchers(t *testing.T) {
 	const nodes, pods = 5000, 120
 	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{DataDir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	c := newWatchCache(api.Pods, st, watchCacheOptions{metrics: newMetrics(prometheus.NewRegistry())})
-	runCtx, stop := context.WithCancel(ctx)
-	var running sync.WaitGroup
-	running.Go(func() { c.run(runCtx) })
-	t.Cleanup(func() {
-		stop()
-		running.Wait()
-	})
-	if err := c.waitFresh(ctx, 0); err != nil {
-		t.Fatalf("wait for the first fill: %v", err)
-	}
+	st := openTestStore(t)
+	c := runWatchCache(t, api.Pods, st, watchCacheOptions{})
 
 	// Each watcher, as the server registers it, and what it selects.
 	type watcher struct {
@@ -58,6 +40,7 @@ func TestWatchCacheNodeWatchers(t *testing.T) {
 	var watchers []*watcher
 	add := func(name, namespace, label, field string, wants func(*corev1.Pod) bool) *watcher {
 		f := filter{namespace: namespace, label: labels.Everything()}
+		var err error
 		if f.label, err = labels.Parse(label); err != nil {
 			t.Fatal(err)
 		}

@@ -1,19 +1,15 @@
 package apiserver
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/clock"
-	"github.com/minictl/minictl/store"
 )
 
 // TestWatchCacheWindowByAge moves the cache's clock past its window: the
@@ -23,23 +19,9 @@ import (
 // earlier revision, 410 Gone.
 func TestWatchCacheWindowByAge(t *testing.T) {
 	ctx := t.Context()
-	st, err := store.Open(ctx, store.Config{DataDir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := openTestStore(t)
 	clk := clock.NewFake(time.Unix(0, 0))
-	c := newWatchCache(api.ConfigMaps, st, watchCacheOptions{metrics: newMetrics(prometheus.NewRegistry()), clock: clk})
-	runCtx, stop := context.WithCancel(ctx)
-	var running sync.WaitGroup
-	running.Go(func() { c.run(runCtx) })
-	t.Cleanup(func() {
-		stop()
-		running.Wait()
-	})
-	if err := c.waitFresh(ctx, 0); err != nil {
-		t.Fatalf("wait for the first fill: %v", err)
-	}
+	c := runWatchCache(t, api.ConfigMaps, st, watchCacheOptions{clock: clk})
 	var rvs []int64
 	write := func(n int) {
 		t.Helper()
