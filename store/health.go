@@ -47,7 +47,7 @@ func (s *Store) Health() error {
 func (s *Store) healthLoop(ctx context.Context) {
 	t := time.NewTicker(healthInterval)
 	defer t.Stop()
-	var lastAnswered time.Time // before the first failed probe of a run
+	var silentSince time.Time // when the first unanswered probe of a run was sent; zero while etcd answers
 	for {
 		select {
 		case <-ctx.Done():
@@ -56,14 +56,14 @@ func (s *Store) healthLoop(ctx context.Context) {
 		}
 		sent := time.Now()
 		if s.probe(ctx) {
-			lastAnswered = time.Time{}
+			silentSince = time.Time{}
 			s.down.Store(false)
 			continue
 		}
-		if lastAnswered.IsZero() {
-			lastAnswered = sent
+		if silentSince.IsZero() {
+			silentSince = sent
 		}
-		if time.Since(lastAnswered) >= failFastAfter {
+		if time.Since(silentSince) >= failFastAfter {
 			s.down.Store(true)
 		}
 	}
