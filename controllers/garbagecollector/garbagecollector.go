@@ -1,6 +1,6 @@
 // Package garbagecollector deletes objects whose owners are gone, following
 // metadata.ownerReferences across every kind the API server's discovery
-// lists as deletable (list, watch and delete served), as
+// lists as deletable (list, watch and delete served) but Events, as
 // kube-controller-manager's garbage collector does. It watches each kind
 // through an informer by descriptor (a monitor, monitors.go), so a kind is
 // collected as soon as it is served, Go type or not. It reads discovery

@@ -451,6 +451,31 @@ func TestCollectsACustomObjectOwnedByAPod(t *testing.T) {
 	})
 }
 
+// TestEventsAreNotCollected: an Event whose owner is gone stays, as
+// kube-controller-manager's collector leaves Events alone; a ConfigMap
+// owned by the same owner, deleted in the same pass, shows that the
+// collector did act on that owner.
+func TestEventsAreNotCollected(t *testing.T) {
+	f := start(t)
+	ctx := t.Context()
+	owner := f.createCM(t, "owner")
+	events := client.For[*corev1.Event](f.rc)
+	if _, err := events.Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "owned", Namespace: "default", OwnerReferences: []metav1.OwnerReference{ownerRef(owner, false)}},
+		InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", Namespace: "default", Name: "owner", UID: owner.UID},
+		Reason:         "Test", Message: "owned by a configmap", Type: corev1.EventTypeNormal,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.createCM(t, "witness", ownerRef(owner, false))
+
+	f.deleteCM(t, "owner", metav1.DeletePropagationBackground)
+	waitFor(t, "the configmap owned by the deleted owner to be collected", func() bool { return f.gone(ctx, "witness") })
+	if _, err := events.Get(ctx, "default", "owned"); err != nil {
+		t.Fatalf("the event owned by the deleted configmap: %v, want it kept", err)
+	}
+}
+
 // createCM creates configmap default/name with the given owners.
 func (f *fixture) createCM(t *testing.T, name string, owners ...metav1.OwnerReference) *corev1.ConfigMap {
 	t.Helper()

@@ -21,6 +21,18 @@ const DefaultResyncPeriod = 30 * time.Second
 // handle it: kube's "deletable" resources.
 var deletableVerbs = []string{"list", "watch", "delete"}
 
+// ignoredResources are never watched nor collected, whatever their owner
+// references say: Events, as kube-controller-manager's collector leaves
+// them (garbagecollector.DefaultIgnoredResources). A cluster writes
+// several Events per pod and keeps them for an hour; the kubelet's and
+// the scheduler's Events name the pod in involvedObject, not as an
+// owner, so watching them would cost the collector a copy of each and
+// decide nothing.
+var ignoredResources = map[schema.GroupResource]bool{
+	{Group: "", Resource: "events"}:              true,
+	{Group: "events.k8s.io", Resource: "events"}: true,
+}
+
 // Discovery is where the collector learns what the server serves;
 // *client.RESTClient is one.
 type Discovery interface {
@@ -74,7 +86,9 @@ func (gc *Controller) resync(ctx context.Context) bool {
 	}
 	want := map[schema.GroupVersionResource]*api.Resource{}
 	for _, res := range served.Catalogue(deletableVerbs...) {
-		want[gvrOf(res)] = res
+		if !ignoredResources[res.GroupResource()] {
+			want[gvrOf(res)] = res
+		}
 	}
 
 	gc.mu.Lock()
