@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"sync"
 	"syscall"
 
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/minictl/minictl/internal/gctune"
 	"github.com/minictl/minictl/internal/timeline"
 )
 
@@ -47,6 +49,18 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// Past a few hundred megabytes of live heap, GOGC's headroom is
+		// capped (package gctune): a cluster of tens of thousands of pods
+		// would otherwise keep gigabytes for garbage.
+		gogc := debug.SetGCPercent(-1)
+		debug.SetGCPercent(gogc)
+		var wg sync.WaitGroup
+		tune, stopTune := context.WithCancel(ctx)
+		wg.Go(func() { gctune.Run(tune, gogc, gctune.MaxHeadroom) })
+		defer wg.Wait()
+		defer stopTune()
+	}
 	root := rootCommand(stdout, stderr)
 	root.SetArgs(args)
 	return root.ExecuteContext(ctx)
