@@ -383,7 +383,7 @@ func (s *Server) listFromStore(w http.ResponseWriter, ctx context.Context, ri *r
 			if err != nil {
 				return err
 			}
-			if filtered && !o.filter.matches(&cachedObject{namespace: obj.GetNamespace(), labels: labels.Set(obj.GetLabels()), fields: ri.res.Fields(obj)}) {
+			if filtered && !o.filter.matches(&cachedObject{namespace: obj.GetNamespace(), labels: pack(obj.GetLabels()), fields: pack(ri.res.Fields(obj))}) {
 				continue
 			}
 			raw, err := json.Marshal(obj)

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/minictl/minictl/api"
@@ -198,8 +196,8 @@ type cachedObject struct {
 	res       *api.Resource // the object's resource, at its version
 	decoded   api.Object    // nil for a lean resource: see object
 	raw       []byte
-	labels    labels.Set
-	fields    fields.Set
+	labels    packedSet
+	fields    packedSet
 
 	// views holds the object as every other version the cache serves sees
 	// it: views[i] is views[i+1] of the cache's (see at). A view whose
@@ -496,7 +494,7 @@ func (c *watchCache) wrap(res *api.Resource, key string, obj api.Object) (*cache
 func encoded(res *api.Resource, key string, obj api.Object, raw []byte, rv int64) *cachedObject {
 	o := &cachedObject{
 		key: key, namespace: obj.GetNamespace(), rv: rv, res: res, decoded: obj, raw: raw,
-		labels: labels.Set(obj.GetLabels()), fields: res.Fields(obj),
+		labels: pack(obj.GetLabels()), fields: pack(res.Fields(obj)),
 	}
 	if leanResources[res] {
 		_, _ = o.protobuf(res) // an error stays with o, for its protobuf readers

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/labels"
-
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/clock"
 )
@@ -78,7 +76,7 @@ func (c *watchCache) fromStored(ctx context.Context, key string, obj api.Object)
 // object whose readers get err.
 func unconverted(key string, obj api.Object, err error) *cachedObject {
 	rv, _ := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
-	return &cachedObject{key: key, namespace: obj.GetNamespace(), rv: rv, decoded: obj, labels: labels.Set(obj.GetLabels()), err: err}
+	return &cachedObject{key: key, namespace: obj.GetNamespace(), rv: rv, decoded: obj, labels: pack(obj.GetLabels()), err: err}
 }
 
 // convert gives o, as stored, its form at every other version the cache

@@ -150,16 +150,16 @@ func (s *watcherSet) candidates(e *cachedEvent) iter.Seq[*cacheWatcher] {
 			return
 		}
 		groups := make([]watcherGroup, 0, 6)
-		ns, name := e.obj.namespace, e.obj.fields["metadata.name"]
+		ns, name := e.obj.namespace, e.obj.fields.Get("metadata.name")
 		if ns != "" {
 			groups = append(groups, s.byScope[watcherScope{ns, name}], s.byScope[watcherScope{ns, ""}])
 		}
 		groups = append(groups, s.byScope[watcherScope{"", name}], s.byScope[watcherScope{}])
 		if s.field != "" && len(s.byValue) > 0 {
-			v := e.obj.fields[s.field]
+			v := e.obj.fields.Get(s.field)
 			groups = append(groups, s.byValue[v])
 			if e.prev != nil {
-				if pv := e.prev.fields[s.field]; pv != v {
+				if pv := e.prev.fields.Get(s.field); pv != v {
 					groups = append(groups, s.byValue[pv])
 				}
 			}

@@ -31,10 +31,10 @@ func (f *filter) matches(o *cachedObject) bool {
 	if f.namespace != "" && o.namespace != f.namespace {
 		return false
 	}
-	if f.label != nil && !f.label.Empty() && !f.label.Matches(o.labels) {
+	if f.label != nil && !f.label.Empty() && !f.label.Matches(&o.labels) {
 		return false
 	}
-	if f.field != nil && !f.field.Empty() && o.err == nil && !f.field.Matches(o.fields) {
+	if f.field != nil && !f.field.Empty() && o.err == nil && !f.field.Matches(&o.fields) {
 		return false
 	}
 	return true
