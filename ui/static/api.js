@@ -210,7 +210,7 @@ export class Informer {
   }
 }
 
-// firstList is the answer to a list lists.js sent early, exactly this
+// firstList is the answer to a list index.html sent early, exactly this
 // one, taken once; or undefined.
 function firstList(url, accept) {
   const key = `${accept} ${url}`;
