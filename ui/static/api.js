@@ -57,11 +57,12 @@ const tableAccept = 'application/json;as=Table;v=v1;g=meta.k8s.io, application/j
 // A Row is one object of a Table: its metadata, its cells by column name
 // (cells.Status is kubectl's STATUS) and its row conditions.
 function rows(table, columns) {
-  return (table.rows ?? []).map(r => ({
-    metadata: r.object.metadata,
-    cells: Object.fromEntries(columns.map((c, i) => [c.name, r.cells[i]])),
-    conditions: r.conditions ?? [],
-  }));
+  const names = columns.map(c => c.name);
+  return (table.rows ?? []).map(r => {
+    const cells = {};
+    for (let i = 0; i < names.length; i++) cells[names[i]] = r.cells[i];
+    return { metadata: r.object.metadata, cells, conditions: r.conditions ?? [] };
+  });
 }
 
 // An Informer keeps one resource's objects by "namespace/name" (or name)
