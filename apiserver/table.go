@@ -255,10 +255,36 @@ func (o *output) table(res *api.Resource, lm metav1.ListMeta, objs []api.Object,
 // bytes, written a row at a time (encodeTable).
 func (o *output) marshalTable(res *api.Resource, lm metav1.ListMeta, objs []api.Object, raws [][]byte, headers bool) ([]byte, error) {
 	var buf bytes.Buffer
-	if err := o.encodeTable(&buf, res, lm, objs, raws, headers); err != nil {
+	if err := o.encodeTable(&buf, res, lm, len(objs), sliceItems(objs, raws), headers); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// sliceItems gives the i-th of objs and its JSON, if raws has it.
+func sliceItems(objs []api.Object, raws [][]byte) func(i int) (api.Object, []byte) {
+	return func(i int) (api.Object, []byte) {
+		if raws == nil {
+			return objs[i], nil
+		}
+		return objs[i], raws[i]
+	}
+}
+
+// streamTable answers a list with the JSON Table of n objects, getting
+// each (and its JSON, if at hand) from item only when its row is built:
+// the first rows leave before the last objects are even decoded.
+func (o *output) streamTable(w http.ResponseWriter, res *api.Resource, lm metav1.ListMeta, n int, item func(i int) (api.Object, []byte)) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	cw := &checkedWriter{w: w}
+	if err := o.encodeTable(cw, res, lm, n, item, true); err != nil && cw.err == nil {
+		// A row that cannot be encoded, with the answer under way: the
+		// client can be told only by a connection that breaks before the
+		// answer ends. (A write that failed had lost the client already.)
+		panic(http.ErrAbortHandler)
+	}
+	return nil
 }
 
 // tableChunk is how much of a Table is built before it is written: the
@@ -270,7 +296,7 @@ const tableChunk = 64 << 10
 // whole has encoding/json check and compact every row's object a second
 // time, after the object's own marshalling, and writes nothing until the
 // last row is made.
-func (o *output) encodeTable(w io.Writer, res *api.Resource, lm metav1.ListMeta, objs []api.Object, raws [][]byte, headers bool) error {
+func (o *output) encodeTable(w io.Writer, res *api.Resource, lm metav1.ListMeta, n int, item func(i int) (api.Object, []byte), headers bool) error {
 	var cols []metav1.TableColumnDefinition
 	if headers {
 		cols = res.TableColumns()
@@ -287,17 +313,14 @@ func (o *output) encodeTable(w io.Writer, res *api.Resource, lm metav1.ListMeta,
 	if !bytes.HasSuffix(head, []byte(null)) {
 		return fmt.Errorf("table head %q does not end in rows", head)
 	}
-	b := make([]byte, 0, min(len(head)+len(objs)*2048, 2*tableChunk))
+	b := make([]byte, 0, min(len(head)+n*2048, 2*tableChunk))
 	b = append(b, head[:len(head)-len(null)]...)
 	b = append(b, '[')
-	for i, obj := range objs {
+	for i := range n {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		var raw []byte
-		if raws != nil {
-			raw = raws[i]
-		}
+		obj, raw := item(i)
 		if b, err = o.appendRow(b, res, obj, raw); err != nil {
 			return err
 		}
@@ -399,17 +422,7 @@ func (o *output) writeListAs(w http.ResponseWriter, res *api.Resource, lm metav1
 			}
 			return o.write(w, t)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		cw := &checkedWriter{w: w}
-		if err := o.encodeTable(cw, res, lm, objs, raws, true); err != nil && cw.err == nil {
-			// A row that cannot be encoded, with the answer under way:
-			// the client can be told only by a connection that breaks
-			// before the answer ends. (A write that failed had lost the
-			// client already.)
-			panic(http.ErrAbortHandler)
-		}
-		return nil
+		return o.streamTable(w, res, lm, len(objs), sliceItems(objs, raws))
 	case asMetadata:
 		list := &metav1.PartialObjectMetadataList{
 			TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: o.apiVersion()},
