@@ -306,6 +306,17 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, ri *requestIn
 			}
 		}
 		items, rv := cache.list(&o.filter)
+		lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(rv, 10)}
+		if out.kind == asTable && !out.yaml {
+			for _, it := range items {
+				if err := conversionError(it); err != nil {
+					return err
+				}
+			}
+			// Each object is decoded as its row is written, not all
+			// before the first row leaves.
+			return out.streamTable(w, ri.res, lm, len(items), func(i int) (api.Object, []byte) { return items[i].view(), items[i].raw })
+		}
 		objs, raws := make([]api.Object, len(items)), make([][]byte, len(items))
 		for i, it := range items {
 			if err := conversionError(it); err != nil {
@@ -326,7 +337,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, ri *requestIn
 			_, _, m, err := api.ProtobufObject(env)
 			return m, err
 		}
-		return out.writeListAs(w, ri.res, metav1.ListMeta{ResourceVersion: strconv.FormatInt(rv, 10)}, objs, raws, msg)
+		return out.writeListAs(w, ri.res, lm, objs, raws, msg)
 	}
 	return s.listFromStore(w, r.Context(), ri, o, out)
 }

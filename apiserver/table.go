@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"strconv"
@@ -251,11 +252,51 @@ func (o *output) table(res *api.Resource, lm metav1.ListMeta, objs []api.Object,
 }
 
 // marshalTable is json.Marshal of the Table that table builds, the same
-// bytes, written a row at a time. Marshalling the Table whole has
-// encoding/json check and compact every row's object a second time, after
-// the object's own marshalling: for a list of thousands of pods, half the
-// time of the answer.
+// bytes, written a row at a time (encodeTable).
 func (o *output) marshalTable(res *api.Resource, lm metav1.ListMeta, objs []api.Object, raws [][]byte, headers bool) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := o.encodeTable(&buf, res, lm, len(objs), sliceItems(objs, raws), headers); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// sliceItems gives the i-th of objs and its JSON, if raws has it.
+func sliceItems(objs []api.Object, raws [][]byte) func(i int) (api.Object, []byte) {
+	return func(i int) (api.Object, []byte) {
+		if raws == nil {
+			return objs[i], nil
+		}
+		return objs[i], raws[i]
+	}
+}
+
+// streamTable answers a list with the JSON Table of n objects, getting
+// each (and its JSON, if at hand) from item only when its row is built:
+// the first rows leave before the last objects are even decoded.
+func (o *output) streamTable(w http.ResponseWriter, res *api.Resource, lm metav1.ListMeta, n int, item func(i int) (api.Object, []byte)) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	cw := &checkedWriter{w: w}
+	if err := o.encodeTable(cw, res, lm, n, item, true); err != nil && cw.err == nil {
+		// A row that cannot be encoded, with the answer under way: the
+		// client can be told only by a connection that breaks before the
+		// answer ends. (A write that failed had lost the client already.)
+		panic(http.ErrAbortHandler)
+	}
+	return nil
+}
+
+// tableChunk is how much of a Table is built before it is written: the
+// first rows of a list of thousands leave while the rest are built.
+const tableChunk = 64 << 10
+
+// encodeTable writes to w json.Marshal of the Table that table builds, the
+// same bytes, a row at a time as each is built. Marshalling the Table
+// whole has encoding/json check and compact every row's object a second
+// time, after the object's own marshalling, and writes nothing until the
+// last row is made.
+func (o *output) encodeTable(w io.Writer, res *api.Resource, lm metav1.ListMeta, n int, item func(i int) (api.Object, []byte), headers bool) error {
 	var cols []metav1.TableColumnDefinition
 	if headers {
 		cols = res.TableColumns()
@@ -265,29 +306,48 @@ func (o *output) marshalTable(res *api.Resource, lm metav1.ListMeta, objs []api.
 		ListMeta: lm, ColumnDefinitions: cols,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// head ends in "rows":null}: the rows go in place of the null.
 	const null = `null}`
 	if !bytes.HasSuffix(head, []byte(null)) {
-		return nil, fmt.Errorf("table head %q does not end in rows", head)
+		return fmt.Errorf("table head %q does not end in rows", head)
 	}
-	b := make([]byte, 0, len(head)+len(objs)*2048)
+	b := make([]byte, 0, min(len(head)+n*2048, 2*tableChunk))
 	b = append(b, head[:len(head)-len(null)]...)
 	b = append(b, '[')
-	for i, obj := range objs {
+	for i := range n {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		var raw []byte
-		if raws != nil {
-			raw = raws[i]
-		}
+		obj, raw := item(i)
 		if b, err = o.appendRow(b, res, obj, raw); err != nil {
-			return nil, err
+			return err
+		}
+		if len(b) >= tableChunk {
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+			b = b[:0]
 		}
 	}
-	return append(b, ']', '}'), nil
+	_, err = w.Write(append(b, ']', '}'))
+	return err
+}
+
+// checkedWriter keeps the error of its first failed write.
+type checkedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *checkedWriter) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.w.Write(p)
+	c.err = err
+	return n, err
 }
 
 // appendRow appends obj's row, as json.Marshal writes a TableRow: its
@@ -301,7 +361,8 @@ func (o *output) appendRow(b []byte, res *api.Resource, obj api.Object, raw []by
 	if err != nil {
 		return nil, err
 	}
-	var object []byte
+	b = append(b, cells[:len(cells)-1]...) // without its closing brace
+	b = append(b, `,"object":`...)
 	switch o.include {
 	case metav1.IncludeObject:
 		if raw == nil {
@@ -313,18 +374,15 @@ func (o *output) appendRow(b []byte, res *api.Resource, obj api.Object, raw []by
 			err = json.Compact(&c, raw)
 			raw = c.Bytes()
 		}
-		object = raw
+		b = append(b, raw...)
 	case metav1.IncludeMetadata:
-		object, err = json.Marshal(o.partial(obj))
+		b, err = appendPartial(b, o.partial(obj))
 	default:
-		object = []byte("null")
+		b = append(b, "null"...)
 	}
 	if err != nil {
 		return nil, err
 	}
-	b = append(b, cells[:len(cells)-1]...) // without its closing brace
-	b = append(b, `,"object":`...)
-	b = append(b, object...)
 	return append(b, '}'), nil
 }
 
@@ -357,11 +415,14 @@ func (o *output) writeObjectAs(w http.ResponseWriter, res *api.Resource, obj api
 func (o *output) writeListAs(w http.ResponseWriter, res *api.Resource, lm metav1.ListMeta, objs []api.Object, raws [][]byte, msg func(i int) ([]byte, error)) error {
 	switch o.kind {
 	case asTable:
-		t, err := o.marshalTable(res, lm, objs, raws, true)
-		if err != nil {
-			return apierrors.NewInternalError(err)
+		if o.yaml {
+			t, err := o.marshalTable(res, lm, objs, raws, true)
+			if err != nil {
+				return apierrors.NewInternalError(err)
+			}
+			return o.write(w, t)
 		}
-		return o.write(w, t)
+		return o.streamTable(w, res, lm, len(objs), sliceItems(objs, raws))
 	case asMetadata:
 		list := &metav1.PartialObjectMetadataList{
 			TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: o.apiVersion()},
@@ -441,4 +502,178 @@ func columnsIf(res *api.Resource, headers bool) []metav1.TableColumnDefinition {
 		return res.TableColumns()
 	}
 	return nil
+}
+
+// appendPartial appends p as json.Marshal writes it, the same bytes. Most
+// of a PartialObjectMetadata's bytes are its managedFields' fieldsV1,
+// which encoding/json would check and compact once more (it does so with
+// whatever a json.Marshaler returns): here each fieldsV1 that is compact
+// already, with nothing to escape, is copied as it is.
+func appendPartial(b []byte, p *metav1.PartialObjectMetadata) ([]byte, error) {
+	managed := p.ManagedFields
+	rest := *p
+	rest.ManagedFields = nil
+	head, err := json.Marshal(&rest)
+	if err != nil || len(managed) == 0 {
+		return append(b, head...), err
+	}
+	// managedFields is the metadata's last field: it goes before the
+	// metadata's closing brace and the object's.
+	b = append(b, head[:len(head)-2]...)
+	if head[len(head)-3] != '{' {
+		b = append(b, ',')
+	}
+	b = append(b, `"managedFields":[`...)
+	for i := range managed {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, err = appendManagedFields(b, &managed[i]); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, "]}}"...), nil
+}
+
+// appendManagedFields appends e as json.Marshal writes a
+// ManagedFieldsEntry: its fields in order, the empty ones left out.
+func appendManagedFields(b []byte, e *metav1.ManagedFieldsEntry) ([]byte, error) {
+	b = append(b, '{')
+	sep := false
+	str := func(name, v string) {
+		if v == "" {
+			return
+		}
+		if sep {
+			b = append(b, ',')
+		}
+		sep = true
+		b = append(b, name...)
+		b = appendJSONString(b, v)
+	}
+	str(`"manager":`, e.Manager)
+	str(`"operation":`, string(e.Operation))
+	str(`"apiVersion":`, e.APIVersion)
+	if e.Time != nil {
+		if sep {
+			b = append(b, ',')
+		}
+		sep = true
+		b = append(b, `"time":`...)
+		if e.Time.IsZero() {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '"')
+			b = e.Time.UTC().AppendFormat(b, time.RFC3339)
+			b = append(b, '"')
+		}
+	}
+	str(`"fieldsType":`, e.FieldsType)
+	if e.FieldsV1 != nil {
+		if sep {
+			b = append(b, ',')
+		}
+		sep = true
+		b = append(b, `"fieldsV1":`...)
+		if raw := e.FieldsV1.GetRawBytes(); compactFields(raw) {
+			b = append(b, raw...)
+		} else {
+			f, err := json.Marshal(e.FieldsV1)
+			if err != nil {
+				return nil, err
+			}
+			b = append(b, f...)
+		}
+	}
+	str(`"subresource":`, e.Subresource)
+	return append(b, '}'), nil
+}
+
+// appendJSONString appends s quoted as encoding/json writes it: printable
+// ASCII but the quote, the backslash and the HTML characters as it is,
+// anything else through encoding/json itself.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// compactFields reports whether raw is a fieldsV1 that json.Marshal would
+// copy unchanged: an object whose values are objects, keyed by strings,
+// without whitespace, and with nothing encoding/json escapes (<, >, &
+// and, to keep this simple, anything not ASCII). What it refuses goes
+// through encoding/json.
+func compactFields(raw []byte) bool {
+	end, ok := scanFieldsObject(raw, 0)
+	return ok && end == len(raw)
+}
+
+// scanFieldsObject reads the object of objects at b[i:] and returns where
+// it ends.
+func scanFieldsObject(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '{' {
+		return i, false
+	}
+	i++
+	if i < len(b) && b[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		var ok bool
+		if i, ok = scanFieldsKey(b, i); !ok || i >= len(b) || b[i] != ':' {
+			return i, false
+		}
+		if i, ok = scanFieldsObject(b, i+1); !ok || i >= len(b) {
+			return i, false
+		}
+		switch b[i] {
+		case ',':
+			i++
+		case '}':
+			return i + 1, true
+		default:
+			return i, false
+		}
+	}
+}
+
+// scanFieldsKey reads the string at b[i:] and returns where it ends.
+func scanFieldsKey(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return i, false
+	}
+	for i++; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, true
+		case c == '\\':
+			if i+1 >= len(b) {
+				return i, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i++
+			case 'u':
+				if i+5 >= len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+					return i, false
+				}
+				i += 5
+			default:
+				return i, false
+			}
+		case c < 0x20 || c >= 0x80 || c == '<' || c == '>' || c == '&':
+			return i, false
+		}
+	}
+	return i, false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }

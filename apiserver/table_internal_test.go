@@ -37,8 +37,35 @@ func tablePods(t *testing.T) []*cachedObject {
 	pending.Spec.Tolerations = []corev1.Toleration{}
 	odd := benchPod("odd")
 	odd.Annotations = map[string]string{"note": `<a href="x">&amp;</a> "quoted" ünïcode`}
+	// Managed fields of the shapes json.Marshal writes differently: fieldsV1
+	// with whitespace, escapes, HTML characters, non-ASCII, or not an
+	// object of objects; no time; names that need escaping.
+	managed := benchPod("managed")
+	for i, raw := range []string{
+		`{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"c\"}":{".":{}}}}}`,
+		`{ "f:spec" : {"f:x": {}} }`,
+		`{"f:a\u0041\n\/":{}}`,
+		`{"f:<b>&":{}}`,
+		`{"f:ünï":{}}`,
+		`{"f:a":{"f:b":{}},"f:c":{}}`,
+		`{"f:a":1}`,
+		`{}`,
+	} {
+		e := metav1.ManagedFieldsEntry{Manager: fmt.Sprintf("m%d", i), Operation: metav1.ManagedFieldsOperationApply,
+			APIVersion: "v1", Time: &start, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(raw)}}
+		switch i {
+		case 2:
+			e.Time, e.Subresource = nil, "status"
+		case 3:
+			e.Manager = `kubectl <edit> & "more"`
+		case 4:
+			e.Manager = "ünïcode"
+		}
+		managed.ManagedFields = append(managed.ManagedFields, e)
+	}
+	managed.ManagedFields = append(managed.ManagedFields, metav1.ManagedFieldsEntry{})
 	var out []*cachedObject
-	for i, p := range []*corev1.Pod{running, done, pending, odd} {
+	for i, p := range []*corev1.Pod{running, done, pending, odd, managed} {
 		p.ResourceVersion = fmt.Sprint(10 + i)
 		raw, err := marshalObject(p)
 		if err != nil {
@@ -90,6 +117,73 @@ func TestMarshalTable(t *testing.T) {
 					t.Errorf("include %s, headers %v, from %s:\n got %s\nwant %s", include, headers, name, got, want)
 				}
 			}
+		}
+	}
+}
+
+// TestAppendPartial: metadata is written as json.Marshal writes it, with
+// managed fields that a stored object's JSON would not carry too: a zero
+// time, a fieldsV1 that is null, missing or CBOR, an empty entry.
+func TestAppendPartial(t *testing.T) {
+	var zero metav1.Time
+	at := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("x", 3600)))
+	for _, p := range []*metav1.PartialObjectMetadata{
+		{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"}, ObjectMeta: metav1.ObjectMeta{
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "a", Time: &zero}, {}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "x", ManagedFields: []metav1.ManagedFieldsEntry{
+			{Manager: "a", Time: &at, FieldsV1: &metav1.FieldsV1{Raw: []byte("null")}},
+			{FieldsV1: &metav1.FieldsV1{}},
+			{FieldsV1: &metav1.FieldsV1{Raw: []byte{0xa1, 0x61, 0x61, 0xa0}}}, // CBOR {"a":{}}
+			{FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:a":{}}`)}, Subresource: "scale"},
+		}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "none"}},
+	} {
+		want, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := appendPartial([]byte("prefix"), p)
+		if err != nil || string(got) != "prefix"+string(want) {
+			t.Errorf("appendPartial:\n got %s (%v)\nwant prefix%s", got, err, want)
+		}
+	}
+}
+
+// TestCompactFields: a fieldsV1 is copied as it is only where json.Marshal
+// would write it unchanged, and the fieldsV1 a server writes is.
+func TestCompactFields(t *testing.T) {
+	for _, tt := range []struct {
+		raw  string
+		copy bool
+	}{
+		{`{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"c\"}":{".":{}}}}}`, true},
+		{`{}`, true},
+		{`{"f:a\u00e9\"\\\/\b\f\n\r\t":{}}`, true},
+		{`{"f:a":{} }`, false},
+		{`{"f:a":{},}`, false},
+		{`{"f:a":{}`, false},
+		{`{"f:a":{}}}`, false},
+		{`{"f:a":1}`, false},
+		{`{"f:a":"b"}`, false},
+		{`{"f:<a>":{}}`, false},
+		{`{"f:a&b":{}}`, false},
+		{`{"f:\u00zz":{}}`, false},
+		{`{"f:\x":{}}`, false},
+		{"{\"f:\u2028\":{}}", false},
+		{"{\"f:\xff\":{}}", false},
+		{`{"f:a`, false},
+		{`null`, false},
+		{``, false},
+	} {
+		if got := compactFields([]byte(tt.raw)); got != tt.copy {
+			t.Errorf("compactFields(%s) = %v, want %v", tt.raw, got, tt.copy)
+		}
+		if !tt.copy {
+			continue
+		}
+		want, err := json.Marshal(&metav1.FieldsV1{Raw: []byte(tt.raw)})
+		if err != nil || string(want) != tt.raw {
+			t.Errorf("json.Marshal writes %s as %s (%v): it must not be copied as it is", tt.raw, want, err)
 		}
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -283,5 +285,59 @@ func TestYAMLAnswers(t *testing.T) {
 				t.Errorf("body does not hold %q:\n%s", tc.want, r.body)
 			}
 		})
+	}
+}
+
+// TestTableListFromCache: a Table list answered from the watch cache
+// (resourceVersion=0), written as its rows are built, says what the one
+// read from etcd says, row for row, each row's metadata byte for byte
+// with its managed fields, over more rows than one piece of the answer
+// holds.
+func TestTableListFromCache(t *testing.T) {
+	env := testenv.Start(t)
+	createNamespace(t, env, "bench")
+	const pods = 60
+	for i := range pods {
+		if r := do(t, env, http.MethodPost, "/api/v1/namespaces/bench/pods", "application/json", benchPodBody(int64(i))); r.code != http.StatusCreated {
+			t.Fatalf("create pod %d: %d %s", i, r.code, truncate(r.body))
+		}
+	}
+	const accept = "application/json;as=Table;v=v1;g=meta.k8s.io"
+	var store metav1.Table
+	if r := getAccept(t, env, "/api/v1/namespaces/bench/pods", accept); r.code != http.StatusOK || json.Unmarshal(r.body, &store) != nil {
+		t.Fatalf("list from etcd: %d %s", r.code, truncate(r.body))
+	}
+	var cached *reply
+	var tb metav1.Table
+	eventually(t, "the watch cache to have every pod", func() (bool, string) {
+		cached = getAccept(t, env, "/api/v1/namespaces/bench/pods?resourceVersion=0", accept)
+		tb = metav1.Table{}
+		err := json.Unmarshal(cached.body, &tb)
+		return cached.code == http.StatusOK && err == nil && len(tb.Rows) == pods, fmt.Sprintf("%d, %d rows, %v", cached.code, len(tb.Rows), err)
+	})
+	if ct := cached.header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type %q, want application/json", ct)
+	}
+	if len(cached.body) < 64<<10 {
+		t.Fatalf("the answer is %d bytes: too few to be written in pieces", len(cached.body))
+	}
+	if !slices.Equal(columnNames(&tb), columnNames(&store)) {
+		t.Errorf("columns %v, from etcd %v", columnNames(&tb), columnNames(&store))
+	}
+	age := slices.Index(columnNames(&tb), "Age")
+	for i, row := range tb.Rows {
+		want := store.Rows[i]
+		if m := rowMeta(t, row); len(m.ManagedFields) == 0 || m.ManagedFields[0].FieldsV1 == nil {
+			t.Errorf("row %d's metadata has no managed fields: %s", i, row.Object.Raw)
+		}
+		if string(row.Object.Raw) != string(want.Object.Raw) {
+			t.Errorf("row %d's object:\n got %s\nwant %s", i, row.Object.Raw, want.Object.Raw)
+		}
+		// Age is measured when each answer is written.
+		got, exp := slices.Clone(row.Cells), slices.Clone(want.Cells)
+		got[age], exp[age] = nil, nil
+		if fmt.Sprint(got) != fmt.Sprint(exp) || len(row.Conditions) != len(want.Conditions) {
+			t.Errorf("row %d: cells %v conditions %v, from etcd %v %v", i, row.Cells, row.Conditions, want.Cells, want.Conditions)
+		}
 	}
 }

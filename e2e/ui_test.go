@@ -117,9 +117,9 @@ func (p *page) fail(s string) {
 }
 
 // eval evaluates a JavaScript expression in the page.
-func eval[T any](p *page, expr string) T {
+func eval[T any](p *page, expr string, opts ...chromedp.EvaluateOption) T {
 	p.t.Helper()
-	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[T](expr, opts...))
 	if err != nil {
 		p.t.Fatalf("evaluate %s: %v", expr, err)
 	}
@@ -423,11 +423,13 @@ func TestUIPerformance(t *testing.T) {
 
 	p := openUI(t, c.URL)
 	p.waitFor(fmt.Sprintf("%d pod cards", pods), fmt.Sprintf(`document.querySelectorAll('.pod').length === %d`, pods))
-	first := eval[struct{ FirstRender, PodsListed, PodsDrawn float64 }](p, `({
+	first := eval[struct{ FirstRender, Painted, PodsListed, PodsDrawn float64 }](p, `({
 	  FirstRender: performance.getEntriesByName('ui:first-render')[0].startTime,
-	  PodsListed: window.minictl.stats.listed.pods, PodsDrawn: window.minictl.stats.replaced.pods})`)
-	t.Logf("first render %.0f ms after navigation start; of it, listing the %d pods took %.0f ms, drawing them %.0f ms",
-		first.FirstRender, pods, first.PodsListed, first.PodsDrawn)
+	  Painted: performance.getEntriesByName('ui:first-render-painted')[0]?.startTime ?? -1,
+	  PodsListed: performance.getEntriesByName('ui:pods-parsed')[0].startTime - performance.getEntriesByName('ui:lists-sent')[0].startTime,
+	  PodsDrawn: window.minictl.stats.replaced.pods})`)
+	t.Logf("first render %.0f ms after navigation start, laid out and painted at %.0f ms; of it, listing the %d pods (sent to parsed) took %.0f ms, drawing them %.0f ms",
+		first.FirstRender, first.Painted, pods, first.PodsListed, first.PodsDrawn)
 	// Each list request as the browser's Resource Timing saw it: when it
 	// was sent, how long until the first byte and the last, and its size.
 	lists := eval[[]struct {
@@ -458,8 +460,20 @@ func TestUIPerformance(t *testing.T) {
 	for _, f := range page.Files {
 		files += fmt.Sprintf(" %s %.0f–%.0f", f.Name, f.Start, f.End)
 	}
-	t.Logf("  before them: the page arrived at %.0f ms, was parsed at %.0f ms; lists.js ran at %.0f ms, the modules at %.0f ms; its files (sent–arrived, ms):%s",
+	t.Logf("  before them: the page arrived at %.0f ms, was parsed at %.0f ms; the lists were sent at %.0f ms, the modules at %.0f ms; its files (sent–arrived, ms):%s",
 		page.HTML, page.Interactive, page.ListsJS, page.Modules, files)
+	// The pods list in the page, step by step (api.js and app.js mark
+	// each), and the long tasks (> 50 ms) of the main thread until then:
+	// what kept it from drawing.
+	steps := eval[map[string]float64](p, `Object.fromEntries(performance.getEntriesByType('mark').map(m => [m.name.replace(/^ui:/, ''), m.startTime]))`)
+	t.Logf("  the pods in the page (ms): answer arrived %.0f, its body read %.0f, parsed %.0f, made rows %.0f; drawing began %.0f, ended %.0f, painted %.0f",
+		steps["pods-response"], steps["pods-text"], steps["pods-parsed"], steps["pods-rows"], steps["pods-draw"], steps["first-render"], steps["first-render-painted"])
+	tasks := eval[[]string](p, `new Promise(done => {
+	  new PerformanceObserver((l, o) => { o.disconnect(); done(l.getEntries().map(e => e.startTime.toFixed(0) + '+' + e.duration.toFixed(0))); })
+	    .observe({type: 'longtask', buffered: true});
+	  setTimeout(() => done([]), 200);
+	})`, chromedp.EvalAwaitPromise)
+	t.Logf("  long tasks (start+duration, ms) until then: %v", tasks)
 	p.screenshot("2000-pods")
 
 	// Watch events: a label on every pod, and the page applies each.

@@ -57,11 +57,12 @@ const tableAccept = 'application/json;as=Table;v=v1;g=meta.k8s.io, application/j
 // A Row is one object of a Table: its metadata, its cells by column name
 // (cells.Status is kubectl's STATUS) and its row conditions.
 function rows(table, columns) {
-  return (table.rows ?? []).map(r => ({
-    metadata: r.object.metadata,
-    cells: Object.fromEntries(columns.map((c, i) => [c.name, r.cells[i]])),
-    conditions: r.conditions ?? [],
-  }));
+  const names = columns.map(c => c.name);
+  return (table.rows ?? []).map(r => {
+    const cells = {};
+    for (let i = 0; i < names.length; i++) cells[names[i]] = r.cells[i];
+    return { metadata: r.object.metadata, cells, conditions: r.conditions ?? [] };
+  });
 }
 
 // An Informer keeps one resource's objects by "namespace/name" (or name)
@@ -127,14 +128,14 @@ export class Informer {
       if (cont) q.set('continue', cont);
       else if (!this.synced) q.set('resourceVersion', '0');
       const url = `${this.path}?${q}`;
-      const resp = await (firstList(url, this.headers.Accept ?? '') ?? fetch(url, { headers: this.headers }));
-      const list = await resp.json();
-      if (resp.status === 410 && cont) { // the continue token expired: start over
+      const { status, ok, list } = await (firstList(url, this.headers.Accept ?? '') ??
+        readList(this.resource, fetch(url, { headers: this.headers })));
+      if (status === 410 && cont) { // the continue token expired: start over
         cont = '';
         items.length = 0;
         continue;
       }
-      if (!resp.ok) throw new Error(`list ${resp.status} ${list?.message ?? ''}`);
+      if (!ok || !list) throw new Error(`list ${status} ${list?.message ?? ''}`);
       if (list.kind === 'Table') {
         this.columns = list.columnDefinitions;
         items.push(...rows(list, this.columns));
@@ -149,8 +150,10 @@ export class Informer {
     stats.listed[this.resource] = performance.now() - started;
     this.rv = rv;
     this.synced = true;
+    performance.mark(`ui:${this.resource}-rows`);
     later(() => {
       const t0 = performance.now();
+      performance.mark(`ui:${this.resource}-draw`);
       this.handlers.replace(items);
       stats.replaced[this.resource] = performance.now() - t0;
     });
@@ -210,8 +213,25 @@ export class Informer {
   }
 }
 
-// firstList is the answer to a list lists.js sent early, exactly this
-// one, taken once; or undefined.
+// readList waits for the answer to a list and reads it: its status and
+// the list (or Status) it decodes to, null if it is not JSON. Each step is
+// marked for the Performance API (ui:pods-response, ui:pods-text,
+// ui:pods-parsed): with thousands of objects, reading the body and
+// parsing it are what a first list waits for most. index.html reads its
+// lists the same way.
+async function readList(resource, answer) {
+  const resp = await answer;
+  performance.mark(`ui:${resource}-response`);
+  const text = await resp.text();
+  performance.mark(`ui:${resource}-text`);
+  let list = null;
+  try { list = JSON.parse(text); } catch { /* not JSON */ }
+  performance.mark(`ui:${resource}-parsed`);
+  return { status: resp.status, ok: resp.ok, list };
+}
+
+// firstList is a list index.html sent early and read (as readList
+// does), exactly this one, taken once; or undefined.
 function firstList(url, accept) {
   const key = `${accept} ${url}`;
   const resp = window.firstLists?.get(key);
