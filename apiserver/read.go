@@ -306,22 +306,19 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, ri *requestIn
 			}
 		}
 		items, rv := cache.list(&o.filter)
+		for _, it := range items {
+			if err := conversionError(it); err != nil {
+				return err
+			}
+		}
 		lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(rv, 10)}
 		if out.kind == asTable && !out.yaml {
-			for _, it := range items {
-				if err := conversionError(it); err != nil {
-					return err
-				}
-			}
 			// Each object is decoded as its row is written, not all
 			// before the first row leaves.
 			return out.streamTable(w, ri.res, lm, len(items), func(i int) (api.Object, []byte) { return items[i].view(), items[i].raw })
 		}
 		objs, raws := make([]api.Object, len(items)), make([][]byte, len(items))
 		for i, it := range items {
-			if err := conversionError(it); err != nil {
-				return err
-			}
 			raws[i] = it.raw
 			if out.kind != asObject { // a table or metadata: from the object
 				objs[i] = it.view()
