@@ -86,16 +86,22 @@ code() {
 }
 
 # say METHOD PATH [BODY] [CONTENT-TYPE]: print the curl line (on stderr, so
-# that $(say ...) keeps only the answer), then send the request.
+# that $(say ...) keeps only the answer), then send the request. An answer
+# of 400 or more is also told on stderr, with its Status message: a lesson
+# that goes on to wait for the request's effect shows why it never came.
 say() {
-  local type=${4:-application/json}
+  local type=${4:-application/json} body=$work/say.body code
   if [ -n "${3:-}" ]; then
     printf "\$ curl -s -X %s '%s%s' -H 'Content-Type: %s' -d '%s'\n" "$1" "$API" "$2" "$type" "$(jq -c . <<<"$3")" >&2
-    curl -sS -X "$1" -H "Content-Type: $type" "$API$2" --data-binary "$3"
+    code=$(curl -sS -o "$body" -w '%{http_code}' -X "$1" -H "Content-Type: $type" "$API$2" --data-binary "$3")
   else
     printf "\$ curl -s -X %s '%s%s'\n" "$1" "$API" "$2" >&2
-    curl -sS -X "$1" "$API$2"
+    code=$(curl -sS -o "$body" -w '%{http_code}' -X "$1" "$API$2")
   fi
+  if [ "${code:-0}" -ge 400 ]; then
+    printf '  → HTTP %s: %s\n' "$code" "$(jq -r '.message // empty' "$body" 2>/dev/null)" >&2
+  fi
+  cat "$body"
 }
 
 # equals WANT COMMAND...: true when COMMAND prints WANT (for wait_for, which
