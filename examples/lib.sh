@@ -90,18 +90,20 @@ code() {
 # of 400 or more is also told on stderr, with its Status message: a lesson
 # that goes on to wait for the request's effect shows why it never came.
 say() {
-  local type=${4:-application/json} body=$work/say.body code
+  local type=${4:-application/json} body=$work/say.body code rc=0
+  rm -f "$body"
   if [ -n "${3:-}" ]; then
     printf "\$ curl -s -X %s '%s%s' -H 'Content-Type: %s' -d '%s'\n" "$1" "$API" "$2" "$type" "$(jq -c . <<<"$3")" >&2
-    code=$(curl -sS -o "$body" -w '%{http_code}' -X "$1" -H "Content-Type: $type" "$API$2" --data-binary "$3")
+    code=$(curl -sS -o "$body" -w '%{http_code}' -X "$1" -H "Content-Type: $type" "$API$2" --data-binary "$3") || rc=$?
   else
     printf "\$ curl -s -X %s '%s%s'\n" "$1" "$API" "$2" >&2
-    code=$(curl -sS -o "$body" -w '%{http_code}' -X "$1" "$API$2")
+    code=$(curl -sS -o "$body" -w '%{http_code}' -X "$1" "$API$2") || rc=$?
   fi
   if [ "${code:-0}" -ge 400 ]; then
     printf '  → HTTP %s: %s\n' "$code" "$(jq -r '.message // empty' "$body" 2>/dev/null)" >&2
   fi
-  cat "$body"
+  if [ -f "$body" ]; then cat "$body"; fi
+  return $rc
 }
 
 # equals WANT COMMAND...: true when COMMAND prints WANT (for wait_for, which
@@ -152,6 +154,10 @@ wait_for() {
   until "$@" >/dev/null 2>&1; do
     if [ $SECONDS -ge $deadline ]; then
       printf '  \033[31m✘\033[0m gave up waiting for %s after %ss\n' "$what" "$WAIT" >&2
+      # What an equals check saw last, against what it wanted.
+      if [ "$1" == equals ]; then
+        printf '    wanted: %s\n    last saw: %s\n' "$2" "$("${@:3}" 2>&1 | head -c 500)" >&2
+      fi
       exit 1
     fi
     sleep 0.5
