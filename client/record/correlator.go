@@ -1,7 +1,8 @@
 package record
 
 import (
-	"strings"
+	"hash/maphash"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,16 +35,43 @@ const (
 //
 // It does no I/O, and is not safe for concurrent use: the recorder's sender
 // goroutine is its only user.
+//
+// It remembers events by key, a hash of the fields that make two events
+// the same, never by the fields themselves: a component remembers up to
+// twice cacheSize events, and one process runs a kubelet per node.
 type correlator struct {
-	similar *lru[string, *similarRecord] // by similarKey
-	written *lru[string, writtenRecord]  // by the key correlate returned
+	similar *lru[key, *similarRecord] // by similarKey
+	written *lru[key, writtenRecord]  // by the key correlate returned
+}
+
+// key identifies events: a 128-bit hash of the strings that make them the
+// same (two maphash sums, with seeds of their own), so that two different
+// events share a key with a probability of about 2^-128.
+type key [2]uint64
+
+var keySeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+// keyOf hashes parts, each ended by a NUL (which Kubernetes names and
+// reasons never hold), so that no two lists of parts hash the same string.
+func keyOf(parts ...string) key {
+	var k key
+	for i := range k {
+		var h maphash.Hash
+		h.SetSeed(keySeeds[i])
+		for _, p := range parts {
+			h.WriteString(p)
+			h.WriteByte(0)
+		}
+		k[i] = h.Sum64()
+	}
+	return k
 }
 
 // similarRecord is what the correlator remembers of the similar events of
 // one similarKey.
 type similarRecord struct {
-	messages map[string]bool // distinct messages, at most maxSimilar
-	last     time.Time       // when the last of them happened
+	messages []uint64  // the distinct messages' hashes, at most maxSimilar
+	last     time.Time // when the last of them happened
 }
 
 // writtenRecord is what the server holds under a correlation key: the name
@@ -56,8 +84,8 @@ type writtenRecord struct {
 
 func newCorrelator() *correlator {
 	return &correlator{
-		similar: newLRU[string, *similarRecord](cacheSize),
-		written: newLRU[string, writtenRecord](cacheSize),
+		similar: newLRU[key, *similarRecord](cacheSize),
+		written: newLRU[key, writtenRecord](cacheSize),
 	}
 }
 
@@ -66,11 +94,11 @@ func newCorrelator() *correlator {
 // already exists on the server under out.Name and out carries its new count,
 // lastTimestamp and message: the caller patches those three. ev is not
 // modified.
-func (c *correlator) correlate(ev *corev1.Event) (out *corev1.Event, key string, repeat bool) {
-	out, key = c.combine(ev)
-	prev, ok := c.written.get(key)
+func (c *correlator) correlate(ev *corev1.Event) (out *corev1.Event, k key, repeat bool) {
+	out, k = c.combine(ev)
+	prev, ok := c.written.get(k)
 	if !ok {
-		return out, key, false
+		return out, k, false
 	}
 	if out == ev {
 		out = ev.DeepCopy()
@@ -78,46 +106,47 @@ func (c *correlator) correlate(ev *corev1.Event) (out *corev1.Event, key string,
 	out.Name = prev.name
 	out.Count = prev.count + 1
 	out.FirstTimestamp = prev.first
-	return out, key, true
+	return out, k, true
 }
 
 // combine returns ev and its own key, or, once similar events have had too
 // many different messages, a combined event and the key shared by all of
 // them.
-func (c *correlator) combine(ev *corev1.Event) (*corev1.Event, string) {
-	skey := similarKey(ev)
+func (c *correlator) combine(ev *corev1.Event) (*corev1.Event, key) {
+	parts := similarParts(ev)
+	skey := keyOf(parts...)
 	now := ev.LastTimestamp.Time
 	rec, ok := c.similar.get(skey)
 	if !ok || now.Sub(rec.last) > similarWindow {
-		rec = &similarRecord{messages: make(map[string]bool)}
+		rec = &similarRecord{}
 		c.similar.put(skey, rec)
 	}
 	rec.last = now
-	if len(rec.messages) < maxSimilar {
-		rec.messages[ev.Message] = true
+	if msg := keyOf(ev.Message)[0]; len(rec.messages) < maxSimilar && !slices.Contains(rec.messages, msg) {
+		rec.messages = append(rec.messages, msg)
 	}
 	if len(rec.messages) < maxSimilar {
-		return ev, skey + "\x00" + ev.Message
+		return ev, keyOf(append(parts, ev.Message)...)
 	}
 	combined := ev.DeepCopy()
 	combined.Message = combinedPrefix + ev.Message
 	return combined, skey
 }
 
-// remember records what the server now holds under key: stored is the Event
+// remember records what the server now holds under k: stored is the Event
 // it answered a create or a patch with.
-func (c *correlator) remember(key string, stored *corev1.Event) {
-	c.written.put(key, writtenRecord{name: stored.Name, count: stored.Count, first: stored.FirstTimestamp})
+func (c *correlator) remember(k key, stored *corev1.Event) {
+	c.written.put(k, writtenRecord{name: stored.Name, count: stored.Count, first: stored.FirstTimestamp})
 }
 
-// similarKey identifies the events that differ at most in their message:
-// the same source, object, type and reason.
-func similarKey(ev *corev1.Event) string {
+// similarParts are the fields of the events that differ at most in their
+// message: the same source, object, type and reason.
+func similarParts(ev *corev1.Event) []string {
 	o := ev.InvolvedObject
-	return strings.Join([]string{
+	return []string{
 		ev.Source.Component, ev.Source.Host,
 		ev.ReportingController, ev.ReportingInstance,
 		o.Kind, o.Namespace, o.Name, o.FieldPath, string(o.UID), o.APIVersion,
 		ev.Type, ev.Reason,
-	}, "\x00")
+	}
 }

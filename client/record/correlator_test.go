@@ -2,11 +2,13 @@ package record
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -153,4 +155,34 @@ func TestLRU(t *testing.T) {
 	if v, _ := c.get("a"); v != 10 || c.len() != 2 {
 		t.Errorf("after overwriting a: a = %d, len %d; want 10, 2", v, c.len())
 	}
+}
+
+// BenchmarkCorrelatorBytesPerEvent is what a correlator keeps for each
+// event it remembers: a kubelet's, full with cacheSize events of its pods
+// (five reasons a pod, a message naming the pod). In one process of
+// thousands of kubelets, each keeps its own, as each kubelet does in
+// Kubernetes.
+func BenchmarkCorrelatorBytesPerEvent(b *testing.B) {
+	reasons := []string{"Scheduled", "Pulling", "Pulled", "Created", "Started"}
+	var before, after runtime.MemStats
+	var bytes float64
+	for range b.N {
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		c := newCorrelator()
+		for i := range cacheSize {
+			pod := fmt.Sprintf("web-7d9f8c6b5-%05d", i/len(reasons))
+			ev := testEvent(reasons[i%len(reasons)], fmt.Sprintf("Successfully assigned default/%s to node-17", pod), t0)
+			ev.InvolvedObject.Name, ev.InvolvedObject.UID = pod, types.UID(fmt.Sprintf("%08x-1f2e-4d3c-9b8a-%012x", i, i))
+			ev.InvolvedObject.FieldPath = "spec.containers{app}"
+			ev.Source = corev1.EventSource{Component: "kubelet", Host: "node-17"}
+			ev.Name = fmt.Sprintf("%s.%016x", pod, i)
+			correlateAndStore(c, ev)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		bytes = float64(after.HeapAlloc-before.HeapAlloc) / cacheSize
+		runtime.KeepAlive(c)
+	}
+	b.ReportMetric(bytes, "B/event")
 }
