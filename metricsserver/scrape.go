@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -26,10 +27,43 @@ type point struct {
 	memory    uint64    // working set, bytes
 }
 
+// containerPoints are the points of a pod's containers, by container
+// name: a short list, not a map, for a pod has few containers and the
+// server keeps two of these for every pod of the cluster (a map of one
+// entry takes several times the bytes).
+type containerPoints []containerPoint
+
+type containerPoint struct {
+	name string
+	point
+}
+
+// get returns container name's point: zero and false if it has none.
+func (cs containerPoints) get(name string) (point, bool) {
+	for _, c := range cs {
+		if c.name == name {
+			return c.point, true
+		}
+	}
+	return point{}, false
+}
+
+// at returns container name's point to change, added (zero) if it has
+// none, and the list it is in.
+func (cs containerPoints) at(name string) (containerPoints, *point) {
+	for i := range cs {
+		if cs[i].name == name {
+			return cs, &cs[i].point
+		}
+	}
+	cs = append(cs, containerPoint{name: name})
+	return cs, &cs[len(cs)-1].point
+}
+
 // nodeBatch is what one scrape of a kubelet found.
 type nodeBatch struct {
 	node *point // nil if the kubelet did not report its node
-	pods map[types.NamespacedName]map[string]point
+	pods map[types.NamespacedName]containerPoints
 }
 
 // maxResponseBytes bounds what is read of one kubelet's answer.
@@ -84,7 +118,7 @@ func decode(r io.Reader) (*nodeBatch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode resource metrics: %w", err)
 	}
-	b := &nodeBatch{pods: map[types.NamespacedName]map[string]point{}}
+	b := &nodeBatch{pods: map[types.NamespacedName]containerPoints{}}
 	for _, m := range fams["container_cpu_usage_seconds_total"].GetMetric() {
 		if v := m.GetCounter().GetValue(); m.TimestampMs != nil && validSample(v) {
 			b.update(m, func(pt *point) { pt.cpuNs, pt.timestamp = seconds(v), time.UnixMilli(m.GetTimestampMs()) })
@@ -103,13 +137,11 @@ func decode(r io.Reader) (*nodeBatch, error) {
 	}
 	// A container with no CPU sample has no point.
 	for ref, cs := range b.pods {
-		for name, pt := range cs {
-			if pt.timestamp.IsZero() {
-				delete(cs, name)
-			}
-		}
+		cs = slices.DeleteFunc(cs, func(c containerPoint) bool { return c.timestamp.IsZero() })
 		if len(cs) == 0 {
 			delete(b.pods, ref)
+		} else {
+			b.pods[ref] = cs
 		}
 	}
 	cpu, mem := fams["node_cpu_usage_seconds_total"].GetMetric(), fams["node_memory_working_set_bytes"].GetMetric()
@@ -141,14 +173,9 @@ func (b *nodeBatch) update(m *dto.Metric, change func(*point)) {
 	if ref.Namespace == "" || ref.Name == "" || name == "" {
 		return
 	}
-	cs := b.pods[ref]
-	if cs == nil {
-		cs = map[string]point{}
-		b.pods[ref] = cs
-	}
-	pt := cs[name]
-	change(&pt)
-	cs[name] = pt
+	cs, pt := b.pods[ref].at(name)
+	change(pt)
+	b.pods[ref] = cs
 }
 
 func validSample(v float64) bool { return v >= 0 && !math.IsInf(v, 0) && !math.IsNaN(v) }

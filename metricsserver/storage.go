@@ -25,7 +25,7 @@ type storage struct {
 	// lastPods and prevPods hold points by pod and container name; a
 	// container in prevPods has its point in lastPods too, from the same
 	// run, later.
-	lastPods, prevPods map[types.NamespacedName]map[string]point
+	lastPods, prevPods map[types.NamespacedName]containerPoints
 }
 
 // store replaces what s keeps with the batches of one scrape, by node
@@ -33,7 +33,7 @@ type storage struct {
 // when the new one is later (and, for a container, of the same run).
 func (s *storage) store(batches map[string]*nodeBatch) {
 	lastNodes, prevNodes := map[string]point{}, map[string]point{}
-	lastPods, prevPods := map[types.NamespacedName]map[string]point{}, map[types.NamespacedName]map[string]point{}
+	lastPods, prevPods := map[types.NamespacedName]containerPoints{}, map[types.NamespacedName]containerPoints{}
 	for name, b := range batches {
 		if b.node != nil {
 			lastNodes[name] = *b.node
@@ -46,10 +46,10 @@ func (s *storage) store(batches map[string]*nodeBatch) {
 				continue // a pod reported by two kubelets: keep the first
 			}
 			lastPods[ref] = containers
-			prev := map[string]point{}
-			for c, pt := range containers {
-				if p, ok := s.previousContainer(ref, c, pt); ok {
-					prev[c] = p
+			var prev containerPoints
+			for _, c := range containers {
+				if p, ok := s.previousContainer(ref, c.name, c.point); ok {
+					prev = append(prev, containerPoint{name: c.name, point: p})
 				}
 			}
 			if len(prev) > 0 {
@@ -66,7 +66,9 @@ func (s *storage) previousContainer(ref types.NamespacedName, c string, pt point
 	if age := pt.timestamp.Sub(pt.startTime); pt.startTime.Before(pt.timestamp) && age < s.resolution && age >= freshContainerMinResolution {
 		return point{timestamp: pt.startTime, startTime: pt.startTime, memory: pt.memory}, true
 	}
-	return s.previous(s.lastPods[ref][c], s.prevPods[ref][c], pt, true)
+	last, _ := s.lastPods[ref].get(c)
+	prev, _ := s.prevPods[ref].get(c)
+	return s.previous(last, prev, pt, true)
 }
 
 // previous is the point to keep before next, given the last and previous
@@ -142,16 +144,16 @@ func (s *storage) pod(ref types.NamespacedName) ([]containerUsage, usage, bool) 
 	}
 	var out []containerUsage
 	var earliest usage
-	for name, l := range last {
-		p, ok := prev[name]
+	for _, l := range last {
+		p, ok := prev.get(l.name)
 		if !ok {
 			return nil, usage{}, false
 		}
-		u, err := usageBetween(l, p)
+		u, err := usageBetween(l.point, p)
 		if err != nil {
 			continue // a container whose counter went back: left out
 		}
-		out = append(out, containerUsage{name: name, usage: u})
+		out = append(out, containerUsage{name: l.name, usage: u})
 		if earliest.timestamp.IsZero() || u.timestamp.Before(earliest.timestamp) {
 			earliest = u
 		}

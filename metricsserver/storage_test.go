@@ -2,6 +2,7 @@ package metricsserver
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -150,4 +151,48 @@ container_cpu_usage_seconds_total{container="app"} 1 1700000000000
 	if _, err := decode(strings.NewReader("this is { not prometheus\n")); err == nil {
 		t.Errorf("decode of garbage: no error")
 	}
+}
+
+// BenchmarkStorageBytesPerPod is what the server keeps for each pod of
+// the cluster once it has scraped twice: the last two points of its
+// container (here one a pod, as in most clusters), and the scrape's
+// batches it was made from.
+func BenchmarkStorageBytesPerPod(b *testing.B) {
+	const pods = 2000
+	scrape := func(at time.Time) string {
+		var sb strings.Builder
+		ts := at.UnixMilli()
+		for _, metric := range []string{"container_cpu_usage_seconds_total", "container_memory_working_set_bytes", "container_start_time_seconds"} {
+			fmt.Fprintf(&sb, "# TYPE %s gauge\n", metric)
+			if metric == "container_cpu_usage_seconds_total" {
+				sb.Reset()
+				fmt.Fprintf(&sb, "# TYPE %s counter\n", metric)
+			}
+			for i := range pods {
+				fmt.Fprintf(&sb, "%s{container=\"app\",namespace=\"default\",pod=\"web-7d9f8c6b5-%05d\"} %d %d\n", metric, i, t0.Unix(), ts)
+			}
+		}
+		return sb.String()
+	}
+	var bytes float64
+	for range b.N {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s := &storage{resolution: 15 * time.Second}
+		for i := range 2 {
+			batch, err := decode(strings.NewReader(scrape(t0.Add(time.Duration(i+1) * 20 * time.Second))))
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.store(map[string]*nodeBatch{"node-1": batch})
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		bytes = float64(after.HeapAlloc-before.HeapAlloc) / pods
+		if len(s.lastPods) != pods || len(s.prevPods) != pods {
+			b.Fatalf("kept %d pods' last points and %d pods' previous ones, want %d of each", len(s.lastPods), len(s.prevPods), pods)
+		}
+	}
+	b.ReportMetric(bytes, "B/pod")
 }
