@@ -40,7 +40,7 @@ const (
 // the same, never by the fields themselves: a component remembers up to
 // twice cacheSize events, and one process runs a kubelet per node.
 type correlator struct {
-	similar *lru[key, *similarRecord] // by similarKey
+	similar *lru[key, *similarRecord] // by the key of similarParts
 	written *lru[key, writtenRecord]  // by the key correlate returned
 }
 
