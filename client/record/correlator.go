@@ -68,7 +68,7 @@ func keyOf(parts ...string) key {
 }
 
 // similarRecord is what the correlator remembers of the similar events of
-// one similarKey.
+// one key of similarParts.
 type similarRecord struct {
 	messages []uint64  // the distinct messages' hashes, at most maxSimilar
 	last     time.Time // when the last of them happened
