@@ -162,12 +162,13 @@ func BenchmarkStorageBytesPerPod(b *testing.B) {
 	scrape := func(at time.Time) string {
 		var sb strings.Builder
 		ts := at.UnixMilli()
-		for _, metric := range []string{"container_cpu_usage_seconds_total", "container_memory_working_set_bytes", "container_start_time_seconds"} {
-			fmt.Fprintf(&sb, "# TYPE %s gauge\n", metric)
-			if metric == "container_cpu_usage_seconds_total" {
-				sb.Reset()
-				fmt.Fprintf(&sb, "# TYPE %s counter\n", metric)
-			}
+		for _, m := range []struct{ metric, typ string }{
+			{"container_cpu_usage_seconds_total", "counter"},
+			{"container_memory_working_set_bytes", "gauge"},
+			{"container_start_time_seconds", "gauge"},
+		} {
+			metric := m.metric
+			fmt.Fprintf(&sb, "# TYPE %s %s\n", metric, m.typ)
 			for i := range pods {
 				fmt.Fprintf(&sb, "%s{container=\"app\",namespace=\"default\",pod=\"web-7d9f8c6b5-%05d\"} %d %d\n", metric, i, t0.Unix(), ts)
 			}
