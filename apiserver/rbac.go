@@ -227,7 +227,31 @@ func (s *Server) reconcileBootstrapPolicy(ctx context.Context) error {
 	for _, b := range bootstrap.RoleBindings() {
 		errs = append(errs, s.reconcileRBACObject(ctx, api.RoleBindings, b))
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return s.waitRBACCaches(ctx)
+}
+
+// waitRBACCaches waits until the watch caches the authorizer reads (see
+// rbacIndex) hold every write made so far: the bootstrap policy is in
+// force once the server says it is ready, as kube-apiserver is ready only
+// once its authorizer's informers have synced. Without it, a request just
+// after start could find a binding whose role its cache had not taken in.
+func (s *Server) waitRBACCaches(ctx context.Context) error {
+	rev, err := s.store.Revision(ctx)
+	if err != nil {
+		return err
+	}
+	sv := s.serving()
+	for _, res := range rbacResources {
+		if c := sv.caches[res]; c != nil {
+			if err := c.waitFresh(ctx, rev); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func (s *Server) reconcileRBACObject(ctx context.Context, res *api.Resource, want api.Object) error {
