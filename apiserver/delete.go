@@ -375,7 +375,7 @@ func (s *Server) deleteListed(ctx context.Context, rs *resourceStore, it *cached
 		_, err := rs.remove(ctx, listed)
 		switch {
 		case err == nil:
-			return it.raw, nil
+			return it.json()
 		case apierrors.IsNotFound(err):
 			return nil, nil
 		case !apierrors.IsConflict(err):

@@ -222,9 +222,13 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, ri *requestInf
 			env, err := o.protobuf(ri.res)
 			return writeProtobufData(w, env, err)
 		}
-		return out.write(w, o.raw)
+		raw, err := o.servedJSON()
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		return out.write(w, raw)
 	}
-	return out.writeObjectAs(w, ri.res, o.object(), o.raw)
+	return out.writeObjectAs(w, ri.res, o.view(), o.raw)
 }
 
 // parseResourceVersion reads a resourceVersion query parameter, which is
@@ -319,9 +323,14 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, ri *requestIn
 		}
 		objs, raws := make([]api.Object, len(items)), make([][]byte, len(items))
 		for i, it := range items {
-			raws[i] = it.raw
-			if out.kind != asObject { // a table or metadata: from the object
-				objs[i] = it.view()
+			switch {
+			case out.kind != asObject: // a table or metadata: from the object
+				objs[i], raws[i] = it.view(), it.raw
+			case !out.protobuf:
+				var err error
+				if raws[i], err = it.servedJSON(); err != nil {
+					return apierrors.NewInternalError(err)
+				}
 			}
 		}
 		// The protobuf a cached object keeps for watchers holds its own
@@ -628,15 +637,19 @@ func (e *eventEncoder) line(it watchItem) []byte {
 	if it.typ == watch.Bookmark {
 		return e.bookmark(it.rv, nil)
 	}
-	raw := it.obj.raw
-	if e.out.kind != asObject {
-		var err error
-		if raw, err = e.out.eventObject(e.res, it, !e.sent, nil); err != nil {
-			return e.errorLine(apierrors.NewInternalError(err))
-		}
-	} else if it.line != nil {
+	if e.out.kind == asObject && it.line != nil {
 		e.sent = true
 		return it.line // rendered once by the cache for every watcher
+	}
+	var raw []byte
+	var err error
+	if e.out.kind != asObject {
+		raw, err = e.out.eventObject(e.res, it, !e.sent, nil)
+	} else {
+		raw, err = it.obj.servedJSON()
+	}
+	if err != nil {
+		return e.errorLine(apierrors.NewInternalError(err))
 	}
 	e.sent = true
 	return jsonEventLine(it.typ, raw)

@@ -53,7 +53,7 @@ type Config struct {
 	// of events buffered per watcher before it is closed as too slow
 	// (0: 1000).
 	WatchCacheSize, WatcherBuffer int
-	// WatchCacheMaxBytes bounds the JSON bytes of the events each watch
+	// WatchCacheMaxBytes bounds the encoded bytes of the events each watch
 	// cache keeps (0: DefaultWatchCacheMaxBytes), and WatchCacheWindow how
 	// long it keeps them, beyond its newest 100 (0: DefaultWatchCacheWindow,
 	// kube-apiserver's 75s).

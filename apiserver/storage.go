@@ -379,7 +379,7 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 		if err != nil {
 			return nil, err
 		}
-		if cached != nil && unchanged(data, rev, cached.raw) {
+		if cached != nil && unchanged(data, rev, cached) {
 			cached = nil // nothing to change in the guess: is that so in etcd?
 			unchangedGuess, guessRev, guessData = next, rev, data
 			continue
@@ -410,8 +410,12 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 }
 
 // unchanged reports whether data, an object as encodeForStorage wrote it,
-// is the object whose JSON at revision rev the watch cache holds as raw.
-func unchanged(data []byte, rev int64, raw []byte) bool {
+// is the object cached, at revision rev, as the watch cache serves it.
+func unchanged(data []byte, rev int64, cached *cachedObject) bool {
+	raw, err := cached.json()
+	if err != nil {
+		return false
+	}
 	withRV, ok := withResourceVersion(data, rev)
 	return ok && bytes.Equal(withRV, raw)
 }

@@ -16,9 +16,28 @@ import (
 // handler. Each pod carries what a running pod does: a node, a status with
 // conditions and a container status, and two field managers.
 func BenchmarkServeListPodsTable(b *testing.B) {
+	env := benchRunningPods(b, 2000)
+	benchList(b, env, "application/json;as=Table;v=v1;g=meta.k8s.io")
+}
+
+// BenchmarkServeListPods is the same list as whole pods: in JSON, as
+// kubectl get -o json and curl ask for it, and in protobuf, as an
+// informer's relist does.
+func BenchmarkServeListPods(b *testing.B) {
+	env := benchRunningPods(b, 2000)
+	for _, accept := range []struct{ name, header string }{
+		{"json", "application/json"},
+		{"protobuf", "application/vnd.kubernetes.protobuf"},
+	} {
+		b.Run(accept.name, func(b *testing.B) { benchList(b, env, accept.header) })
+	}
+}
+
+// benchRunningPods starts a server holding n running pods in namespace
+// bench.
+func benchRunningPods(b *testing.B, pods int) *testenv.Env {
 	env := testenv.Start(b)
 	createNamespace(b, env, "bench")
-	const pods = 2000
 	var wg sync.WaitGroup
 	work := make(chan int)
 	for range 8 {
@@ -42,14 +61,19 @@ func BenchmarkServeListPodsTable(b *testing.B) {
 	close(work)
 	wg.Wait()
 	if b.Failed() {
-		return
+		b.FailNow()
 	}
+	return env
+}
 
+// benchList lists every pod of env, 500 a page from the watch cache
+// (resourceVersion=0, which answers whole), in the form accept asks for.
+func benchList(b *testing.B, env *testenv.Env, accept string) {
 	req, err := http.NewRequest(http.MethodGet, env.URL+"/api/v1/pods?limit=500&resourceVersion=0", nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	req.Header.Set("Accept", accept)
 	client := env.Client()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -15,8 +15,9 @@ import (
 
 // tablePods are pods as a table shows them: running with a managed
 // field set, completed (a row with a condition), pending with empty
-// lists and maps, and one whose strings need escaping.
-func tablePods(t *testing.T) []*cachedObject {
+// lists and maps, and one whose strings need escaping; and the JSON
+// each was cached from.
+func tablePods(t *testing.T) ([]*cachedObject, [][]byte) {
 	t.Helper()
 	start := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	running := benchPod("running")
@@ -65,6 +66,7 @@ func tablePods(t *testing.T) []*cachedObject {
 	}
 	managed.ManagedFields = append(managed.ManagedFields, metav1.ManagedFieldsEntry{})
 	var out []*cachedObject
+	var raws [][]byte
 	for i, p := range []*corev1.Pod{running, done, pending, odd, managed} {
 		p.ResourceVersion = fmt.Sprint(10 + i)
 		raw, err := marshalObject(p)
@@ -72,8 +74,9 @@ func tablePods(t *testing.T) []*cachedObject {
 			t.Fatal(err)
 		}
 		out = append(out, encoded(api.Pods, "/pods/bench/"+p.Name, p, raw, int64(10+i)))
+		raws = append(raws, raw)
 	}
-	return out
+	return out, raws
 }
 
 // TestMarshalTable checks that a Table written a row at a time is the
@@ -82,13 +85,17 @@ func tablePods(t *testing.T) []*cachedObject {
 // exactly what rows read from its JSON say.
 func TestMarshalTable(t *testing.T) {
 	now := time.Date(2026, 1, 2, 4, 0, 0, 0, time.UTC)
-	objs := tablePods(t)
-	fromJSON, fromPB, raws := make([]api.Object, len(objs)), make([]api.Object, len(objs)), make([][]byte, len(objs))
+	objs, raws := tablePods(t)
+	fromJSON, fromPB := make([]api.Object, len(objs)), make([]api.Object, len(objs))
 	for i, o := range objs {
-		if o.decoded != nil {
-			t.Fatalf("%s is held decoded: pods are lean", o.key)
+		if o.decoded != nil || o.raw != nil {
+			t.Fatalf("%s is held decoded or as JSON: pods are lean", o.key)
 		}
-		fromJSON[i], fromPB[i], raws[i] = o.object(), o.view(), o.raw
+		obj, err := decodeFromStorage(api.Pods, raws[i], o.rv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromJSON[i], fromPB[i] = obj, o.view()
 	}
 	lm := metav1.ListMeta{ResourceVersion: "13"}
 	for _, include := range []metav1.IncludeObjectPolicy{metav1.IncludeMetadata, metav1.IncludeNone, metav1.IncludeObject} {

@@ -63,7 +63,7 @@ type watchCache struct {
 	metrics  *metrics
 	clock    clock.Clock
 	capacity int           // most events kept in the window
-	maxBytes int64         // most JSON bytes of the window's events
+	maxBytes int64         // most encoded bytes of the window's events
 	window   time.Duration // how long events are kept (watchcache_window.go)
 	buffer   int           // events buffered per watcher
 	// historyLost is watchCacheOptions.historyLost, never nil.
@@ -124,7 +124,7 @@ type watchCache struct {
 // watchCacheOptions configure a watchCache; a zero field takes its default.
 type watchCacheOptions struct {
 	// capacity is the most events kept for watchers that resume
-	// (0: DefaultWatchCacheSize), maxBytes the most bytes of their JSON
+	// (0: DefaultWatchCacheSize), maxBytes the most bytes of their encodings
 	// (0: DefaultWatchCacheMaxBytes), and window how long they are kept
 	// (0: DefaultWatchCacheWindow); see watchcache_window.go.
 	capacity int
@@ -195,7 +195,7 @@ type cachedObject struct {
 	rv        int64
 	res       *api.Resource // the object's resource, at its version
 	decoded   api.Object    // nil for a lean resource: see object
-	raw       []byte
+	raw       []byte        // its JSON; nil for a lean resource: see json
 	labels    packedSet
 	fields    packedSet
 
@@ -211,6 +211,10 @@ type cachedObject struct {
 	pbOnce sync.Once
 	pb     []byte // obj in protobuf, made on first use
 	pbErr  error
+
+	// kept is a lean object's JSON while leanJSON keeps it (see
+	// servedJSON); nil otherwise.
+	kept atomic.Pointer[[]byte]
 }
 
 // protobuf returns the object, one of res, in Kubernetes' protobuf
@@ -224,16 +228,18 @@ func (o *cachedObject) protobuf(res *api.Resource) ([]byte, error) {
 // object is the object decoded. Nobody may change it: it may be shared.
 //
 // A lean resource's objects (pods, events and leases: the bulk of a large
-// cluster, which the server itself seldom reads decoded) are held only
-// encoded, as JSON and protobuf: a decoded pod takes half again the bytes
-// of both. Each call then decodes the JSON again, the exact bytes served,
-// for the few readers that need the object exactly: an update. Readers
-// that only look (a table, the node authorizer's graph) use view.
+// cluster, which the server itself seldom reads decoded) are held in one
+// form only, their protobuf, as kube-apiserver stores built-in kinds: a
+// decoded pod takes several times its protobuf's bytes, and its JSON
+// nearly twice. Each call then decodes the protobuf again, for this
+// caller alone. What protobuf cannot tell apart, an empty list or map from
+// an absent one, a lean object does not keep either: it reads, updates
+// and serves as it would from kube-apiserver's storage.
 func (o *cachedObject) object() api.Object {
 	if o.decoded != nil {
 		return o.decoded
 	}
-	obj, err := decodeFromStorage(o.res, o.raw, o.rv)
+	obj, err := o.fromProtobuf()
 	if err != nil {
 		// The cache encoded these bytes itself: they always decode.
 		panic(fmt.Sprintf("watch cache: decode %s %s: %v", o.res.Kind, o.key, err))
@@ -241,29 +247,57 @@ func (o *cachedObject) object() api.Object {
 	return obj
 }
 
+// fromProtobuf decodes a lean object from the protobuf it is held as;
+// when that could not be made, from its JSON, which encoded then keeps.
+func (o *cachedObject) fromProtobuf() (api.Object, error) {
+	env, err := o.protobuf(o.res)
+	if err != nil {
+		return decodeFromStorage(o.res, o.raw, o.rv)
+	}
+	_, _, msg, err := api.ProtobufObject(env)
+	if err != nil {
+		return nil, err
+	}
+	obj := o.res.New()
+	if err := api.UnmarshalProtobuf(msg, obj); err != nil {
+		return nil, err
+	}
+	setTypeMeta(o.res, obj)
+	return obj, nil
+}
+
 // view is the object decoded for a reader that only looks at it: a table
-// row, its metadata, an authorizer's graph. A lean object is decoded from
-// its protobuf, several times faster than from JSON; what protobuf cannot
-// tell apart (an empty list or map from an absent one) none of these
-// readers shows. An update, which must write back exactly what it read,
-// uses object or objectCopy.
-func (o *cachedObject) view() api.Object {
-	if o.decoded != nil {
-		return o.decoded
+// row, its metadata, an authorizer's graph. It is object: for a lean
+// object, decoded again for each call.
+func (o *cachedObject) view() api.Object { return o.object() }
+
+// json is the object's JSON, as served. A lean object's is encoded again,
+// from its protobuf, unless leanJSON still keeps it: callers that serve
+// one object to many (a watch event to every JSON watcher) encode it once.
+func (o *cachedObject) json() ([]byte, error) {
+	if o.raw != nil {
+		return o.raw, nil
 	}
-	env, err := o.protobuf(o.res) // made already, when o was cached
-	var msg []byte
-	if err == nil {
-		_, _, msg, err = api.ProtobufObject(env)
+	if kept := o.kept.Load(); kept != nil {
+		return *kept, nil
 	}
-	if err == nil {
-		obj := o.res.New()
-		if err = api.UnmarshalProtobuf(msg, obj); err == nil {
-			setTypeMeta(o.res, obj)
-			return obj
-		}
+	obj, err := o.fromProtobuf()
+	if err != nil {
+		return nil, err
 	}
-	return o.object()
+	return marshalObject(obj)
+}
+
+// servedJSON is json, for a reader that answers a client with it (a get,
+// a list, a watch's first objects): a lean object's JSON is then kept for
+// a while in leanJSON, so that a client listing the same objects again
+// and again finds them encoded.
+func (o *cachedObject) servedJSON() ([]byte, error) {
+	raw, err := o.json()
+	if err == nil && o.raw == nil {
+		leanJSON.keep(o, raw)
+	}
+	return raw, err
 }
 
 // objectCopy is a copy of the object, the caller's to change.
@@ -478,28 +512,40 @@ func (c *watchCache) handle(ctx context.Context, ev store.WatchEvent) error {
 	return nil
 }
 
-// wrap is obj, an object of res (one of the cache's views), with its JSON.
+// wrap is obj, an object of res (one of the cache's views), encoded.
 func (c *watchCache) wrap(res *api.Resource, key string, obj api.Object) (*cachedObject, error) {
+	rv, _ := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+	if leanResources[res] {
+		return encoded(res, key, obj, nil, rv), nil
+	}
 	raw, err := marshalObject(obj)
 	if err != nil {
 		return nil, err
 	}
-	rv, _ := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
 	return encoded(res, key, obj, raw, rv), nil
 }
 
-// encoded is obj, an object of res at revision rv, with raw its JSON. Of a
-// lean resource, it keeps raw and the object's protobuf, made now while
-// obj is at hand, and lets obj go.
+// encoded is obj, an object of res at revision rv, with raw its JSON (nil
+// if not at hand, for a lean resource). Of a lean resource, it keeps only
+// the object's protobuf, made now while obj is at hand, and lets obj and
+// raw go; should the protobuf fail, it keeps the JSON instead, from which
+// its readers decode and which its protobuf readers get the error of.
 func encoded(res *api.Resource, key string, obj api.Object, raw []byte, rv int64) *cachedObject {
 	o := &cachedObject{
 		key: key, namespace: obj.GetNamespace(), rv: rv, res: res, decoded: obj, raw: raw,
 		labels: pack(obj.GetLabels()), fields: pack(res.Fields(obj)),
 	}
-	if leanResources[res] {
-		_, _ = o.protobuf(res) // an error stays with o, for its protobuf readers
-		o.decoded = nil
+	if !leanResources[res] {
+		return o
 	}
+	if _, err := o.protobuf(res); err == nil {
+		o.raw = nil
+	} else if o.raw == nil {
+		if o.raw, err = marshalObject(obj); err != nil {
+			return o // held decoded after all: nothing else serves it
+		}
+	}
+	o.decoded = nil
 	return o
 }
 
@@ -523,6 +569,9 @@ func restampAs(res *api.Resource, o *cachedObject, rv int64) *cachedObject {
 	}
 	obj := o.objectCopy()
 	obj.SetResourceVersion(strconv.FormatInt(rv, 10))
+	if o.raw == nil {
+		return encoded(res, o.key, obj, nil, rv) // lean: protobuf only
+	}
 	if raw, ok := restampResourceVersion(o.raw, o.rv, rv); ok {
 		return encoded(res, o.key, obj, raw, rv)
 	}

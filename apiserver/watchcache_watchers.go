@@ -121,7 +121,9 @@ func (c *watchCache) dispatchLocked(e *cachedEvent) {
 		if w.jsonLines && item.obj.err == nil {
 			f := form{item.typ, item.obj}
 			if item.line, ok = lines[f]; !ok {
-				item.line = jsonEventLine(item.typ, item.obj.raw)
+				if raw, err := item.obj.json(); err == nil {
+					item.line = jsonEventLine(item.typ, raw)
+				} // else the watcher's encoder answers the error
 				lines[f] = item.line
 			}
 		}

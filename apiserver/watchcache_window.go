@@ -7,7 +7,8 @@ import "time"
 // three ways, as kube-apiserver's cacher bounds its own:
 //
 //   - by count: at most capacity events (--default-watch-cache-size);
-//   - by bytes: at most maxBytes of the events' JSON encodings, the newest
+//   - by bytes: at most maxBytes of the events' encodings (JSON, or
+//     protobuf for a lean resource, as the cache holds them), the newest
 //     event always kept (--watch-cache-max-bytes; kube-apiserver has no
 //     such flag, its window holds decoded objects and bounds only count);
 //   - by age: an event older than window (kube's eventFreshDuration, 75s:
@@ -22,7 +23,7 @@ import "time"
 // that hardly change cost little.
 
 const (
-	// DefaultWatchCacheMaxBytes bounds the JSON bytes of the events each
+	// DefaultWatchCacheMaxBytes bounds the encoded bytes of the events each
 	// resource's watch cache keeps, unless Config.WatchCacheMaxBytes says
 	// otherwise.
 	DefaultWatchCacheMaxBytes = 32 << 20
@@ -109,10 +110,14 @@ func (c *watchCache) resetWindowLocked() {
 	c.start, c.count, c.bytes = 0, 0, 0
 }
 
-// encodedSize is the bytes of o's JSON encodings: as stored and at every
-// other version the cache serves.
+// encodedSize is the bytes of o's encodings as the cache holds them: as
+// stored (JSON, or a lean object's protobuf) and at every other version
+// the cache serves.
 func (o *cachedObject) encodedSize() int64 {
 	n := int64(len(o.raw))
+	if o.raw == nil {
+		n = int64(len(o.pb)) // lean: held as protobuf alone
+	}
 	for i := range o.views {
 		if v := o.views[i].Load(); v != nil {
 			n += int64(len(v.raw))

@@ -51,7 +51,7 @@ type serverFlags struct {
 	requestTimeout time.Duration
 	// watchCacheSize is the events each resource's watch cache keeps.
 	watchCacheSize int
-	// watchCacheMaxBytes bounds the JSON bytes of the events it keeps.
+	// watchCacheMaxBytes bounds the encoded bytes of the events it keeps.
 	watchCacheMaxBytes int64
 	// advertiseAddress and serviceRange place the kubernetes Service.
 	advertiseAddress netip.Addr
@@ -90,7 +90,7 @@ func (f *serverFlags) bind(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxRequestsInflight, "max-requests-inflight", apiserver.DefaultMaxRequestsInflight, "how many read-only requests of clients other than minictl's own components may run at once; beyond, 429 TooManyRequests (0: no limit)")
 	fs.IntVar(&f.maxMutatingRequestsInflight, "max-mutating-requests-inflight", apiserver.DefaultMaxMutatingRequestsInflight, "how many mutating requests of clients other than minictl's own components may run at once; beyond, 429 TooManyRequests (0: no limit)")
 	fs.IntVar(&f.watchCacheSize, "default-watch-cache-size", apiserver.DefaultWatchCacheSize, "how many recent events each resource's watch cache keeps, so that a watch resuming from an older resourceVersion than the newest is served from memory; one older than them all gets 410 Gone (the cache also keeps at most --watch-cache-max-bytes of them, and none older than 75s beyond its newest 100)")
-	fs.Int64Var(&f.watchCacheMaxBytes, "watch-cache-max-bytes", apiserver.DefaultWatchCacheMaxBytes, "the most bytes (of their JSON) of recent events each resource's watch cache keeps, whatever --default-watch-cache-size allows: a watch resuming from before the oldest kept event gets 410 Gone and lists again")
+	fs.Int64Var(&f.watchCacheMaxBytes, "watch-cache-max-bytes", apiserver.DefaultWatchCacheMaxBytes, "the most bytes (as encoded: JSON, protobuf for pods, events and leases) of recent events each resource's watch cache keeps, whatever --default-watch-cache-size allows: a watch resuming from before the oldest kept event gets 410 Gone and lists again")
 	fs.TextVar(&f.advertiseAddress, "advertise-address", netip.Addr{}, "the IP address the API server publishes in the kubernetes Service's Endpoints (default: the listen address, or this machine's first global IPv4 address when listening on loopback)")
 	fs.TextVar(&f.serviceRange, "service-cluster-ip-range", apiserver.DefaultServiceClusterIPRange, "the IPv4 range Services' cluster IPs come from; the kubernetes Service has its first address")
 	fs.TextVar(&f.nodePortRange, "service-node-port-range", apiserver.DefaultServiceNodePortRange, "the range of ports NodePort and LoadBalancer Services' node ports come from, both ends included")
