@@ -28,3 +28,18 @@ func StripManagedFields(obj any) (any, error) {
 	}
 	return obj, nil
 }
+
+// Lean is the TransformFunc of the components' informers (the controller
+// manager's, the scheduler's, each kubelet's): StripManagedFields, then
+// SharePodParts, so that a cached pod keeps neither managedFields nor its
+// own copy of what another cached pod, in any informer of the process,
+// already holds. The parts of a Lean informer's objects are shared with
+// other objects and other informers: they must not be changed, as no
+// cached object may be.
+func Lean(obj any) (any, error) {
+	obj, err := StripManagedFields(obj)
+	if err != nil {
+		return nil, err
+	}
+	return SharePodParts(obj)
+}
