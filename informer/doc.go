@@ -42,8 +42,8 @@
 //     cache and with every other reader: callers must not mutate them. Call
 //     DeepCopyObject first and write the copy back through the API. With
 //     SharePodParts (or Lean), a pod's parts are also shared with other
-//     pods, in every informer of the process: a mutation would reach all
-//     of them.
+//     pods, and a pod with other informers of the process: a mutation
+//     would reach all of them.
 //   - The cache converges on the server's state whatever happens to the
 //     connection: a watch that ends resumes from the last resourceVersion
 //     seen; a resourceVersion too old to resume (410 Gone) leads to a

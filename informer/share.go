@@ -12,13 +12,14 @@ import (
 //
 // Pods made from one template (a ReplicaSet's, a Job's, a DaemonSet's)
 // are equal in most of what they hold: containers and their resource
-// maps, tolerations, affinity, labels, owner. And the same pod comes to
-// several informers of the process: the controller manager's, the
-// scheduler's, its node's kubelet's. Each informer decodes its own copy
-// of everything it is sent, so a process holds the same parts thousands
-// of times over. SharePodParts (share_pod.go) replaces each decoded part
-// that equals one already held by the held one, and the decoded copy
-// becomes garbage.
+// maps, tolerations, affinity, labels, owner. And the same version of a
+// pod comes to several informers of the process: the controller
+// manager's, the scheduler's, its node's kubelet's. Each informer decodes
+// its own copy of everything it is sent, so a process holds the same
+// parts thousands of times over. SharePodParts (share_pod.go) replaces
+// each decoded part that equals one already held by the held one, and a
+// whole pod version another informer already holds by that informer's
+// object; what was decoded becomes garbage.
 //
 // This is safe because nothing changes a cached object: whoever reads
 // one from an Indexer, a Lister or a handler must DeepCopy before
@@ -44,6 +45,11 @@ const stringsPerGeneration = 8192
 // carry times, so equal ones come from pods that started together, and
 // come together: the table needs to remember only the last few.
 const conditionsPerGeneration = 256
+
+// podsPerGeneration bounds the table of whole pods, which needs to keep
+// a pod's version only until every informer of the process has had it,
+// a moment after the first.
+const podsPerGeneration = 512
 
 // table holds parts of one kind, each under its protobuf encoding, for
 // objects to share. It is safe for concurrent use.
@@ -104,6 +110,21 @@ func (t *table[V]) share(key []byte, part V, hold func(V) V) V {
 	}
 	t.addLocked(e, found)
 	return e.part
+}
+
+// lookup returns the held part whose encoding is key, if there is one.
+func (t *table[V]) lookup(key []byte) (V, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e, ok := t.cur[string(key)]; ok {
+		return e.part, true
+	}
+	if e, ok := t.prev[string(key)]; ok {
+		t.addLocked(e, true)
+		return e.part, true
+	}
+	var zero V
+	return zero, false
 }
 
 // addLocked puts e in the current generation, starting a new one if it
@@ -208,8 +229,9 @@ var keyBuffers = sync.Pool{New: func() any { return new(encoder) }}
 
 // encoder encodes parts into a scratch buffer for looking them up.
 type encoder struct {
-	buf  []byte   // a part's encoding
-	keys []string // scratch for a map's sorted keys
+	whole []byte   // a whole object's encoding
+	buf   []byte   // a part's
+	keys  []string // scratch for a map's sorted keys
 }
 
 // sharePtr returns the held part equal to *p, or holds p. A nil p is

@@ -12,6 +12,7 @@ import (
 var held = heldParts{
 	strings:    table[struct{}]{perGeneration: stringsPerGeneration},
 	conditions: table[[]corev1.PodCondition]{perGeneration: conditionsPerGeneration},
+	pods:       table[*corev1.Pod]{perGeneration: podsPerGeneration},
 }
 
 // heldParts is the tables of shared parts, one per kind of part. Parts of
@@ -50,6 +51,8 @@ type heldParts struct {
 
 	conditions table[[]corev1.PodCondition]
 	hostIPs    table[[]corev1.HostIP]
+
+	pods table[*corev1.Pod]
 }
 
 // partTable is what every table is, whatever it holds.
@@ -66,15 +69,17 @@ func (h *heldParts) tables() []partTable {
 		&h.containers, &h.ports, &h.env, &h.envFrom, &h.volumeMounts, &h.probes, &h.lifecycles, &h.securityContexts,
 		&h.volumes, &h.volumeSources, &h.tolerations, &h.affinities, &h.podSecurityContexts, &h.topologySpread,
 		&h.imagePullSecrets, &h.dnsConfigs, &h.readinessGates,
-		&h.conditions, &h.hostIPs,
+		&h.conditions, &h.hostIPs, &h.pods,
 	}
 }
 
 // SharePodParts is a TransformFunc that makes a pod share what it has in
-// common with the pods already cached by any informer of the process:
-// each part listed below that equals a held part, field for field, is
-// replaced by the held one, and a part equal to none is held for the pods
-// after it. Objects that are not pods are returned as they are.
+// common with the pods already cached by any informer of the process. A
+// pod version another informer holds is replaced by that informer's
+// object, whole. Otherwise each part listed below that equals a held
+// part, field for field, is replaced by the held one, and a part equal to
+// none is held for the pods after it. Objects that are not pods are
+// returned as they are.
 //
 // Equal means equal protobuf encodings, compared byte for byte (a
 // Quantity by its canonical form, a time to the nanosecond): exactly
@@ -110,9 +115,22 @@ func SharePodParts(obj any) (any, error) {
 	}
 	e := keyBuffers.Get().(*encoder)
 	defer keyBuffers.Put(e)
+	// The same version of a pod comes to every informer that lists it:
+	// the controller manager's, the scheduler's, its node's kubelet's.
+	// The first to come is held whole for the others.
+	key, whole := appendMessage(e.whole[:0], pod)
+	e.whole = key
+	if whole {
+		if p, ok := held.pods.lookup(key); ok {
+			return p, nil
+		}
+	}
 	e.meta(&pod.ObjectMeta)
 	e.spec(&pod.Spec)
 	e.status(&pod.Status)
+	if whole {
+		return held.pods.share(key, pod, nil), nil
+	}
 	return pod, nil
 }
 

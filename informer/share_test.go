@@ -269,6 +269,26 @@ func TestSharePodPartsSharesEqualPartsOnly(t *testing.T) {
 	}
 }
 
+func TestSharePodPartsSharesAPodVersionWhole(t *testing.T) {
+	resetHeld()
+	// The same version, as it comes to the controller manager, the
+	// scheduler and its kubelet: one object for the three.
+	pod := templatePod(0, 1)
+	first, second, third := lean(t, pod), lean(t, pod), lean(t, pod)
+	if first != second || first != third {
+		t.Errorf("three copies of one pod version are not one object")
+	}
+	// The next version is an object of its own that shares parts.
+	pod.ResourceVersion = "next"
+	next := lean(t, pod)
+	if next == first {
+		t.Fatal("a new version is the old one")
+	}
+	if next.ResourceVersion != "next" || &next.Spec.Tolerations[0] != &first.Spec.Tolerations[0] {
+		t.Errorf("the new version: resourceVersion %q, shares tolerations: %v", next.ResourceVersion, &next.Spec.Tolerations[0] == &first.Spec.Tolerations[0])
+	}
+}
+
 func TestSharePodPartsLeavesOtherObjectsAlone(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Labels: map[string]string{"app": "web"}}, Data: map[string]string{"k": "v"}}
 	want := cm.DeepCopy()
@@ -463,10 +483,16 @@ func TestLeanKeepsPodCachesEqualToAFreshList(t *testing.T) {
 	churn(2)
 	converged()
 
-	// And the caches share: siblings share their template's parts.
+	// And the caches share: the informers' copies of one pod are one
+	// object, and siblings share their template's parts.
+	all, kubelet := components[0].inf.GetIndexer(), components[2].inf.GetIndexer()
 	var onNode []*corev1.Pod
-	for _, obj := range components[2].inf.GetIndexer().List() {
-		onNode = append(onNode, obj.(*corev1.Pod))
+	for _, obj := range kubelet.List() {
+		pod := obj.(*corev1.Pod)
+		if other, _, _ := all.GetByKey(e.ns + "/" + pod.Name); other != any(pod) {
+			t.Errorf("the kubelet's %s is not the controller manager's", pod.Name)
+		}
+		onNode = append(onNode, pod)
 	}
 	if len(onNode) < 2 || &onNode[0].Spec.Tolerations[0] != &onNode[1].Spec.Tolerations[0] {
 		t.Errorf("pods on node-1 do not share their tolerations")
@@ -547,8 +573,10 @@ func resetHeld() {
 
 // BenchmarkPodTransform is what an informer spends on one pod version it
 // receives: decoding it, then the transform. StripManagedFields is the
-// decoding alone, near enough. With Lean, the parts of the pods'
-// templates are held already, as they are once a cluster runs.
+// decoding alone, near enough. Lean/first is a pod version no informer of
+// the process has had (the parts of its template are held); Lean/again is
+// one another informer has had, as the scheduler and the kubelet get each
+// pod after the controller manager (or in any other order).
 func BenchmarkPodTransform(b *testing.B) {
 	const n, templates = 10000, 100
 	wire := make([][]byte, n)
@@ -558,27 +586,30 @@ func BenchmarkPodTransform(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	for _, tc := range []struct {
-		name      string
-		transform TransformFunc
-	}{
-		{"StripManagedFields", StripManagedFields},
-		{"Lean", Lean},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			resetHeld()
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				pod := &corev1.Pod{}
-				if err := pod.Unmarshal(wire[i%n]); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := tc.transform(pod); err != nil {
-					b.Fatal(err)
-				}
-				i++
+	run := func(b *testing.B, transform TransformFunc, pods int) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			pod := &corev1.Pod{}
+			if err := pod.Unmarshal(wire[i%pods]); err != nil {
+				b.Fatal(err)
 			}
-		})
+			if _, err := transform(pod); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
 	}
+	b.Run("StripManagedFields", func(b *testing.B) { run(b, StripManagedFields, n) })
+	b.Run("Lean/first", func(b *testing.B) {
+		// Ten thousand versions, far more than the table of whole pods
+		// keeps: each comes as new.
+		resetHeld()
+		run(b, Lean, n)
+	})
+	b.Run("Lean/again", func(b *testing.B) {
+		// As many versions as the table of whole pods surely keeps.
+		resetHeld()
+		run(b, Lean, podsPerGeneration)
+	})
 }
