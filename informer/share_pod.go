@@ -95,8 +95,8 @@ func (h *heldParts) tables() []partTable {
 //     lifecycle and security context; volumes as a whole list or, again
 //     because of that volume, each volume's source; tolerations,
 //     affinity, security context, node selector, topology spread
-//     constraints, image pull secrets, DNS config, readiness gates,
-//     overhead.
+//     constraints, image pull secrets, DNS config, readiness gates, the
+//     overhead and the pod's own resources.
 //   - status: host IPs, each container status's resources, and the
 //     conditions, which carry times: those of pods that started in the
 //     same second, as a ReplicaSet's pods often do.
@@ -162,6 +162,10 @@ func (e *encoder) spec(s *corev1.PodSpec) {
 	s.DNSConfig = sharePtr(&held.dnsConfigs, e, s.DNSConfig)
 	s.ReadinessGates = shareSlice(&held.readinessGates, e, s.ReadinessGates, clip)
 	s.Overhead = e.resourceList(s.Overhead)
+	if s.Resources != nil {
+		s.Resources.Requests = e.resourceList(s.Resources.Requests)
+		s.Resources.Limits = e.resourceList(s.Resources.Limits)
+	}
 
 	s.NodeName = intern(s.NodeName)
 	s.SchedulerName = intern(s.SchedulerName)
