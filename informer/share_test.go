@@ -26,8 +26,9 @@ import (
 // (ReplicaSets), as the API server sends it once the pod runs: the
 // template's labels, owner, containers and tolerations, the service
 // account volume admission adds (its name made up per pod), and what the
-// scheduler and the kubelet wrote. What is the pod's own: its name, uid,
-// node (one of 150), addresses, container IDs and times.
+// scheduler and the kubelet wrote, with the managedFields of the two
+// writers. What is the pod's own: its name, uid, node (one of 150),
+// addresses, container IDs and times.
 func templatePod(i, templates int) *corev1.Pod {
 	k := i % templates
 	yes, grace, expiry, mode, prio := true, int64(30), int64(3607), int32(420), int32(0)
@@ -43,11 +44,28 @@ func templatePod(i, templates int) *corev1.Pod {
 		return corev1.PodCondition{Type: typ, Status: corev1.ConditionTrue, LastTransitionTime: at(d)}
 	}
 	image := fmt.Sprintf("registry.example.com/team-%d/app:1.%d", k%7, k)
+	managed := func(manager, subresource, fields string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{
+			Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: new(at(0)),
+			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}, Subresource: subresource,
+		}
+	}
 	return &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, GenerateName: rs + "-", Namespace: fmt.Sprintf("ns-%d", k%10), UID: uid,
 			ResourceVersion: fmt.Sprint(1000 + 3*i), Generation: 1, CreationTimestamp: at(0),
+			ManagedFields: []metav1.ManagedFieldsEntry{
+				managed("kube-controller-manager", "", `{"f:metadata":{"f:generateName":{},"f:labels":{".":{},"f:app":{},"f:pod-template-hash":{},"f:tier":{}},`+
+					`"f:ownerReferences":{".":{},"k:{\"uid\":\"`+string(uid)+`\"}":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},`+
+					`"f:env":{".":{},"k:{\"name\":\"MODE\"}":{".":{},"f:name":{},"f:value":{}}},"f:image":{},"f:imagePullPolicy":{},"f:name":{},`+
+					`"f:ports":{".":{},"k:{\"containerPort\":8080,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:name":{},"f:protocol":{}}},`+
+					`"f:resources":{".":{},"f:limits":{".":{},"f:cpu":{},"f:memory":{}},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}}}},`+
+					`"f:dnsPolicy":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}`),
+				managed("kubelet", "status", `{"f:status":{"f:conditions":{"k:{\"type\":\"ContainersReady\"}":{".":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},`+
+					`"k:{\"type\":\"Ready\"}":{".":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}}},"f:containerStatuses":{},"f:hostIP":{},`+
+					`"f:hostIPs":{},"f:phase":{},"f:podIP":{},"f:podIPs":{".":{},"k:{\"ip\":\"10.244.0.2\"}":{".":{},"f:ip":{}}},"f:startTime":{}}}`),
+			},
 			Labels: map[string]string{"app": fmt.Sprintf("web-%02d", k), "pod-template-hash": "7d9f8c6b5", "tier": "web"},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs,
