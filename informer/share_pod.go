@@ -140,6 +140,8 @@ func SharePodParts(obj any) (any, error) {
 // (volumes, volume mounts, containers) differ from pod to pod.
 const serviceAccountVolumePrefix = "kube-api-access-"
 
+// meta shares the parts of a pod's metadata; its name, uid and
+// resourceVersion are its own.
 func (e *encoder) meta(m *metav1.ObjectMeta) {
 	m.Namespace = intern(m.Namespace)
 	m.GenerateName = intern(m.GenerateName)
@@ -149,6 +151,7 @@ func (e *encoder) meta(m *metav1.ObjectMeta) {
 	m.Finalizers = e.stringSlice(m.Finalizers)
 }
 
+// spec shares the parts of a pod's spec.
 func (e *encoder) spec(s *corev1.PodSpec) {
 	s.InitContainers = e.containers(s.InitContainers)
 	s.Containers = e.containers(s.Containers)
@@ -198,6 +201,8 @@ func (e *encoder) containers(cs []corev1.Container) []corev1.Container {
 	return cs
 }
 
+// mountsServiceAccount reports whether one of mounts is the service
+// account volume.
 func mountsServiceAccount(mounts []corev1.VolumeMount) bool {
 	for i := range mounts {
 		if strings.HasPrefix(mounts[i].Name, serviceAccountVolumePrefix) {
@@ -271,6 +276,8 @@ func (e *encoder) volumes(vs []corev1.Volume) []corev1.Volume {
 	return vs
 }
 
+// status shares the parts of a pod's status; its addresses and start
+// time are its own.
 func (e *encoder) status(s *corev1.PodStatus) {
 	s.Phase = internAs(s.Phase)
 	s.QOSClass = internAs(s.QOSClass)
@@ -293,6 +300,9 @@ func holdConditions(cs []corev1.PodCondition) []corev1.PodCondition {
 	return clip(cs)
 }
 
+// containerStatuses interns the names and images of list, and shares its
+// resource lists; the statuses themselves hold container IDs and times,
+// which are each pod's own.
 func (e *encoder) containerStatuses(list []corev1.ContainerStatus) {
 	for i := range list {
 		cs := &list[i]
