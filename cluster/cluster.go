@@ -179,7 +179,7 @@ func RunScheduler(ctx context.Context, rc *client.RESTClient, cfg SchedulerConfi
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("component", "scheduler")
-	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{Logger: log, Trace: cfg.Trace, TraceActive: cfg.TraceActive, Transform: informer.StripManagedFields})
+	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{Logger: log, Trace: cfg.Trace, TraceActive: cfg.TraceActive, Transform: informer.Lean})
 	defer factory.Shutdown()
 	rec := record.NewRecorder(rc, record.Options{Component: "default-scheduler", Logger: log})
 	s, err := scheduler.New(scheduler.Options{Client: rc, Informers: factory, Recorder: rec, Logger: log, BindTimeout: cfg.BindTimeout})

@@ -484,8 +484,9 @@ func (m *Manager) runTerm(ctx context.Context) error {
 	defer cancel()
 	// No controller reads managedFields: the caches drop them, as
 	// kube-controller-manager's do, and hold each object at about two
-	// thirds of its size.
-	factory := informer.NewSharedInformerFactory(m.rc, informer.FactoryOptions{Logger: m.log, Trace: m.cfg.Trace, TraceActive: m.cfg.TraceActive, Transform: informer.StripManagedFields})
+	// thirds of its size. Pods also share what they have in common with
+	// each other and with the scheduler's and kubelets' (informer.Lean).
+	factory := informer.NewSharedInformerFactory(m.rc, informer.FactoryOptions{Logger: m.log, Trace: m.cfg.Trace, TraceActive: m.cfg.TraceActive, Transform: informer.Lean})
 	type built struct {
 		c        runner
 		workers  int

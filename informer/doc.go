@@ -12,6 +12,10 @@
 //   - Lister (lister.go): typed, read-only views of an Indexer for
 //     controllers.
 //   - Trace (trace.go): an optional per-stage log of one change's journey.
+//   - TransformFunc (transform.go, share.go, share_pod.go): what an
+//     informer does to each object before caching it. StripManagedFields
+//     drops managedFields; SharePodParts makes a pod share what it has in
+//     common with every other pod cached in the process; Lean is the two.
 //   - workqueue (subpackage): the rate-limited queue of keys that controller
 //     workers drain.
 //   - ListerWatcher (listwatch.go): the list and watch a Reflector needs,
@@ -36,7 +40,10 @@
 //     the last state the cache knew.
 //   - Objects handed out by the Indexer and by Listers are shared with the
 //     cache and with every other reader: callers must not mutate them. Call
-//     DeepCopyObject first and write the copy back through the API.
+//     DeepCopyObject first and write the copy back through the API. With
+//     SharePodParts (or Lean), a pod's parts are also shared with other
+//     pods, and a pod with other informers of the process: a mutation
+//     would reach all of them.
 //   - The cache converges on the server's state whatever happens to the
 //     connection: a watch that ends resumes from the last resourceVersion
 //     seen; a resourceVersion too old to resume (410 Gone) leads to a

@@ -13,7 +13,9 @@ import (
 //
 // A transform is called once per object version the informer receives,
 // on an object decoded for this informer alone, so it may change the
-// object in place. It is not called on the tombstones of a relist
+// object in place; it may also return another object, equal to it, that
+// will never change (SharePodParts returns the pod another informer
+// holds). It is not called on the tombstones of a relist
 // (DeletedFinalStateUnknown), nor on resyncs: those carry objects it has
 // already seen. An error drops the event, as an undecodable one would be.
 type TransformFunc func(obj any) (any, error)
@@ -27,4 +29,19 @@ func StripManagedFields(obj any) (any, error) {
 		m.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// Lean is the TransformFunc of the components' informers (the controller
+// manager's, the scheduler's, each kubelet's): StripManagedFields, then
+// SharePodParts, so that a cached pod keeps neither managedFields nor its
+// own copy of what another cached pod, in any informer of the process,
+// already holds. A Lean informer's objects, and their parts, are shared
+// with other objects and other informers: they must not be changed, as
+// no cached object may be.
+func Lean(obj any) (any, error) {
+	obj, err := StripManagedFields(obj)
+	if err != nil {
+		return nil, err
+	}
+	return SharePodParts(obj)
 }

@@ -316,7 +316,7 @@ func New(opts Options) (*Kubelet, error) {
 		queue: workqueue.New[string]("kubelet-"+opts.NodeName, workqueue.Options{Clock: opts.Clock}),
 	}
 	if k.informers == nil {
-		k.informers = informer.NewSharedInformerFactory(opts.Client, informer.FactoryOptions{Logger: opts.Logger, Transform: informer.StripManagedFields})
+		k.informers = informer.NewSharedInformerFactory(opts.Client, informer.FactoryOptions{Logger: opts.Logger, Transform: informer.Lean})
 		k.ownFactory = true
 	}
 	onNode := fields.OneTermEqualSelector("spec.nodeName", k.name).String()

@@ -230,7 +230,7 @@ func runCluster(ctx context.Context, connect connector, cf clusterFlags, cmListe
 
 func runScheduler(ctx context.Context, rc *client.RESTClient, log *slog.Logger, trace informer.TraceFunc, traceActive func() bool, bindTimeout time.Duration) error {
 	log = log.With("component", "scheduler")
-	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{Logger: log, Trace: trace, TraceActive: traceActive, Transform: informer.StripManagedFields})
+	factory := informer.NewSharedInformerFactory(rc, informer.FactoryOptions{Logger: log, Trace: trace, TraceActive: traceActive, Transform: informer.Lean})
 	defer factory.Shutdown()
 	rec := record.NewRecorder(rc, record.Options{Component: "default-scheduler", Logger: log})
 	s, err := scheduler.New(scheduler.Options{Client: rc, Informers: factory, Recorder: rec, Logger: log, BindTimeout: bindTimeout})

@@ -14,7 +14,10 @@ import (
 )
 
 // Env is a running API server on a real etcd, a client of it, and an
-// informer factory on that client that nothing has started yet.
+// informer factory on that client that nothing has started yet. The
+// factory's informers transform objects as the controller manager's do
+// (informer.Lean), so that a controller that changed a cached object,
+// or a part pods share, would do it in its tests too.
 type Env struct {
 	Client    *client.RESTClient
 	Informers *informer.SharedInformerFactory
@@ -50,7 +53,7 @@ func StartWith(t testing.TB, opts Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Env{Client: rc, Informers: informer.NewSharedInformerFactory(rc, informer.FactoryOptions{})}
+	return &Env{Client: rc, Informers: informer.NewSharedInformerFactory(rc, informer.FactoryOptions{Transform: informer.Lean})}
 }
 
 // Controller is what Run runs: Run blocks until ctx is done.
