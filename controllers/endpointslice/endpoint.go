@@ -93,15 +93,20 @@ func podToEndpoint(pod *corev1.Pod, node *corev1.Node, svc *corev1.Service, addr
 		},
 		TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 	}
+	// The endpoint's strings are its own, not pointers into the cached
+	// pod: those would keep that version of the pod alive, and a write
+	// through them would change the cache.
 	if pod.Spec.NodeName != "" {
-		ep.NodeName = &pod.Spec.NodeName
+		nodeName := pod.Spec.NodeName
+		ep.NodeName = &nodeName
 	}
 	if node != nil && node.Labels[corev1.LabelTopologyZone] != "" {
 		zone := node.Labels[corev1.LabelTopologyZone]
 		ep.Zone = &zone
 	}
 	if pod.Spec.Hostname != "" && pod.Spec.Subdomain == svc.Name && pod.Namespace == svc.Namespace {
-		ep.Hostname = &pod.Spec.Hostname
+		hostname := pod.Spec.Hostname
+		ep.Hostname = &hostname
 	}
 	return ep
 }
