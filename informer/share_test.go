@@ -530,13 +530,7 @@ func TestLeanKeepsPodCachesEqualToAFreshList(t *testing.T) {
 // parts included.
 func BenchmarkCachedPodBytes(b *testing.B) {
 	const n, templates = 10000, 100
-	wire := make([][]byte, n)
-	for i := range wire {
-		var err error
-		if wire[i], err = templatePod(i, templates).Marshal(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	wire := templatePodsWire(b, n, templates)
 	for _, informers := range []int{1, 3} {
 		for _, tc := range []struct {
 			name      string
@@ -597,13 +591,7 @@ func resetHeld() {
 // pod after the controller manager (or in any other order).
 func BenchmarkPodTransform(b *testing.B) {
 	const n, templates = 10000, 100
-	wire := make([][]byte, n)
-	for i := range wire {
-		var err error
-		if wire[i], err = templatePod(i, templates).Marshal(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	wire := templatePodsWire(b, n, templates)
 	run := func(b *testing.B, transform TransformFunc, pods int) {
 		b.ReportAllocs()
 		i := 0
@@ -630,4 +618,17 @@ func BenchmarkPodTransform(b *testing.B) {
 		resetHeld()
 		run(b, Lean, podsPerGeneration)
 	})
+}
+
+// templatePodsWire is n pods of the given number of templates (see
+// templatePod) as the API server sends them, in protobuf.
+func templatePodsWire(b *testing.B, n, templates int) [][]byte {
+	wire := make([][]byte, n)
+	for i := range wire {
+		var err error
+		if wire[i], err = templatePod(i, templates).Marshal(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return wire
 }
