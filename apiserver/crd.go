@@ -478,7 +478,7 @@ func (c *crdController) deleteInstances(ctx context.Context, cs *customServing) 
 		return 0, nil
 	}
 	ri := &requestInfo{res: res, store: rs, cache: cache}
-	items, err := c.s.consistentList(ctx, ri, &filter{})
+	items, _, err := c.s.consistentList(ctx, ri, &filter{})
 	if err != nil {
 		return 0, err
 	}

@@ -327,7 +327,7 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, r
 	if err != nil {
 		return err
 	}
-	items, err := s.consistentList(r.Context(), ri, &lo.filter)
+	items, rv, err := s.consistentList(r.Context(), ri, &lo.filter)
 	if err != nil {
 		return err
 	}
@@ -357,7 +357,7 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, r
 		}
 	}
 	deleted := slices.DeleteFunc(raws, func(raw []byte) bool { return raw == nil })
-	return writeList(w, ri.res, metav1.ListMeta{ResourceVersion: strconv.FormatInt(ri.cache.currentRV(), 10)}, deleted)
+	return writeList(w, ri.res, metav1.ListMeta{ResourceVersion: strconv.FormatInt(rv, 10)}, deleted)
 }
 
 // deleteListed deletes one object a deletecollection listed, and returns

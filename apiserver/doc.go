@@ -45,7 +45,10 @@
 //     has caught up with a revision, which makes a list from the cache as
 //     fresh as one from etcd (its waits are on a clock.Clock, which tests
 //     move by hand). read.go serves lists and watches from the cache or
-//     from etcd, with Kubernetes' resourceVersion semantics.
+//     from etcd, with Kubernetes' resourceVersion semantics. Events have
+//     no cache, as in kube-apiserver (--watch-cache-sizes):
+//     watchcache_uncached.go reads them from etcd, and relays each watch
+//     of them from an etcd watch of its own.
 //   - health.go serves /healthz, /livez and /readyz with kube-apiserver's
 //     checks and text: ping, etcd (the store's probe), and for readyz
 //     poststarthook/storage-readiness and shutdown.

@@ -289,7 +289,8 @@ func decodeContinue(s string) (continueToken, error) {
 // serveList answers a list. Where it is served from follows Kubernetes:
 // resourceVersion "0" (any) and a resourceVersion with NotOlderThan are
 // served from the watch cache; no resourceVersion (the most recent),
-// Exact, pages and continue tokens are read from etcd.
+// Exact, pages and continue tokens are read from etcd, and so is every
+// list of a resource without a watch cache (watchcache_uncached.go).
 func (s *Server) serveList(w http.ResponseWriter, r *http.Request, ri *requestInfo) error {
 	o, err := s.parseListOptions(r, ri)
 	if err != nil {
@@ -300,7 +301,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, ri *requestIn
 		return err
 	}
 	cache := ri.cache
-	fromCache := o.continueToken == "" && (o.resourceVersion == "0" ||
+	fromCache := !cache.uncached && o.continueToken == "" && (o.resourceVersion == "0" ||
 		(o.resourceVersion != "" && o.rvMatch != metav1.ResourceVersionMatchExact && o.limit == 0))
 	if fromCache {
 		if o.resourceVersion != "0" {

@@ -65,7 +65,7 @@ func (s *Server) newServed(resources api.Catalogue, prev *served) *served {
 		conv := s.converterFor(stored)
 		cache := newWatchCache(stored, s.store, watchCacheOptions{
 			capacity: s.cacheSize, maxBytes: s.cacheMaxBytes, window: s.cacheWindow, buffer: s.watcherBuffer, log: s.log, metrics: s.metrics,
-			historyLost: s.noteHistoryLost, versions: others, conv: conv,
+			historyLost: s.noteHistoryLost, versions: others, conv: conv, uncached: s.uncached[stored],
 		})
 		for _, res := range append(others, stored) {
 			if !slices.Contains(resources, res) {

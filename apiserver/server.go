@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/minictl/minictl/api"
 	"github.com/minictl/minictl/auth/audit"
@@ -59,6 +60,11 @@ type Config struct {
 	// kube-apiserver's 75s).
 	WatchCacheMaxBytes int64
 	WatchCacheWindow   time.Duration
+	// WatchCacheSizes are kube-apiserver's --watch-cache-sizes: a resource
+	// given 0 is served without a watch cache, from etcd
+	// (watchcache_uncached.go); any other size keeps its cache. They
+	// override DefaultWatchCacheSizes, which serves Events from etcd.
+	WatchCacheSizes map[schema.GroupResource]int
 	// BookmarkInterval is how often watchers that allow bookmarks get one
 	// (0: 10s).
 	BookmarkInterval time.Duration
@@ -202,8 +208,9 @@ type Server struct {
 	// cacheSize and watcherBuffer size every watch cache
 	// (Config.WatchCacheSize, Config.WatcherBuffer).
 	cacheSize, watcherBuffer int
-	cacheMaxBytes            int64         // Config.WatchCacheMaxBytes
-	cacheWindow              time.Duration // Config.WatchCacheWindow
+	cacheMaxBytes            int64                  // Config.WatchCacheMaxBytes
+	cacheWindow              time.Duration          // Config.WatchCacheWindow
+	uncached                 map[*api.Resource]bool // served without a watch cache: Config.WatchCacheSizes
 
 	// webhooks calls admission webhooks; mutatingHooks and validatingHooks
 	// are their configurations as the watch caches last had them.
@@ -309,6 +316,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.builtins == nil {
 		s.builtins = api.Resources()
+	}
+	if s.uncached, err = uncachedResources(s.builtins, cfg.WatchCacheSizes); err != nil {
+		return nil, err
 	}
 	if !s.serviceRange.IsValid() {
 		s.serviceRange = DefaultServiceClusterIPRange

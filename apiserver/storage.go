@@ -165,7 +165,13 @@ func (rs *resourceStore) listPrefix(namespace string) string {
 
 // storageError maps a store error to the Status a client expects.
 func (rs *resourceStore) storageError(err error, name string) error {
-	gr := rs.res.GroupResource()
+	return storageError(rs.res, err, name)
+}
+
+// storageError maps a store error, met reading or writing res's object
+// name ("" for a list or watch), to the Status a client expects.
+func storageError(res *api.Resource, err error, name string) error {
+	gr := res.GroupResource()
 	switch {
 	case err == nil:
 		return nil
@@ -174,13 +180,16 @@ func (rs *resourceStore) storageError(err error, name string) error {
 	case errors.Is(err, store.ErrExists):
 		return apierrors.NewAlreadyExists(gr, name)
 	case errors.Is(err, store.ErrConflict):
-		return errConflict(rs.res, name)
+		return errConflict(res, name)
 	case errors.Is(err, store.ErrCompacted):
 		return apierrors.NewResourceExpired(fmt.Sprintf("the resourceVersion is too old: %v", err))
 	case errors.Is(err, store.ErrUnavailable):
 		return newStorageUnavailable()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return newRequestTimeout(err)
+	}
+	if _, ok := err.(apierrors.APIStatus); ok {
+		return err
 	}
 	return apierrors.NewInternalError(err)
 }

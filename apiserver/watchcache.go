@@ -68,6 +68,10 @@ type watchCache struct {
 	buffer   int           // events buffered per watcher
 	// historyLost is watchCacheOptions.historyLost, never nil.
 	historyLost func()
+	// uncached marks a resource served from etcd alone: the cache keeps
+	// nothing and each watch relays its own etcd watch
+	// (watchcache_uncached.go).
+	uncached bool
 
 	// Lock order: mu, then offeredMu or an offered's stampMu; offeredMu
 	// and stampMu are never held together, and neither is held while
@@ -105,6 +109,7 @@ type watchCache struct {
 	oldest   int64                    // a watch can start after any revision >= oldest
 	lost     int64                    // the highest revision of a lost history
 	ready    bool
+	ended    bool          // run has returned: no watch may start (uncached)
 	changed  chan struct{} // closed and replaced whenever rv moves
 	watchers watcherSet    // found by what they select (watchcache_index.go)
 
@@ -146,6 +151,9 @@ type watchCacheOptions struct {
 	// which conv converts each object to as it comes in (nil: none).
 	versions []*api.Resource
 	conv     converter
+	// uncached serves the resource from etcd alone, keeping nothing
+	// (watchcache_uncached.go); a built-in resource only, of one version.
+	uncached bool
 }
 
 // DefaultWatchCacheSize is how many events each resource's watch cache
@@ -178,6 +186,7 @@ func newWatchCache(res *api.Resource, st Storage, opts watchCacheOptions) *watch
 		maxBytes:    cmp.Or(opts.maxBytes, DefaultWatchCacheMaxBytes),
 		window:      cmp.Or(opts.window, DefaultWatchCacheWindow),
 		historyLost: opts.historyLost,
+		uncached:    opts.uncached,
 		objects:     map[string]*cachedObject{},
 		changed:     make(chan struct{}),
 		watchers:    newWatcherSet(res, 1+len(opts.versions)),
@@ -356,6 +365,10 @@ func (c *watchCache) current(key string) *cachedObject {
 // revision (watchers resuming from before the new list get 410 Gone), or
 // it lost its history (every watcher ends with 410 Gone at once).
 func (c *watchCache) run(ctx context.Context) {
+	if c.uncached {
+		c.runUncached(ctx)
+		return
+	}
 	defer c.stopAll()
 	backoff := firstRelistBackoff
 	mustList, historyLost := true, false

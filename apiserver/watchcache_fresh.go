@@ -17,7 +17,13 @@ import (
 // kube-apiserver does; but once etcd has lost a history (see
 // watchCache.lost), a revision the cache does not reach in time is taken
 // for one of the lost history, whose client must list again: 410 Gone.
+//
+// An uncached resource is read from etcd, which is always fresh: there is
+// nothing to wait for.
 func (c *watchCache) waitFresh(ctx context.Context, rv int64) error {
+	if c.uncached {
+		return nil
+	}
 	deadline := c.clock.NewTimer(freshTimeout)
 	defer deadline.Stop()
 	retry := c.clock.NewTimer(progressRetry)
@@ -60,18 +66,26 @@ const (
 
 // consistentList lists from the watch cache once it has caught up with
 // etcd's current revision: a read as fresh as one from etcd, without
-// decoding every object again.
-func (s *Server) consistentList(ctx context.Context, ri *requestInfo, f *filter) ([]*cachedObject, error) {
+// decoding every object again. An uncached resource is listed from etcd.
+// It returns the revision the objects are current at.
+func (s *Server) consistentList(ctx context.Context, ri *requestInfo, f *filter) ([]*cachedObject, int64, error) {
+	c := ri.cache
+	if c.uncached {
+		items, rev, err := c.listEtcd(ctx, f)
+		if err != nil {
+			return nil, 0, ri.store.storageError(err, "")
+		}
+		return items, rev, nil
+	}
 	rev, err := s.store.Revision(ctx)
 	if err != nil {
-		return nil, ri.store.storageError(err, "")
+		return nil, 0, ri.store.storageError(err, "")
 	}
-	c := ri.cache
 	if err := c.waitFresh(ctx, rev); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	items, _ := c.list(f)
-	return items, nil
+	items, rv := c.list(f)
+	return items, rv, nil
 }
 
 // changes returns a channel closed when the cache next moves: a reader

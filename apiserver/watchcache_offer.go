@@ -44,6 +44,9 @@ func (o *offered) stamped(rev int64) ([]byte, bool) {
 // offer, if it is still there, when the write fails. A later offer for the
 // same key replaces an earlier one, whose event is then decoded as usual.
 func (c *watchCache) offer(key string, o *offered) (withdraw func()) {
+	if c.uncached {
+		return func() {} // no event of the write is ever taken
+	}
 	c.offeredMu.Lock()
 	c.offered[key] = o
 	c.offeredMu.Unlock()

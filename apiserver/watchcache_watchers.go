@@ -73,6 +73,9 @@ type cacheWatcher struct {
 	jsonLines bool           // writes objects as plain JSON lines: wants watchItem.line
 	ch        chan watchItem // closed when the watcher is stopped
 	stopped   bool           // guarded by the cache's mu
+	// relay, for an uncached resource, is the goroutine that sends on ch
+	// and closes it (watchcache_uncached.go); nil for the cache's own.
+	relay *relay
 	// err, when set, is why the watcher was stopped, for its client: set
 	// before ch is closed, read after.
 	err *apierrors.StatusError
@@ -140,6 +143,10 @@ func (c *watchCache) dispatchLocked(e *cachedEvent) {
 // bookmark offers every watcher that asked for bookmarks the current
 // revision. A full buffer just skips the bookmark.
 func (c *watchCache) bookmark() {
+	if c.uncached {
+		c.requestProgress()
+		return
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	for w := range c.watchers.all {
@@ -159,6 +166,9 @@ func (c *watchCache) bookmark() {
 // after from. The returned items come before anything on the watcher's
 // channel; the returned revision is the one they are current at.
 func (c *watchCache) watch(ctx context.Context, from int64, initial bool, f filter, bookmarks, jsonLines bool) ([]watchItem, int64, *cacheWatcher, error) {
+	if c.uncached {
+		return c.watchEtcd(ctx, from, initial, f, bookmarks)
+	}
 	if err := c.waitFresh(ctx, from); err != nil {
 		return nil, 0, nil, err
 	}
@@ -200,19 +210,29 @@ func (c *watchCache) watch(ctx context.Context, from int64, initial bool, f filt
 	return items, c.rv, w, nil
 }
 
+// stop stops w; once it returns, nothing more is sent on w's channel.
 func (c *watchCache) stop(w *cacheWatcher) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.stopLocked(w)
+	c.mu.Unlock()
+	if w.relay != nil {
+		<-w.relay.done
+	}
 }
 
+// stopLocked stops w: closes its channel, or, for a relayed watcher, tells
+// its relay to end and close it.
 func (c *watchCache) stopLocked(w *cacheWatcher) {
 	if w.stopped {
 		return
 	}
 	w.stopped = true
 	c.watchers.remove(w)
-	close(w.ch)
+	if w.relay != nil {
+		w.relay.cancel()
+	} else {
+		close(w.ch)
+	}
 	c.metrics.watchers.WithLabelValues(c.res.Plural).Dec()
 }
 
@@ -220,7 +240,9 @@ func (c *watchCache) stopLocked(w *cacheWatcher) {
 // err before its stream ends.
 func (c *watchCache) stopWatchersLocked(err *apierrors.StatusError) {
 	for w := range c.watchers.all {
-		w.err = err
+		if err != nil {
+			w.err = err
+		}
 		c.stopLocked(w)
 	}
 }

@@ -53,6 +53,8 @@ type serverFlags struct {
 	watchCacheSize int
 	// watchCacheMaxBytes bounds the encoded bytes of the events it keeps.
 	watchCacheMaxBytes int64
+	// watchCacheSizes turns single resources' watch caches off or on.
+	watchCacheSizes string
 	// advertiseAddress and serviceRange place the kubernetes Service.
 	advertiseAddress netip.Addr
 	serviceRange     netip.Prefix
@@ -91,6 +93,7 @@ func (f *serverFlags) bind(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxMutatingRequestsInflight, "max-mutating-requests-inflight", apiserver.DefaultMaxMutatingRequestsInflight, "how many mutating requests of clients other than minictl's own components may run at once; beyond, 429 TooManyRequests (0: no limit)")
 	fs.IntVar(&f.watchCacheSize, "default-watch-cache-size", apiserver.DefaultWatchCacheSize, "how many recent events each resource's watch cache keeps, so that a watch resuming from an older resourceVersion than the newest is served from memory; one older than them all gets 410 Gone (the cache also keeps at most --watch-cache-max-bytes of them, and none older than 75s beyond its newest 100)")
 	fs.Int64Var(&f.watchCacheMaxBytes, "watch-cache-max-bytes", apiserver.DefaultWatchCacheMaxBytes, "the most bytes (as encoded: JSON, protobuf for pods, events and leases) of recent events each resource's watch cache keeps, whatever --default-watch-cache-size allows: a watch resuming from before the oldest kept event gets 410 Gone and lists again")
+	fs.StringVar(&f.watchCacheSizes, "watch-cache-sizes", "", "comma-separated resource[.group]#size: a size of 0 serves that resource from etcd without a watch cache (every read goes to etcd, each watch is its own etcd watch), any other size keeps its cache, as kube-apiserver's flag of the same name; events are served without one unless this says events#<size> (only events may go without)")
 	fs.TextVar(&f.advertiseAddress, "advertise-address", netip.Addr{}, "the IP address the API server publishes in the kubernetes Service's Endpoints (default: the listen address, or this machine's first global IPv4 address when listening on loopback)")
 	fs.TextVar(&f.serviceRange, "service-cluster-ip-range", apiserver.DefaultServiceClusterIPRange, "the IPv4 range Services' cluster IPs come from; the kubernetes Service has its first address")
 	fs.TextVar(&f.nodePortRange, "service-node-port-range", apiserver.DefaultServiceNodePortRange, "the range of ports NodePort and LoadBalancer Services' node ports come from, both ends included")
@@ -235,6 +238,10 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 	if sf.watchCacheMaxBytes < 1 {
 		return fmt.Errorf("--watch-cache-max-bytes must be at least 1, not %d", sf.watchCacheMaxBytes)
 	}
+	cacheSizes, err := apiserver.ParseWatchCacheSizes(sf.watchCacheSizes)
+	if err != nil {
+		return fmt.Errorf("--watch-cache-sizes: %w", err)
+	}
 	budget := connectionBudget(log)
 	st, err := store.Open(ctx, cfg)
 	if err != nil {
@@ -305,6 +312,7 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		RequestTimeout:                      sf.requestTimeout,
 		WatchCacheSize:                      sf.watchCacheSize,
 		WatchCacheMaxBytes:                  sf.watchCacheMaxBytes,
+		WatchCacheSizes:                     cacheSizes,
 		CORSAllowedOrigins:                  splitList(sf.corsAllowedOrigins),
 		MaxRequestsInflight:                 noLimitIfZero(sf.maxRequestsInflight),
 		MaxMutatingRequestsInflight:         noLimitIfZero(sf.maxMutatingRequestsInflight),
