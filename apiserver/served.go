@@ -77,6 +77,9 @@ func (s *Server) newServed(resources api.Catalogue, prev *served) *served {
 			if res == api.Services {
 				v.stores[res].removed = s.releaseService
 			}
+			if res == api.Events {
+				v.stores[res].ttl = s.eventTTL
+			}
 		}
 	}
 	return v

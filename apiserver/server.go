@@ -35,6 +35,10 @@ import (
 	"github.com/minictl/minictl/ui"
 )
 
+// DefaultEventTTL is how long an Event lives after its last write, as
+// kube-apiserver's --event-ttl defaults it.
+const DefaultEventTTL = time.Hour
+
 // Config configures a Server. Only Store is required.
 type Config struct {
 	// Store is the etcd the server keeps every object in: a *store.Store,
@@ -65,6 +69,9 @@ type Config struct {
 	// (watchcache_uncached.go); any other size keeps its cache. They
 	// override DefaultWatchCacheSizes, which serves Events from etcd.
 	WatchCacheSizes map[schema.GroupResource]int
+	// EventTTL is how long an Event lives after its last write before
+	// etcd deletes it, as kube-apiserver's --event-ttl (0: DefaultEventTTL).
+	EventTTL time.Duration
 	// BookmarkInterval is how often watchers that allow bookmarks get one
 	// (0: 10s).
 	BookmarkInterval time.Duration
@@ -211,6 +218,7 @@ type Server struct {
 	cacheMaxBytes            int64                  // Config.WatchCacheMaxBytes
 	cacheWindow              time.Duration          // Config.WatchCacheWindow
 	uncached                 map[*api.Resource]bool // served without a watch cache: Config.WatchCacheSizes
+	eventTTL                 time.Duration          // Config.EventTTL
 
 	// webhooks calls admission webhooks; mutatingHooks and validatingHooks
 	// are their configurations as the watch caches last had them.
@@ -302,6 +310,7 @@ func New(cfg Config) (*Server, error) {
 		watcherBuffer:     cfg.WatcherBuffer,
 		cacheMaxBytes:     cfg.WatchCacheMaxBytes,
 		cacheWindow:       cfg.WatchCacheWindow,
+		eventTTL:          cmp.Or(cfg.EventTTL, DefaultEventTTL),
 		ready:             make(chan struct{}),
 		done:              make(chan struct{}),
 		historyLost:       make(chan struct{}, 1),
@@ -319,6 +328,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.uncached, err = uncachedResources(s.builtins, cfg.WatchCacheSizes); err != nil {
 		return nil, err
+	}
+	if s.eventTTL < 0 {
+		return nil, fmt.Errorf("apiserver: event TTL %v: give how long an Event lives, such as 1h", s.eventTTL)
 	}
 	if !s.serviceRange.IsValid() {
 		s.serviceRange = DefaultServiceClusterIPRange

@@ -37,6 +37,11 @@ type Storage interface {
 	Update(ctx context.Context, key string, value []byte, expectedRevision int64) (int64, error)
 	Delete(ctx context.Context, key string, expectedRevision int64) (int64, error)
 	Watch(ctx context.Context, prefix string, fromRevision int64) <-chan store.WatchEvent
+	// CreateExpiring and UpdateExpiring are Create and Update of a key
+	// etcd deletes by itself some ttl after the write (0: never), as
+	// Events expire (--event-ttl).
+	CreateExpiring(ctx context.Context, key string, value []byte, ttl time.Duration) (int64, error)
+	UpdateExpiring(ctx context.Context, key string, value []byte, expectedRevision int64, ttl time.Duration) (int64, error)
 
 	// Revision is the revision of the latest write.
 	Revision(ctx context.Context) (int64, error)
@@ -79,6 +84,9 @@ type resourceStore struct {
 	// removed, if set, is told of every object remove deleted: a
 	// Service's allocations are given back (servicealloc.go).
 	removed func(ctx context.Context, obj api.Object)
+	// ttl, if set, is how long an object lives after its last write
+	// before etcd deletes it: Events' --event-ttl, as in kube-apiserver.
+	ttl time.Duration
 }
 
 // writeCache is what a resourceStore needs of its resource's watch cache,
@@ -239,7 +247,7 @@ func (rs *resourceStore) createAlong(ctx context.Context, obj api.Object, along 
 	var present []string
 	rev, err := rs.write(key, o, func() (int64, error) {
 		if len(along) == 0 {
-			return rs.store.Create(ctx, key, data)
+			return rs.store.CreateExpiring(ctx, key, data, rs.ttl)
 		}
 		var rev int64
 		var err error
@@ -398,7 +406,7 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 			return next, nil
 		}
 		o := &offered{obj: next.DeepCopyObject().(api.Object), data: data} // next is the caller's answer
-		newRev, err := rs.write(key, o, func() (int64, error) { return rs.store.Update(ctx, key, data, rev) })
+		newRev, err := rs.write(key, o, func() (int64, error) { return rs.store.UpdateExpiring(ctx, key, data, rev, rs.ttl) })
 		if cached != nil && (errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound)) {
 			// etcd's comparison refused the guess (stale, or the object is
 			// gone): decide again on what etcd holds. Any other error may

@@ -207,3 +207,33 @@ func TestWatchCacheSizes(t *testing.T) {
 		}
 	}
 }
+
+// An Event lives --event-ttl after its last write, then etcd deletes it,
+// and its watchers see it go; other objects stay.
+func TestEventTTL(t *testing.T) {
+	env := testenv.StartWith(t, testenv.Options{Server: apiserver.Config{EventTTL: 2 * time.Second}})
+	from := revision(t, env)
+	s := watch(t, env, eventPath("default", "")+"?watch=true&resourceVersion="+strconv.FormatInt(from, 10))
+	create[corev1.Event](t, env, eventPath("default", ""), kubeEvent("default", "a.1", "a"))
+	create[corev1.ConfigMap](t, env, cmPath("default", ""), configMap("stays", nil, nil))
+	s.expect(t, "ADDED a.1")
+	select {
+	case ev, ok := <-s.events:
+		if !ok || ev.Type != "DELETED" || ev.meta.Name != "a.1" {
+			t.Fatalf("got %v (open %v), want the Event DELETED when its TTL ran out", ev, ok)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the Event is still there 20s after it was written to live 2s")
+	}
+	do(t, env, http.MethodGet, eventPath("default", "a.1"), "", nil).wantStatus(t, http.StatusNotFound, metav1.StatusReasonNotFound)
+	get[corev1.ConfigMap](t, env, cmPath("default", "stays"))
+
+	st, err := store.Open(t.Context(), store.Config{DataDir: t.TempDir(), ClientURL: "http://127.0.0.1:0"})
+	if err != nil {
+		t.Fatalf("store: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, err := apiserver.New(apiserver.Config{Store: st, EventTTL: -time.Second}); err == nil || !strings.Contains(err.Error(), "event TTL") {
+		t.Errorf("a negative event TTL: error %v, want one about it", err)
+	}
+}

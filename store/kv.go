@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 	"unsafe"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -45,14 +46,22 @@ type ListResult struct {
 // Create writes key only if it is absent, and returns the write's revision.
 // It fails with ErrExists if the key is present.
 func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
+	return s.CreateExpiring(ctx, key, value, 0)
+}
+
+// CreateExpiring is Create of a key that etcd deletes by itself ttl after
+// the write, or up to a minute later (see leases); 0: never.
+func (s *Store) CreateExpiring(ctx context.Context, key string, value []byte, ttl time.Duration) (int64, error) {
 	o, err := s.start(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("store: create %s: %w", key, err)
 	}
-	resp, err := s.client.Txn(o.ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, unsafeString(value))).
-		Commit()
+	resp, err := s.leases.put(o.ctx, s.client, ttl, func(opts ...clientv3.OpOption) (*clientv3.TxnResponse, error) {
+		return s.client.Txn(o.ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, unsafeString(value), opts...)).
+			Commit()
+	})
 	if err != nil {
 		return 0, fmt.Errorf("store: create %s: %w", key, o.fail(err))
 	}
@@ -162,18 +171,27 @@ func (s *Store) List(ctx context.Context, prefix string, opts ListOptions) (*Lis
 // returns the write's revision. It fails with ErrNotFound if the key is
 // absent and ErrConflict if it is at another revision.
 func (s *Store) Update(ctx context.Context, key string, value []byte, expectedRevision int64) (int64, error) {
+	return s.UpdateExpiring(ctx, key, value, expectedRevision, 0)
+}
+
+// UpdateExpiring is Update that makes key expire ttl after this write, or
+// up to a minute later (see leases), whatever an earlier write said; 0:
+// never.
+func (s *Store) UpdateExpiring(ctx context.Context, key string, value []byte, expectedRevision int64, ttl time.Duration) (int64, error) {
 	o, err := s.start(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("store: update %s: %w", key, err)
 	}
-	resp, err := s.client.Txn(o.ctx).
-		If(
-			clientv3.Compare(clientv3.CreateRevision(key), ">", 0),
-			clientv3.Compare(clientv3.ModRevision(key), "=", expectedRevision),
-		).
-		Then(clientv3.OpPut(key, unsafeString(value))).
-		Else(clientv3.OpGet(key, clientv3.WithKeysOnly())).
-		Commit()
+	resp, err := s.leases.put(o.ctx, s.client, ttl, func(opts ...clientv3.OpOption) (*clientv3.TxnResponse, error) {
+		return s.client.Txn(o.ctx).
+			If(
+				clientv3.Compare(clientv3.CreateRevision(key), ">", 0),
+				clientv3.Compare(clientv3.ModRevision(key), "=", expectedRevision),
+			).
+			Then(clientv3.OpPut(key, unsafeString(value), opts...)).
+			Else(clientv3.OpGet(key, clientv3.WithKeysOnly())).
+			Commit()
+	})
 	if err != nil {
 		return 0, fmt.Errorf("store: update %s: %w", key, o.fail(err))
 	}

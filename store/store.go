@@ -130,6 +130,7 @@ type Store struct {
 	etcdErrsDone chan struct{}
 
 	watches watches // see Watch and RequestProgress
+	leases  leases  // see CreateExpiring
 
 	closeOnce sync.Once
 	closeErr  error

@@ -55,6 +55,8 @@ type serverFlags struct {
 	watchCacheMaxBytes int64
 	// watchCacheSizes turns single resources' watch caches off or on.
 	watchCacheSizes string
+	// eventTTL is how long an Event lives after its last write.
+	eventTTL time.Duration
 	// advertiseAddress and serviceRange place the kubernetes Service.
 	advertiseAddress netip.Addr
 	serviceRange     netip.Prefix
@@ -93,6 +95,7 @@ func (f *serverFlags) bind(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxMutatingRequestsInflight, "max-mutating-requests-inflight", apiserver.DefaultMaxMutatingRequestsInflight, "how many mutating requests of clients other than minictl's own components may run at once; beyond, 429 TooManyRequests (0: no limit)")
 	fs.IntVar(&f.watchCacheSize, "default-watch-cache-size", apiserver.DefaultWatchCacheSize, "how many recent events each resource's watch cache keeps, so that a watch resuming from an older resourceVersion than the newest is served from memory; one older than them all gets 410 Gone (the cache also keeps at most --watch-cache-max-bytes of them, and none older than 75s beyond its newest 100)")
 	fs.Int64Var(&f.watchCacheMaxBytes, "watch-cache-max-bytes", apiserver.DefaultWatchCacheMaxBytes, "the most bytes (as encoded: JSON, protobuf for pods, events and leases) of recent events each resource's watch cache keeps, whatever --default-watch-cache-size allows: a watch resuming from before the oldest kept event gets 410 Gone and lists again")
+	fs.DurationVar(&f.eventTTL, "event-ttl", apiserver.DefaultEventTTL, "how long an Event lives after its last write before etcd deletes it, as kube-apiserver's flag of the same name (Events written within a minute share one etcd lease, so one may live up to a minute longer)")
 	fs.StringVar(&f.watchCacheSizes, "watch-cache-sizes", "", "comma-separated resource[.group]#size: a size of 0 serves that resource from etcd without a watch cache (every read goes to etcd, each watch is its own etcd watch), any other size keeps its cache, as kube-apiserver's flag of the same name; events are served without one unless this says events#<size> (only events may go without)")
 	fs.TextVar(&f.advertiseAddress, "advertise-address", netip.Addr{}, "the IP address the API server publishes in the kubernetes Service's Endpoints (default: the listen address, or this machine's first global IPv4 address when listening on loopback)")
 	fs.TextVar(&f.serviceRange, "service-cluster-ip-range", apiserver.DefaultServiceClusterIPRange, "the IPv4 range Services' cluster IPs come from; the kubernetes Service has its first address")
@@ -238,6 +241,9 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 	if sf.watchCacheMaxBytes < 1 {
 		return fmt.Errorf("--watch-cache-max-bytes must be at least 1, not %d", sf.watchCacheMaxBytes)
 	}
+	if sf.eventTTL <= 0 {
+		return fmt.Errorf("--event-ttl must be more than 0, not %v", sf.eventTTL)
+	}
 	cacheSizes, err := apiserver.ParseWatchCacheSizes(sf.watchCacheSizes)
 	if err != nil {
 		return fmt.Errorf("--watch-cache-sizes: %w", err)
@@ -313,6 +319,7 @@ func serve(ctx context.Context, cfg store.Config, sf serverFlags, cf *clusterFla
 		WatchCacheSize:                      sf.watchCacheSize,
 		WatchCacheMaxBytes:                  sf.watchCacheMaxBytes,
 		WatchCacheSizes:                     cacheSizes,
+		EventTTL:                            sf.eventTTL,
 		CORSAllowedOrigins:                  splitList(sf.corsAllowedOrigins),
 		MaxRequestsInflight:                 noLimitIfZero(sf.maxRequestsInflight),
 		MaxMutatingRequestsInflight:         noLimitIfZero(sf.maxMutatingRequestsInflight),
