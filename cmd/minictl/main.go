@@ -57,7 +57,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		debug.SetGCPercent(gogc)
 		var wg sync.WaitGroup
 		tune, stopTune := context.WithCancel(ctx)
-		wg.Go(func() { gctune.Run(tune, gogc, gctune.MaxHeadroom) })
+		wg.Go(func() { gctune.Run(tune, gogc, gctune.CapFrom, gctune.MaxHeadroom) })
 		defer wg.Wait()
 		defer stopTune()
 	}

@@ -15,17 +15,17 @@ func TestLimit(t *testing.T) {
 		name       string
 		live, held uint64
 		gogc       int
-		headroom   uint64
 		want       int64
 	}{
-		{"a small heap: GOGC alone", 100 * mb, 150 * mb, 200, 512 * mb, math.MaxInt64},
-		{"GOGC keeps exactly the cap", 256 * mb, 400 * mb, 200, 512 * mb, math.MaxInt64},
-		{"a large heap: held plus the cap", 1000 * mb, 2300 * mb, 200, 512 * mb, (2300 + 512) * mb},
-		{"a huge heap: a quarter of it", 4000 * mb, 9000 * mb, 200, 512 * mb, (9000 + 1000) * mb},
-		{"GOGC=100 past the cap", 600 * mb, 900 * mb, 100, 512 * mb, (900 + 512) * mb},
-		{"the collector off", 1000 * mb, 2300 * mb, -1, 512 * mb, math.MaxInt64},
+		{"a small heap: GOGC alone", 100 * mb, 150 * mb, 200, math.MaxInt64},
+		{"GOGC keeps exactly the cap", 256 * mb, 400 * mb, 200, math.MaxInt64},
+		{"past the cap: held plus the headroom", 300 * mb, 700 * mb, 200, (700 + 128) * mb},
+		{"a large heap: a quarter of it", 1000 * mb, 2300 * mb, 200, (2300 + 250) * mb},
+		{"GOGC=100 past the cap", 600 * mb, 900 * mb, 100, (900 + 150) * mb},
+		{"GOGC=100 below it", 500 * mb, 900 * mb, 100, math.MaxInt64},
+		{"the collector off", 1000 * mb, 2300 * mb, -1, math.MaxInt64},
 	} {
-		if got := Limit(c.live, c.held, c.gogc, c.headroom); got != c.want {
+		if got := Limit(c.live, c.held, c.gogc, 512*mb, 128*mb); got != c.want {
 			t.Errorf("%s: Limit(%d MB live, %d MB held) = %d MB, want %d MB", c.name, c.live/mb, c.held/mb, got/mb, c.want/mb)
 		}
 	}
@@ -44,7 +44,7 @@ func TestRunFollowsTheLiveHeap(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
-	go func() { defer close(done); Run(ctx, gogc, 4*mb) }()
+	go func() { defer close(done); Run(ctx, gogc, 8*mb, 4*mb) }()
 	defer func() { cancel(); <-done }()
 
 	limit := func() int64 { return debug.SetMemoryLimit(-1) }
