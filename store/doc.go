@@ -7,7 +7,9 @@
 //   - store.go: Open and Close an embedded etcd, called in process through
 //     etcd's v3client (no gRPC encoding, no socket), or dial an external one.
 //   - kv.go: Create, Get, List, Update, Delete, Revision: reads and
-//     compare-and-swap writes of single keys.
+//     compare-and-swap writes of single keys; CreateExpiring and
+//     UpdateExpiring write a key that etcd deletes after a TTL, with a
+//     lease shared by the writes of a minute (leases.go).
 //   - watch.go: Watch: an ordered stream of changes under a prefix, each
 //     on an etcd watch stream of its own; RequestProgress: every open
 //     watch on a prefix learns the current revision now.
