@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -73,15 +74,55 @@ func builtDir() string {
 	return filepath.Dir(binPath)
 }
 
-// FreeAddr returns a loopback address nothing listened on a moment ago.
+// FreeAddr returns a loopback address nothing listened on a moment ago,
+// for a server the test starts next. Its port lies below the kernel's
+// ephemeral range (ip_local_port_range), from which every outgoing
+// connection and every ":0" listener takes its port: in the moment
+// between this check and the server's own listen, the thousands of
+// connections of the tests running beside it cannot take the port, as
+// they could one picked with ":0". Only another test picking the same
+// port at random in that moment could. When the range leaves no room
+// below it, the port is picked with ":0".
 func FreeAddr(t testing.TB) string {
 	t.Helper()
+	if low := ephemeralLow(); low > minFreePort+1000 {
+		for range 100 {
+			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(minFreePort+rand.IntN(low-minFreePort)))
+			if err != nil {
+				continue // taken
+			}
+			defer ln.Close()
+			return ln.Addr().String()
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// minFreePort is the lowest port FreeAddr picks: above the ports minictl
+// and its components listen on by default (8080, 2379, 10250, 10257, ...).
+const minFreePort = 20000
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
+// default, 32768, when it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return n
 }
 
 // Buffer collects a process's output; tests read it while the process
