@@ -50,7 +50,15 @@ func TestEndpointsFollowPods(t *testing.T) {
 		t.Errorf("nodeName %v, want node-1", a.NodeName)
 	}
 
-	// Nothing changes: a sync writes nothing.
+	// Nothing changes: a sync writes nothing. The sync reads the
+	// controller's caches, so wait until they hold what it wrote.
+	controllertest.Eventually(t, "the Endpoints in the cache", func() (bool, string) {
+		cached, err := r.ctrl.epLister.Get(ns, "web")
+		if err != nil {
+			return false, err.Error()
+		}
+		return cached.ResourceVersion == ep.ResourceVersion, "resourceVersion " + cached.ResourceVersion
+	})
 	if err := r.ctrl.sync(testCtx(t), ns+"/web"); err != nil {
 		t.Fatal(err)
 	}
