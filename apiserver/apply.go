@@ -211,7 +211,7 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, ri *requestI
 	for attempt := 0; ; attempt++ {
 		out, err := s.updateObject(r.Context(), rs, ri.namespace, ri.name, o, applyTo)
 		if err == nil {
-			writeJSON(w, http.StatusOK, out)
+			writeWritten(w, r, res, http.StatusOK, out)
 			return nil
 		}
 		if !apierrors.IsNotFound(err) || sub != "" || attempt == 2 {
@@ -230,9 +230,9 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, ri *requestI
 			return err
 		}
 		if o.dry {
-			writeJSON(w, http.StatusCreated, obj)
+			writeWritten(w, r, res, http.StatusCreated, obj)
 		} else {
-			writeRaw(w, http.StatusCreated, raw)
+			writeWrittenRaw(w, r, res, http.StatusCreated, raw)
 		}
 		return nil
 	}

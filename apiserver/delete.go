@@ -96,7 +96,7 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, ri *request
 	if !removed && opts.OrphanDependents != nil && !*opts.OrphanDependents {
 		code = http.StatusAccepted
 	}
-	writeJSON(w, code, obj)
+	writeWritten(w, r, ri.res, code, obj)
 	return nil
 }
 

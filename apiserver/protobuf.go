@@ -35,9 +35,9 @@ import (
 // mimeProtobuf is Kubernetes' protobuf encoding (api/protobuf.go).
 // client-go's typed clients (and so kubectl's create namespace, scale,
 // drain, ...) send request bodies in it, and ask for reads in it; minictl
-// reads such bodies, and answers gets, lists and watches in protobuf when
-// Accept prefers it. Writes and errors are answered in JSON, which every
-// client accepts whatever it asked for.
+// reads such bodies, and answers gets, lists, watches and the object a
+// write leaves in protobuf when Accept prefers it. Errors are answered in
+// JSON, which every client accepts whatever it asked for.
 const mimeProtobuf = api.ProtobufMediaType
 
 // servedScheme knows the Go types of the kinds the catalogue serves, of
@@ -134,8 +134,46 @@ func writeProtobufData(w http.ResponseWriter, data []byte, err error) error {
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
-	w.Header().Set("Content-Type", mimeProtobuf)
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(data)
+	writeProtobufCode(w, http.StatusOK, data)
 	return nil
+}
+
+func writeProtobufCode(w http.ResponseWriter, code int, data []byte) {
+	w.Header().Set("Content-Type", mimeProtobuf)
+	w.WriteHeader(code)
+	_, _ = w.Write(data)
+}
+
+// answersProtobuf reports whether a write of res answers with the object
+// in protobuf: the request's Accept prefers it, as client-go's typed
+// clients (and minictl's) ask, and res has it. Every other write is
+// answered in JSON: its Accept is not judged once the write is done.
+func answersProtobuf(r *http.Request, res *api.Resource) bool {
+	out, err := negotiateOutput(r, "update", res)
+	return err == nil && out.protobuf
+}
+
+// writeWritten answers a write with obj, the object of res as the write
+// left it: in protobuf when the client prefers it, else in JSON.
+func writeWritten(w http.ResponseWriter, r *http.Request, res *api.Resource, code int, obj api.Object) {
+	if answersProtobuf(r, res) {
+		if data, err := protobufOf(res, obj); err == nil {
+			writeProtobufCode(w, code, data)
+			return
+		}
+	}
+	writeJSON(w, code, obj)
+}
+
+// writeWrittenRaw is writeWritten for an object at hand only as its JSON,
+// raw.
+func writeWrittenRaw(w http.ResponseWriter, r *http.Request, res *api.Resource, code int, raw []byte) {
+	if answersProtobuf(r, res) {
+		obj := res.New()
+		if err := json.Unmarshal(raw, obj); err == nil {
+			writeWritten(w, r, res, code, obj)
+			return
+		}
+	}
+	writeRaw(w, code, raw)
 }

@@ -1,6 +1,7 @@
 package apiserver_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -155,4 +156,108 @@ func TestProtobufReads(t *testing.T) {
 			t.Errorf("got %s %#v, want ERROR with a 410 Status", ev.Type, obj)
 		}
 	})
+}
+
+// TestProtobufWrites: a write whose Accept prefers protobuf, as client-go's
+// typed clients send them, is answered with the object in protobuf, with
+// the write's status code; its protobuf body or its JSON body alike. A
+// client that prefers JSON gets JSON, and errors are JSON whatever was
+// asked.
+func TestProtobufWrites(t *testing.T) {
+	env := testenv.Start(t)
+	createNamespace(t, env, "pbw")
+	codec, _ := protobufCodec(t)
+	const accept = protobufType + ", application/json"
+	send := func(method, path, contentType, accept string, body any) *reply {
+		t.Helper()
+		req, err := http.NewRequest(method, env.URL+path, encodeBody(t, body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", contentType)
+		req.Header.Set("Accept", accept)
+		resp, err := env.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &reply{code: resp.StatusCode, header: resp.Header, body: data}
+	}
+	// decoded is the Pod a protobuf answer carries, decoded as client-go
+	// decodes it.
+	decoded := func(r *reply) *corev1.Pod {
+		t.Helper()
+		if ct := r.header.Get("Content-Type"); ct != protobufType {
+			t.Fatalf("Content-Type %q, want %q; body %s", ct, protobufType, r.body)
+		}
+		obj, _, err := codec.Decode(r.body, nil, nil)
+		if err != nil {
+			t.Fatalf("decode: %v", err)
+		}
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			t.Fatalf("got a %T, want a Pod", obj)
+		}
+		return p
+	}
+	encoded := func(p *corev1.Pod) []byte {
+		t.Helper()
+		var b bytes.Buffer
+		if err := codec.Encode(p, &b); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+
+	// A create in protobuf is answered in protobuf, 201, with what a get
+	// then reads.
+	in := pod("a", "", map[string]string{"app": "web"})
+	in.APIVersion, in.Kind = "v1", "Pod"
+	created := decoded(send(http.MethodPost, podPath("pbw", ""), protobufType, accept, encoded(in)).want(t, http.StatusCreated))
+	stored := get[corev1.Pod](t, env, podPath("pbw", "a"))
+	if created.UID == "" || created.UID != stored.UID || created.ResourceVersion != stored.ResourceVersion ||
+		created.Labels["app"] != "web" || created.Spec.Containers[0].Image != "nginx:1.27" {
+		t.Errorf("create answered uid %q rv %q labels %v, want the stored pod (uid %q rv %q)",
+			created.UID, created.ResourceVersion, created.Labels, stored.UID, stored.ResourceVersion)
+	}
+	// ... and the same in JSON for a client that prefers JSON.
+	asJSON := send(http.MethodPost, podPath("pbw", ""), protobufType, "application/json, "+protobufType, encoded(pod("b", "", nil))).want(t, http.StatusCreated)
+	if ct := asJSON.header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("a client that prefers JSON got %q", ct)
+	}
+
+	// An update, a status update and a patch are answered in protobuf
+	// with the object as written.
+	created.Labels["tier"] = "front"
+	updated := decoded(send(http.MethodPut, podPath("pbw", "a"), protobufType, accept, encoded(created)).want(t, http.StatusOK))
+	if updated.Labels["tier"] != "front" || updated.ResourceVersion == created.ResourceVersion {
+		t.Errorf("update answered labels %v rv %s", updated.Labels, updated.ResourceVersion)
+	}
+	updated.Status.Phase = corev1.PodRunning
+	status := decoded(send(http.MethodPut, podPath("pbw", "a")+"/status", protobufType, accept, encoded(updated)).want(t, http.StatusOK))
+	if status.Status.Phase != corev1.PodRunning {
+		t.Errorf("status update answered phase %q", status.Status.Phase)
+	}
+	patched := decoded(send(http.MethodPatch, podPath("pbw", "a"), "application/merge-patch+json", accept, `{"metadata":{"labels":{"tier":"back"}}}`).want(t, http.StatusOK))
+	if patched.Labels["tier"] != "back" {
+		t.Errorf("patch answered labels %v", patched.Labels)
+	}
+	if now := get[corev1.Pod](t, env, podPath("pbw", "a")); now.ResourceVersion != patched.ResourceVersion {
+		t.Errorf("patch answered rv %s, the pod is at %s", patched.ResourceVersion, now.ResourceVersion)
+	}
+
+	// A delete of a pod answers with the pod.
+	if gone := decoded(send(http.MethodDelete, podPath("pbw", "a"), "application/json", accept, `{}`).want(t, http.StatusOK)); gone.Name != "a" {
+		t.Errorf("delete answered pod %q", gone.Name)
+	}
+
+	// Errors are a JSON Status whatever the client prefers.
+	taken := send(http.MethodPost, podPath("pbw", ""), protobufType, accept, encoded(pod("b", "", nil))).want(t, http.StatusConflict)
+	if ct := taken.header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("an error came as %q, want application/json", ct)
+	}
 }

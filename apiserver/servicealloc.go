@@ -428,7 +428,7 @@ func (s *Server) createService(ctx context.Context, rs *resourceStore, svc *core
 		if err != nil {
 			return nil, err
 		}
-		raw, present, err := rs.createAlong(ctx, svc, kvs)
+		raw, _, present, err := rs.createAlong(ctx, svc, kvs)
 		if err == nil {
 			a.noteTaken(keysOf(kvs), true)
 			return raw, nil

@@ -228,19 +228,29 @@ func (rs *resourceStore) get(ctx context.Context, namespace, name string) (api.O
 // change obj. Only an AlreadyExists error, which etcd's comparison
 // decided, gives obj back.
 func (rs *resourceStore) create(ctx context.Context, obj api.Object) ([]byte, error) {
-	raw, _, err := rs.createAlong(ctx, obj, nil)
+	raw, _, _, err := rs.createAlong(ctx, obj, nil)
 	return raw, err
+}
+
+// createKept is create for a caller that keeps obj, to answer with it: the
+// watch cache is handed a copy, and obj gets the resourceVersion written.
+func (rs *resourceStore) createKept(ctx context.Context, obj api.Object) error {
+	_, rev, _, err := rs.createAlong(ctx, obj.DeepCopyObject().(api.Object), nil)
+	if err == nil {
+		obj.SetResourceVersion(strconv.FormatInt(rev, 10))
+	}
+	return err
 }
 
 // createAlong is create, writing the keys of along with the object in
 // one transaction: all of them or none. When some of along's keys are
 // present, nothing is written, obj is given back, and it returns those
 // keys with an AlreadyExists error about them.
-func (rs *resourceStore) createAlong(ctx context.Context, obj api.Object, along []store.KeyValue) ([]byte, []string, error) {
+func (rs *resourceStore) createAlong(ctx context.Context, obj api.Object, along []store.KeyValue) ([]byte, int64, []string, error) {
 	defer rs.observe("create", time.Now())
 	data, err := rs.encode(ctx, obj)
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
 	key := rs.key(obj.GetNamespace(), obj.GetName())
 	o := &offered{obj: obj, data: data}
@@ -258,13 +268,13 @@ func (rs *resourceStore) createAlong(ctx context.Context, obj api.Object, along 
 		return rev, err
 	})
 	if len(present) > 0 {
-		return nil, present, apierrors.NewAlreadyExists(rs.res.GroupResource(), strings.Join(present, ", "))
+		return nil, 0, present, apierrors.NewAlreadyExists(rs.res.GroupResource(), strings.Join(present, ", "))
 	}
 	if err != nil {
-		return nil, nil, rs.storageError(err, obj.GetName())
+		return nil, 0, nil, rs.storageError(err, obj.GetName())
 	}
 	if raw, ok := o.stamped(rev); ok && !converts(rs.res) {
-		return raw, nil, nil // the same bytes the watch cache holds
+		return raw, rev, nil, nil // the same bytes the watch cache holds
 	}
 	// data has no shape to splice into. takeOffered splices the same data
 	// and gives up on the same answer without touching obj, so obj is
@@ -273,9 +283,9 @@ func (rs *resourceStore) createAlong(ctx context.Context, obj api.Object, along 
 	stamped.SetResourceVersion(strconv.FormatInt(rev, 10))
 	raw, err := json.Marshal(stamped)
 	if err != nil {
-		return nil, nil, apierrors.NewInternalError(err)
+		return nil, 0, nil, apierrors.NewInternalError(err)
 	}
-	return raw, nil, nil
+	return raw, rev, nil, nil
 }
 
 // allCreator is a Storage that creates several keys in one transaction,

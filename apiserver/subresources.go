@@ -64,7 +64,7 @@ func (s *Server) servePart(w http.ResponseWriter, r *http.Request, ri *requestIn
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeWritten(w, r, ri.res, http.StatusOK, out)
 	return nil
 }
 
@@ -289,6 +289,6 @@ func (s *Server) serveFinalize(w http.ResponseWriter, r *http.Request, ri *reque
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeWritten(w, r, ri.res, http.StatusOK, out)
 	return nil
 }

@@ -74,22 +74,26 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, ri *request
 	if err := checkIdentity(ri.res, obj, ri.namespace, ""); err != nil {
 		return err
 	}
-	dry := dryRun(r)
-	raw, err := s.createObject(r.Context(), ri.store, obj, createOptions{dry: dry, manager: managerOrUserAgent(r)})
-	if err != nil {
+	dry, keep := dryRun(r), answersProtobuf(r, ri.res)
+	raw, err := s.createObject(r.Context(), ri.store, obj, createOptions{dry: dry, keep: keep, manager: managerOrUserAgent(r)})
+	switch {
+	case err != nil:
 		return err
+	case dry || (keep && raw == nil):
+		writeWritten(w, r, ri.res, http.StatusCreated, obj)
+	default:
+		writeWrittenRaw(w, r, ri.res, http.StatusCreated, raw)
 	}
-	if dry {
-		writeJSON(w, http.StatusCreated, obj)
-		return nil
-	}
-	writeRaw(w, http.StatusCreated, raw)
 	return nil
 }
 
 // createOptions say how a create is made and recorded.
 type createOptions struct {
 	dry bool
+	// keep: the caller answers with obj itself, so the watch cache is
+	// given a copy and obj gets the written resourceVersion; createObject
+	// then returns no JSON (a Service, whose write allocates, aside).
+	keep bool
 	// manager is recorded in managedFields as the creator (an Update
 	// entry); "" records nothing, for an apply, whose entry is already
 	// there.
@@ -98,10 +102,10 @@ type createOptions struct {
 
 // createObject is the path of every create: server-set metadata,
 // defaults, managedFields, mutating admission, validation, validating
-// admission, then a write that fails if the name is taken. Unless dry, it
-// returns the created object's JSON and obj belongs to the watch cache
-// (see resourceStore.create); a dry run leaves obj as it would have been
-// created.
+// admission, then a write that fails if the name is taken. Unless dry or
+// keep, it returns the created object's JSON and obj belongs to the watch
+// cache (see resourceStore.create); a dry run leaves obj as it would have
+// been created.
 func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Object, o createOptions) ([]byte, error) {
 	res, dry := rs.res, o.dry
 	rvSet := resourceVersionSet(obj)
@@ -155,9 +159,12 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Ob
 	for attempt := 0; ; attempt++ {
 		var raw []byte
 		var err error
-		if allocates {
+		switch {
+		case allocates:
 			raw, err = s.createService(ctx, rs, svc, false)
-		} else {
+		case o.keep:
+			err = rs.createKept(ctx, obj)
+		default:
 			raw, err = rs.create(ctx, obj)
 		}
 		if err == nil {
@@ -394,7 +401,7 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, ri *request
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeWritten(w, r, ri.res, http.StatusOK, out)
 	return nil
 }
 
@@ -552,6 +559,6 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, ri *requestI
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeWritten(w, r, ri.res, http.StatusOK, out)
 	return nil
 }

@@ -21,8 +21,11 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/minictl/minictl/api"
 )
 
 // request is what the fake server saw.
@@ -109,7 +112,7 @@ func TestGetSendsHeadersAndSetsTypeMeta(t *testing.T) {
 		t.Errorf("request %s %s", req.Method, req.Path)
 	}
 	for h, want := range map[string]string{
-		"Accept": "application/json", "Authorization": "Bearer s3cret", "User-Agent": "test-agent", "Content-Type": "",
+		"Accept": "application/vnd.kubernetes.protobuf, application/json", "Authorization": "Bearer s3cret", "User-Agent": "test-agent", "Content-Type": "",
 	} {
 		if got := req.Header.Get(h); got != want {
 			t.Errorf("%s = %q, want %q", h, got, want)
@@ -271,11 +274,14 @@ func TestWrites(t *testing.T) {
 		mu.Lock()
 		lastBody = body
 		mu.Unlock()
+		// Patches and deletes are answered in JSON, whatever the client
+		// prefers; the rest get their own body back, in its media type.
 		w.Header().Set("Content-Type", "application/json")
 		if r.Method == http.MethodPatch || r.Method == http.MethodDelete {
 			_, _ = io.WriteString(w, `{"metadata":{"name":"web","namespace":"default","resourceVersion":"8"}}`)
 			return
 		}
+		w.Header().Set("Content-Type", r.Header.Get("Content-Type"))
 		_, _ = w.Write(body)
 	})
 	deps := For[*appsv1.Deployment](newTestClient(t, Config{Server: srv.URL}))
@@ -289,11 +295,11 @@ func TestWrites(t *testing.T) {
 		body                string // a substring the body must contain
 	}{
 		{"create", func() error { _, err := deps.Create(ctx, in); return err },
-			"POST", "/apis/apps/v1/namespaces/default/deployments", "application/json", `"kind":"Deployment","apiVersion":"apps/v1"`},
+			"POST", "/apis/apps/v1/namespaces/default/deployments", api.ProtobufMediaType, `"kind":"Deployment","apiVersion":"apps/v1"`},
 		{"update", func() error { _, err := deps.Update(ctx, in); return err },
-			"PUT", "/apis/apps/v1/namespaces/default/deployments/web", "application/json", `"resourceVersion":"7"`},
+			"PUT", "/apis/apps/v1/namespaces/default/deployments/web", api.ProtobufMediaType, `"resourceVersion":"7"`},
 		{"update status", func() error { _, err := deps.UpdateStatus(ctx, in); return err },
-			"PUT", "/apis/apps/v1/namespaces/default/deployments/web/status", "application/json", `"name":"web"`},
+			"PUT", "/apis/apps/v1/namespaces/default/deployments/web/status", api.ProtobufMediaType, `"name":"web"`},
 		{"merge patch", func() error {
 			_, err := deps.Patch(ctx, "default", "web", types.MergePatchType, []byte(`{"spec":{"replicas":3}}`))
 			return err
@@ -332,9 +338,15 @@ func TestWrites(t *testing.T) {
 			if got := req.Header.Get("Content-Type"); got != tt.ctype {
 				t.Errorf("Content-Type = %q, want %q", got, tt.ctype)
 			}
+			if got, want := req.Header.Get("Accept"), api.ProtobufMediaType+", application/json"; tt.method != "DELETE" && got != want {
+				t.Errorf("Accept = %q, want %q", got, want)
+			}
 			mu.Lock()
 			body := string(lastBody)
 			mu.Unlock()
+			if tt.ctype == api.ProtobufMediaType {
+				body = protobufAsJSON(t, []byte(body), &appsv1.Deployment{})
+			}
 			if !strings.Contains(body, tt.body) {
 				t.Errorf("body %s does not contain %s", body, tt.body)
 			}
@@ -511,7 +523,7 @@ func TestRetryAfter(t *testing.T) {
 		if n := srv.count(); n != 4 {
 			t.Errorf("%d requests reached the server, want 4", n)
 		}
-		if body := srv.last(t).Body; !bytes.Contains(body, []byte(`"name":"web"`)) {
+		if body := protobufAsJSON(t, srv.last(t).Body, &corev1.ConfigMap{}); !strings.Contains(body, `"name":"web"`) {
 			t.Errorf("the retried create sent %s", body)
 		}
 	})
@@ -769,4 +781,23 @@ func TestForPanicsOnUnservedType(t *testing.T) {
 		}
 	}()
 	For[*autoscalingv1.Scale](nil)
+}
+
+// protobufAsJSON decodes body, an object in Kubernetes' protobuf encoding,
+// into obj and returns its JSON, TypeMeta from the envelope included.
+func protobufAsJSON(t *testing.T, body []byte, obj api.Object) string {
+	t.Helper()
+	apiVersion, kind, msg, err := api.ProtobufObject(body)
+	if err != nil {
+		t.Fatalf("body %q: %v", body, err)
+	}
+	if err := api.UnmarshalProtobuf(msg, obj); err != nil {
+		t.Fatalf("body %q: %v", body, err)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(schema.FromAPIVersionAndKind(apiVersion, kind))
+	j, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(j)
 }

@@ -181,12 +181,7 @@ func (c *RESTClient) Server() string { return c.base.String() }
 // returns the *url.Error that net/http reports. Config.Timeout bounds the
 // whole exchange, body and retries included.
 func (c *RESTClient) Do(ctx context.Context, method, path string, query url.Values, contentType string, body []byte, out any) error {
-	if c.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel()
-	}
-	_, data, err := c.exchange(ctx, method, path, query, contentType, body, "application/json")
+	_, data, err := c.call(ctx, method, path, query, contentType, body, "application/json")
 	if err != nil {
 		return err
 	}
@@ -202,12 +197,17 @@ func (c *RESTClient) Do(ctx context.Context, method, path string, query url.Valu
 // read is a GET asking for accept, bounded as Do is; it returns the media
 // type and body of a 2xx response.
 func (c *RESTClient) read(ctx context.Context, path string, query url.Values, accept string) (string, []byte, error) {
+	return c.call(ctx, http.MethodGet, path, query, "", nil, accept)
+}
+
+// call is exchange bounded by Config.Timeout.
+func (c *RESTClient) call(ctx context.Context, method, path string, query url.Values, contentType string, body []byte, accept string) (string, []byte, error) {
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	return c.exchange(ctx, http.MethodGet, path, query, "", nil, accept)
+	return c.exchange(ctx, method, path, query, contentType, body, accept)
 }
 
 // exchange sends one request asking for accept and returns the media type
