@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -155,8 +156,15 @@ func (s *Server) ensureDefaultStorageClass(ctx context.Context) error {
 	sc.ReclaimPolicy, sc.VolumeBindingMode = &reclaim, &wait
 	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout)
 	defer cancel()
-	if _, err := s.createObject(ctx, rs, sc, createOptions{manager: "kube-apiserver"}); err != nil && !isAlreadyExists(err) {
+	_, err := s.createObject(ctx, rs, sc, createOptions{keep: true, manager: "kube-apiserver"})
+	if isAlreadyExists(err) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("create storageclass %s: %w", sc.Name, err)
 	}
-	return nil
+	// Claims created once the server is ready find it as their default:
+	// DefaultStorageClass reads the watch cache.
+	rv, _ := strconv.ParseInt(sc.ResourceVersion, 10, 64)
+	return s.serving().caches[api.StorageClasses].waitFresh(ctx, rv)
 }
