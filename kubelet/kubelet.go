@@ -237,9 +237,12 @@ type podMemo struct {
 	// volumesWaitSince is when the pod began to wait for its volumes, or
 	// was last told it waits (FailedMount); zero while it does not wait.
 	volumesWaitSince time.Time
-	// status is the status the kubelet last wrote, as kube's status
-	// manager keeps it: the kubelet's own word on its containers, which
-	// its informer may not have heard back yet.
+	// status is the status the kubelet last wrote, as the API server
+	// answered the write, until its informer has heard it back: the
+	// kubelet's own word on its containers. nil once a sync finds the
+	// informer's pod already carrying what the kubelet would write, which
+	// is then the kubelet's word (one copy of each settled pod's status,
+	// not two).
 	status *corev1.PodStatus
 }
 
@@ -552,15 +555,20 @@ func (k *Kubelet) writeStatus(ctx context.Context, key string, pod *corev1.Pod, 
 		}
 		out := nextStatus(pod, step)
 		status := out.status
+		var written *corev1.Pod
 		if !apiequality.Semantic.DeepEqual(status, pod.Status) {
 			cp := pod.DeepCopy()
 			cp.Status = status
-			_, err = k.pods.UpdateStatus(ctx, cp)
+			written, err = k.pods.UpdateStatus(ctx, cp)
 		}
 		switch {
 		case err == nil:
 			k.exitApplied(key, pod.UID, exitValue)
-			k.ran(key, pod, out, step.now.Time)
+			var said *corev1.PodStatus
+			if written != nil {
+				said = &written.Status
+			}
+			k.ran(key, pod, out, said, step.now.Time)
 			if out.story != "" {
 				attrs := []any{slog.String("object", key)}
 				if status.Phase != pod.Status.Phase {

@@ -449,3 +449,31 @@ func TestRunsLastWhatTheirScriptsSay(t *testing.T) {
 		t.Errorf("the run ended %v after it began, want 1.5s:\n%s", got, b.String())
 	}
 }
+
+// A settled pod's status is held once, in the informer's cache: the
+// kubelet keeps the status it wrote only until its informer has heard it
+// back, and then answers with the informer's.
+func TestSettledPodStatusIsHeldOnce(t *testing.T) {
+	rc := newClient(t)
+	k := startKubelet(t, rc, "node-1", nil)
+	created := createPod(t, rc, shPod("still", corev1.RestartPolicyNever, "sleep 3600"))
+	running := waitPod(t, rc, "still", "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+
+	waitFor(t, "the kubelet to let go of the status it wrote", func() (bool, error) {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		m, ok := k.memos["default/still"]
+		return ok && m.uid == created.UID && m.status == nil, nil
+	})
+	cached, err := k.podLister.Get("default", "still")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := k.podStatus(cached)
+	if got != &cached.Status {
+		t.Errorf("podStatus is a copy, want the informer's own")
+	}
+	if got.Phase != corev1.PodRunning || got.PodIP != running.Status.PodIP || len(got.ContainerStatuses) != 1 || got.ContainerStatuses[0].State.Running == nil {
+		t.Errorf("podStatus = phase %s ip %s containers %+v; want the running pod's", got.Phase, got.PodIP, got.ContainerStatuses)
+	}
+}

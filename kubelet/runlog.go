@@ -9,16 +9,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// ran keeps what a step did once its status is written: the containers'
-// back-off, and their logs: each run that started begins a log with a
-// line saying what runs, each line its script printed by now is added,
-// and each run that ended says how and is ended.
-func (k *Kubelet) ran(key string, pod *corev1.Pod, out outcome, now time.Time) {
+// ran keeps what a step did once its status is written: the status the
+// API server answered (nil when nothing needed writing: the informer's pod
+// has it), the containers' back-off, and their logs: each run that started
+// begins a log with a line saying what runs, each line its script printed
+// by now is added, and each run that ended says how and is ended.
+func (k *Kubelet) ran(key string, pod *corev1.Pod, out outcome, written *corev1.PodStatus, now time.Time) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	m := k.memoLocked(key, pod.UID)
 	m.backOff = out.backOff
-	m.status = out.status.DeepCopy()
+	m.status = written
 	if old, ok := k.logged[key]; ok && old != pod.UID {
 		k.logs.Forget(old) // an earlier pod of that name
 	}
@@ -49,7 +50,7 @@ func (k *Kubelet) ran(key string, pod *corev1.Pod, out outcome, now time.Time) {
 }
 
 // podStatus is pod's status as the kubelet knows it: the one it last
-// wrote if it has written one for this pod, else the informer's.
+// wrote while its informer has not heard that back, else the informer's.
 func (k *Kubelet) podStatus(pod *corev1.Pod) *corev1.PodStatus {
 	k.mu.Lock()
 	defer k.mu.Unlock()
