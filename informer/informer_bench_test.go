@@ -190,3 +190,34 @@ func BenchmarkIndexerBytesPerPod(b *testing.B) {
 	}
 	b.ReportMetric(perPod, "bytes/pod")
 }
+
+// BenchmarkIndexerBytesPerEntry is what the store itself holds for each
+// object beside the object: its slot, the values it is indexed under and
+// its place in each index, with the namespace and node indexes a pod
+// informer of the scheduler has. Every entry stores the same pod, so the
+// pod's own bytes are not counted. It reports bytes/entry.
+func BenchmarkIndexerBytesPerEntry(b *testing.B) {
+	const n = 5000
+	pod := benchPod(0)
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("ns-%d/web-%05d", i%10, i)
+	}
+	var perEntry float64
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s := newThreadSafeStore(Indexers{NamespaceIndex: MetaNamespaceIndexFunc, "node": podNodeIndex})
+		for _, key := range keys {
+			if err := s.put(key, pod); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(s)
+		perEntry = float64(after.HeapAlloc-before.HeapAlloc) / n
+	}
+	b.ReportMetric(perEntry, "bytes/entry")
+}

@@ -2,6 +2,7 @@ package informer
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -22,16 +23,24 @@ type threadSafeStore struct {
 	// indexers are the index functions, by index name.
 	indexers Indexers
 	// indices maps index name → indexed value → set of keys.
-	// Invariant: key is in indices[name][value] iff value is in
-	// items[key].values[name]; empty sets and empty value maps are removed.
+	// Invariant: key is in indices[name][value] iff {name, value} is in
+	// items[key].indexed; empty sets and empty value maps are removed.
 	indices map[string]map[string]map[string]struct{}
 }
 
-// storeEntry is one stored object and, per index name, the values it was
-// indexed under.
+// storeEntry is one stored object and the values it was indexed under.
 type storeEntry struct {
-	obj    any
-	values map[string][]string
+	obj any
+	// indexed is a flat list, not a map by index name: most objects have
+	// one value in each of one or two indexes, and a list of them holds a
+	// fifth of what the smallest map does, for every object of every
+	// informer.
+	indexed []indexedValue
+}
+
+// indexedValue is one value an object is indexed under in one index.
+type indexedValue struct {
+	index, value string
 }
 
 func newThreadSafeStore(indexers Indexers) *threadSafeStore {
@@ -48,19 +57,24 @@ func newThreadSafeStore(indexers Indexers) *threadSafeStore {
 
 // indexValuesLocked computes obj's values for every index. It changes
 // nothing, so a failing IndexFunc leaves the store as it was.
-func (s *threadSafeStore) indexValuesLocked(key string, obj any, indexers Indexers) (map[string][]string, error) {
+func (s *threadSafeStore) indexValuesLocked(key string, obj any, indexers Indexers) ([]indexedValue, error) {
 	if len(indexers) == 0 {
 		return nil, nil
 	}
-	values := make(map[string][]string, len(indexers))
+	var indexed []indexedValue
 	for name, fn := range indexers {
-		v, err := fn(obj)
+		vals, err := fn(obj)
 		if err != nil {
 			return nil, fmt.Errorf("index %q of %s: %w", name, key, err)
 		}
-		values[name] = v
+		if indexed == nil {
+			indexed = make([]indexedValue, 0, max(len(indexers), len(vals)))
+		}
+		for _, v := range vals {
+			indexed = append(indexed, indexedValue{name, v})
+		}
 	}
-	return values, nil
+	return slices.Clip(indexed), nil
 }
 
 // put stores obj under key, replacing what was there and moving its index
@@ -73,9 +87,9 @@ func (s *threadSafeStore) put(key string, obj any) error {
 		return err
 	}
 	if old, ok := s.items[key]; ok {
-		s.unindexLocked(key, old.values)
+		s.unindexLocked(key, old.indexed)
 	}
-	s.items[key] = storeEntry{obj: obj, values: values}
+	s.items[key] = storeEntry{obj: obj, indexed: values}
 	s.indexLocked(key, values)
 	return nil
 }
@@ -85,7 +99,7 @@ func (s *threadSafeStore) delete(key string) {
 	s.lock.Lock()
 	defer s.lock.Unlock()
 	if old, ok := s.items[key]; ok {
-		s.unindexLocked(key, old.values)
+		s.unindexLocked(key, old.indexed)
 		delete(s.items, key)
 	}
 }
@@ -101,46 +115,42 @@ func (s *threadSafeStore) replace(items map[string]any) error {
 		if err != nil {
 			return err
 		}
-		entries[key] = storeEntry{obj: obj, values: values}
+		entries[key] = storeEntry{obj: obj, indexed: values}
 	}
 	s.items = entries
 	s.indices = map[string]map[string]map[string]struct{}{}
 	for key, e := range entries {
-		s.indexLocked(key, e.values)
+		s.indexLocked(key, e.indexed)
 	}
 	return nil
 }
 
-func (s *threadSafeStore) indexLocked(key string, values map[string][]string) {
-	for name, vals := range values {
-		index := s.indices[name]
+func (s *threadSafeStore) indexLocked(key string, indexed []indexedValue) {
+	for _, iv := range indexed {
+		index := s.indices[iv.index]
 		if index == nil {
 			index = map[string]map[string]struct{}{}
-			s.indices[name] = index
+			s.indices[iv.index] = index
 		}
-		for _, v := range vals {
-			set := index[v]
-			if set == nil {
-				set = map[string]struct{}{}
-				index[v] = set
-			}
-			set[key] = struct{}{}
+		set := index[iv.value]
+		if set == nil {
+			set = map[string]struct{}{}
+			index[iv.value] = set
 		}
+		set[key] = struct{}{}
 	}
 }
 
-func (s *threadSafeStore) unindexLocked(key string, values map[string][]string) {
-	for name, vals := range values {
-		index := s.indices[name]
-		for _, v := range vals {
-			set := index[v]
-			delete(set, key)
-			if len(set) == 0 {
-				delete(index, v)
-			}
+func (s *threadSafeStore) unindexLocked(key string, indexed []indexedValue) {
+	for _, iv := range indexed {
+		index := s.indices[iv.index]
+		set := index[iv.value]
+		delete(set, key)
+		if len(set) == 0 {
+			delete(index, iv.value)
 		}
 		if len(index) == 0 {
-			delete(s.indices, name)
+			delete(s.indices, iv.index)
 		}
 	}
 }
@@ -255,7 +265,7 @@ func (s *threadSafeStore) addIndexers(newIndexers Indexers) error {
 			return fmt.Errorf("index %q already exists", name)
 		}
 	}
-	computed := make(map[string]map[string][]string, len(s.items))
+	computed := make(map[string][]indexedValue, len(s.items))
 	for key, e := range s.items {
 		values, err := s.indexValuesLocked(key, e.obj, newIndexers)
 		if err != nil {
@@ -268,12 +278,7 @@ func (s *threadSafeStore) addIndexers(newIndexers Indexers) error {
 	}
 	for key, values := range computed {
 		e := s.items[key]
-		if e.values == nil {
-			e.values = make(map[string][]string, len(values))
-		}
-		for name, v := range values {
-			e.values[name] = v
-		}
+		e.indexed = slices.Concat(e.indexed, values)
 		s.items[key] = e
 		s.indexLocked(key, values)
 	}
