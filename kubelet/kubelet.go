@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -228,12 +227,10 @@ type podMemo struct {
 	admitted bool
 	// backOff is the restart back-off of the pod's containers.
 	backOff backOff
-	// printed is how many lines of its script the current run of each
-	// container printed, by container name.
-	printed map[string]int
-	// startedAt is when the current run of each container started, by
-	// container name, to the nanosecond: a status keeps whole seconds.
-	startedAt map[string]time.Time
+	// runs is the current run of each container that has run: a list, as
+	// a pod has one container or a few (a map per pod held ten times the
+	// bytes).
+	runs []containerRun
 	// volumesWaitSince is when the pod began to wait for its volumes, or
 	// was last told it waits (FailedMount); zero while it does not wait.
 	volumesWaitSince time.Time
@@ -616,7 +613,7 @@ func (k *Kubelet) plan(key string, pod *corev1.Pod, stop bool) (simulation, *str
 	defer k.mu.Unlock()
 	m := k.memoLocked(key, pod.UID)
 	step.backOff = m.backOff
-	step.startedAt = maps.Clone(m.startedAt)
+	step.runs = slices.Clone(m.runs)
 	if !started(pod) {
 		if !m.admitted && !k.hostPortsFreeLocked(pod) {
 			step.refusal = &refusal{reason: nodeports.Name, message: fmt.Sprintf("Predicate %s failed: %s", nodeports.Name, nodeports.ErrReason)}
@@ -678,16 +675,37 @@ func (k *Kubelet) exitApplied(key string, uid types.UID, value *string) {
 	m.exitKnown, m.exitHandled = true, *value
 }
 
+// containerRun is what the kubelet remembers of a container's current run.
+type containerRun struct {
+	container string
+	// startedAt is when the run started, to the nanosecond: a status keeps
+	// whole seconds. Zero when the kubelet did not see it start (it
+	// restarted since).
+	startedAt time.Time
+	// printed is how many lines of its script the run printed.
+	printed int
+}
+
+// run is the current run of container, added if it has none yet. The
+// pointer is good until the next call.
+func (m *podMemo) run(container string) *containerRun {
+	for i := range m.runs {
+		if m.runs[i].container == container {
+			return &m.runs[i]
+		}
+	}
+	m.runs = append(m.runs, containerRun{container: container})
+	return &m.runs[len(m.runs)-1]
+}
+
 // memoLocked returns the memo of the pod key with uid, a new one if the
 // kubelet has none or has one of an earlier pod of that name.
 func (k *Kubelet) memoLocked(key string, uid types.UID) *podMemo {
 	m, ok := k.memos[key]
 	if !ok || m.uid != uid {
 		m = &podMemo{
-			uid:       uid,
-			backOff:   backOff{base: k.opts.BackOffBase, max: k.opts.MaxBackOff},
-			printed:   map[string]int{},
-			startedAt: map[string]time.Time{},
+			uid:     uid,
+			backOff: backOff{base: k.opts.BackOffBase, max: k.opts.MaxBackOff},
 		}
 		k.memos[key] = m
 	}

@@ -30,10 +30,9 @@ func (k *Kubelet) ran(key string, pod *corev1.Pod, out outcome, written *corev1.
 			continue
 		}
 		if r.started {
-			m.startedAt[c.Name] = r.at
+			*m.run(c.Name) = containerRun{container: c.Name, startedAt: r.at}
 			k.logs.Start(pod.UID, c.Name)
 			k.logs.Print(pod.UID, c.Name, r.at, startLine(pod, c, isRegularInit(pod, c.Name)))
-			m.printed[c.Name] = 0
 			continue
 		}
 		k.printDueLocked(m, pod, c, r.runStart, r.at)
@@ -64,13 +63,13 @@ func (k *Kubelet) podStatus(pod *corev1.Pod) *corev1.PodStatus {
 // that are due by until and not printed yet.
 func (k *Kubelet) printDueLocked(m *podMemo, pod *corev1.Pod, c *corev1.Container, start, until time.Time) {
 	lines := containerScript(pod, c).lines
-	for i := m.printed[c.Name]; i < len(lines); i++ {
-		at := start.Add(lines[i].at)
-		if at.After(until) {
+	run := m.run(c.Name)
+	for ; run.printed < len(lines); run.printed++ {
+		line := lines[run.printed]
+		if start.Add(line.at).After(until) {
 			return
 		}
-		k.logs.Print(pod.UID, c.Name, at, lines[i].text)
-		m.printed[c.Name] = i + 1
+		k.logs.Print(pod.UID, c.Name, start.Add(line.at), line.text)
 	}
 }
 

@@ -28,10 +28,10 @@ type simulation struct {
 	refusal *refusal
 	// backOff is the containers' restart back-off before this step.
 	backOff backOff
-	// startedAt is when the kubelet started each container's current run,
-	// by name, to the nanosecond; nil or missing (after a restart of the
-	// kubelet), a run started when its status says, to the second.
-	startedAt map[string]time.Time
+	// runs are the containers' current runs as the kubelet saw them
+	// start, to the nanosecond; a run missing from them (after a restart of
+	// the kubelet) started when its status says, to the second.
+	runs []containerRun
 }
 
 // refusal is why a node does not admit a pod, as the kubelet's admission
@@ -350,8 +350,10 @@ func restarts(policy corev1.RestartPolicy, code int32) bool {
 // them.
 func (s *stepper) runStart(cs *corev1.ContainerStatus) time.Time {
 	says := cs.State.Running.StartedAt.Time
-	if t, ok := s.step.startedAt[cs.Name]; ok && t.Truncate(time.Second).Equal(says.Truncate(time.Second)) {
-		return t
+	for _, r := range s.step.runs {
+		if r.container == cs.Name && !r.startedAt.IsZero() && r.startedAt.Truncate(time.Second).Equal(says.Truncate(time.Second)) {
+			return r.startedAt
+		}
 	}
 	return says
 }
