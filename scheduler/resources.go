@@ -41,15 +41,6 @@ func (a amounts) add(b amounts) {
 	}
 }
 
-// sub takes b's amounts from a, dropping those that reach zero.
-func (a amounts) sub(b amounts) {
-	for name, v := range b {
-		if a[name] -= v; a[name] == 0 {
-			delete(a, name)
-		}
-	}
-}
-
 // raise sets every amount of a to at least b's.
 func (a amounts) raise(b amounts) {
 	for name, v := range b {
@@ -119,26 +110,59 @@ func newNodeUsage() *nodeUsage {
 
 func (u *nodeUsage) addPod(pod *corev1.Pod) { u.add(usageOf(pod)) }
 
-// podUsage is what one pod takes from its node.
+// podUsage is what one pod takes from its node, kept for as long as the
+// pod is bound: lists, not maps, as most pods name two resources or none
+// (two maps a pod held several hundred bytes).
 type podUsage struct {
-	requested, nonZero amounts
+	requested, nonZero []amount
 	ports              []nodeports.HostPort
 }
 
+// amount is one resource's amount in a podUsage.
+type amount struct {
+	name  corev1.ResourceName
+	value int64
+}
+
 func usageOf(pod *corev1.Pod) podUsage {
-	return podUsage{requested: podRequests(pod, false), nonZero: podRequests(pod, true), ports: nodeports.Of(pod)}
+	return podUsage{requested: podRequests(pod, false).list(), nonZero: podRequests(pod, true).list(), ports: nodeports.Of(pod)}
+}
+
+// list is a's amounts as a list, nil when a has none.
+func (a amounts) list() []amount {
+	if len(a) == 0 {
+		return nil
+	}
+	out := make([]amount, 0, len(a))
+	for name, v := range a {
+		out = append(out, amount{name, v})
+	}
+	return out
 }
 
 func (u *nodeUsage) add(p podUsage) {
-	u.requested.add(p.requested)
-	u.nonZero.add(p.nonZero)
+	for _, a := range p.requested {
+		u.requested[a.name] += a.value
+	}
+	for _, a := range p.nonZero {
+		u.nonZero[a.name] += a.value
+	}
 	u.pods++
 	u.ports.Add(p.ports, 1)
 }
 
+// sub takes p off u, dropping the amounts that reach zero.
 func (u *nodeUsage) sub(p podUsage) {
-	u.requested.sub(p.requested)
-	u.nonZero.sub(p.nonZero)
+	for _, list := range []struct {
+		from amounts
+		take []amount
+	}{{u.requested, p.requested}, {u.nonZero, p.nonZero}} {
+		for _, a := range list.take {
+			if list.from[a.name] -= a.value; list.from[a.name] == 0 {
+				delete(list.from, a.name)
+			}
+		}
+	}
 	u.pods--
 	u.ports.Add(p.ports, -1)
 }
