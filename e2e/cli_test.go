@@ -177,7 +177,8 @@ func TestCLISIGTERMDuringStartup(t *testing.T) {
 		select {
 		case <-p.Exited():
 		case <-time.After(5 * time.Second):
-			t.Fatalf("start %d: not stopped 5s after SIGTERM\n%s", i, p.Stderr)
+			p.Dump(10 * time.Second)
+			t.Fatalf("start %d: not stopped 5s after SIGTERM; its goroutines:\n%s", i, p.Stderr)
 		}
 	}
 	c = up(t, addr, dir, durableUpArgs...)

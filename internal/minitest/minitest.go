@@ -201,6 +201,17 @@ func start(t testing.TB, cmd *exec.Cmd, merged bool, name string) *Process {
 // Exited is closed once the process has exited.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
 
+// Dump has a process that seems stuck print every goroutine's stack to its
+// standard error and exit (SIGQUIT: the Go runtime's default), waiting up
+// to wait for it, so that the test's report says where it was stuck.
+func (p *Process) Dump(wait time.Duration) {
+	_ = p.Cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-p.exited:
+	case <-time.After(wait):
+	}
+}
+
 // Stop sends SIGTERM and waits for the process to exit, killing it after
 // 30s; it returns how the process exited (nil for a clean exit). Stopping
 // a process that has exited returns how it did.
