@@ -1,10 +1,10 @@
 package apiserver_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -168,24 +168,9 @@ func TestProtobufWrites(t *testing.T) {
 	createNamespace(t, env, "pbw")
 	codec, _ := protobufCodec(t)
 	const accept = protobufType + ", application/json"
-	send := func(method, path, contentType, accept string, body any) *reply {
+	write := func(method, path, contentType, accept, body string) *reply {
 		t.Helper()
-		req, err := http.NewRequest(method, env.URL+path, encodeBody(t, body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", contentType)
-		req.Header.Set("Accept", accept)
-		resp, err := env.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		data, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &reply{code: resp.StatusCode, header: resp.Header, body: data}
+		return send(t, env, method, path, map[string]string{"Content-Type": contentType, "Accept": accept}, body)
 	}
 	// decoded is the Pod a protobuf answer carries, decoded as client-go
 	// decodes it.
@@ -204,20 +189,20 @@ func TestProtobufWrites(t *testing.T) {
 		}
 		return p
 	}
-	encoded := func(p *corev1.Pod) []byte {
+	encoded := func(p *corev1.Pod) string {
 		t.Helper()
-		var b bytes.Buffer
+		var b strings.Builder
 		if err := codec.Encode(p, &b); err != nil {
 			t.Fatal(err)
 		}
-		return b.Bytes()
+		return b.String()
 	}
 
 	// A create in protobuf is answered in protobuf, 201, with what a get
 	// then reads.
 	in := pod("a", "", map[string]string{"app": "web"})
 	in.APIVersion, in.Kind = "v1", "Pod"
-	created := decoded(send(http.MethodPost, podPath("pbw", ""), protobufType, accept, encoded(in)).want(t, http.StatusCreated))
+	created := decoded(write(http.MethodPost, podPath("pbw", ""), protobufType, accept, encoded(in)).want(t, http.StatusCreated))
 	stored := get[corev1.Pod](t, env, podPath("pbw", "a"))
 	if created.UID == "" || created.UID != stored.UID || created.ResourceVersion != stored.ResourceVersion ||
 		created.Labels["app"] != "web" || created.Spec.Containers[0].Image != "nginx:1.27" {
@@ -225,7 +210,7 @@ func TestProtobufWrites(t *testing.T) {
 			created.UID, created.ResourceVersion, created.Labels, stored.UID, stored.ResourceVersion)
 	}
 	// ... and the same in JSON for a client that prefers JSON.
-	asJSON := send(http.MethodPost, podPath("pbw", ""), protobufType, "application/json, "+protobufType, encoded(pod("b", "", nil))).want(t, http.StatusCreated)
+	asJSON := write(http.MethodPost, podPath("pbw", ""), protobufType, "application/json, "+protobufType, encoded(pod("b", "", nil))).want(t, http.StatusCreated)
 	if ct := asJSON.header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("a client that prefers JSON got %q", ct)
 	}
@@ -233,16 +218,16 @@ func TestProtobufWrites(t *testing.T) {
 	// An update, a status update and a patch are answered in protobuf
 	// with the object as written.
 	created.Labels["tier"] = "front"
-	updated := decoded(send(http.MethodPut, podPath("pbw", "a"), protobufType, accept, encoded(created)).want(t, http.StatusOK))
+	updated := decoded(write(http.MethodPut, podPath("pbw", "a"), protobufType, accept, encoded(created)).want(t, http.StatusOK))
 	if updated.Labels["tier"] != "front" || updated.ResourceVersion == created.ResourceVersion {
 		t.Errorf("update answered labels %v rv %s", updated.Labels, updated.ResourceVersion)
 	}
 	updated.Status.Phase = corev1.PodRunning
-	status := decoded(send(http.MethodPut, podPath("pbw", "a")+"/status", protobufType, accept, encoded(updated)).want(t, http.StatusOK))
+	status := decoded(write(http.MethodPut, podPath("pbw", "a")+"/status", protobufType, accept, encoded(updated)).want(t, http.StatusOK))
 	if status.Status.Phase != corev1.PodRunning {
 		t.Errorf("status update answered phase %q", status.Status.Phase)
 	}
-	patched := decoded(send(http.MethodPatch, podPath("pbw", "a"), "application/merge-patch+json", accept, `{"metadata":{"labels":{"tier":"back"}}}`).want(t, http.StatusOK))
+	patched := decoded(write(http.MethodPatch, podPath("pbw", "a"), "application/merge-patch+json", accept, `{"metadata":{"labels":{"tier":"back"}}}`).want(t, http.StatusOK))
 	if patched.Labels["tier"] != "back" {
 		t.Errorf("patch answered labels %v", patched.Labels)
 	}
@@ -251,12 +236,12 @@ func TestProtobufWrites(t *testing.T) {
 	}
 
 	// A delete of a pod answers with the pod.
-	if gone := decoded(send(http.MethodDelete, podPath("pbw", "a"), "application/json", accept, `{}`).want(t, http.StatusOK)); gone.Name != "a" {
+	if gone := decoded(write(http.MethodDelete, podPath("pbw", "a"), "application/json", accept, `{}`).want(t, http.StatusOK)); gone.Name != "a" {
 		t.Errorf("delete answered pod %q", gone.Name)
 	}
 
 	// Errors are a JSON Status whatever the client prefers.
-	taken := send(http.MethodPost, podPath("pbw", ""), protobufType, accept, encoded(pod("b", "", nil))).want(t, http.StatusConflict)
+	taken := write(http.MethodPost, podPath("pbw", ""), protobufType, accept, encoded(pod("b", "", nil))).want(t, http.StatusConflict)
 	if ct := taken.header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("an error came as %q, want application/json", ct)
 	}
