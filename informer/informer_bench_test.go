@@ -170,23 +170,19 @@ func BenchmarkIndexerBytesPerPod(b *testing.B) {
 	}
 	var perPod float64
 	for b.Loop() {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		idx := NewIndexer(nil, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
-		for _, data := range raw {
-			pod := &corev1.Pod{}
-			if err := json.Unmarshal(data, pod); err != nil {
-				b.Fatal(err)
+		perPod, _ = heapHeld(n, func() any {
+			idx := NewIndexer(nil, Indexers{NamespaceIndex: MetaNamespaceIndexFunc})
+			for _, data := range raw {
+				pod := &corev1.Pod{}
+				if err := json.Unmarshal(data, pod); err != nil {
+					b.Fatal(err)
+				}
+				if err := idx.Add(pod); err != nil {
+					b.Fatal(err)
+				}
 			}
-			if err := idx.Add(pod); err != nil {
-				b.Fatal(err)
-			}
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		runtime.KeepAlive(idx)
-		perPod = float64(after.HeapAlloc-before.HeapAlloc) / n
+			return idx
+		})
 	}
 	b.ReportMetric(perPod, "bytes/pod")
 }
@@ -205,19 +201,28 @@ func BenchmarkIndexerBytesPerEntry(b *testing.B) {
 	}
 	var perEntry float64
 	for b.Loop() {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		s := newThreadSafeStore(Indexers{NamespaceIndex: MetaNamespaceIndexFunc, "node": podNodeIndex})
-		for _, key := range keys {
-			if err := s.put(key, pod); err != nil {
-				b.Fatal(err)
+		perEntry, _ = heapHeld(n, func() any {
+			s := newThreadSafeStore(Indexers{NamespaceIndex: MetaNamespaceIndexFunc, "node": podNodeIndex})
+			for _, key := range keys {
+				if err := s.put(key, pod); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		runtime.KeepAlive(s)
-		perEntry = float64(after.HeapAlloc-before.HeapAlloc) / n
+			return s
+		})
 	}
 	b.ReportMetric(perEntry, "bytes/entry")
+}
+
+// heapHeld is the heap, in bytes and in objects, that what build makes
+// and returns holds once the collector has run, divided by n.
+func heapHeld(n int, build func() any) (bytes, objects float64) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	kept := build()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(kept)
+	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n), float64(after.HeapObjects-before.HeapObjects) / float64(n)
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -543,31 +542,26 @@ func BenchmarkCachedPodBytes(b *testing.B) {
 				var bytes, objects float64
 				for b.Loop() {
 					resetHeld()
-					var before, after runtime.MemStats
-					runtime.GC()
-					runtime.ReadMemStats(&before)
-					caches := make([]map[string]any, informers)
-					for i := range caches {
-						caches[i] = make(map[string]any, n)
-					}
-					for _, data := range wire {
-						for _, cache := range caches {
-							pod := &corev1.Pod{}
-							if err := pod.Unmarshal(data); err != nil {
-								b.Fatal(err)
-							}
-							obj, err := tc.transform(pod)
-							if err != nil {
-								b.Fatal(err)
-							}
-							cache[pod.Namespace+"/"+pod.Name] = obj
+					bytes, objects = heapHeld(n, func() any {
+						caches := make([]map[string]any, informers)
+						for i := range caches {
+							caches[i] = make(map[string]any, n)
 						}
-					}
-					runtime.GC()
-					runtime.ReadMemStats(&after)
-					runtime.KeepAlive(caches)
-					bytes = float64(after.HeapAlloc-before.HeapAlloc) / n
-					objects = float64(after.HeapObjects-before.HeapObjects) / n
+						for _, data := range wire {
+							for _, cache := range caches {
+								pod := &corev1.Pod{}
+								if err := pod.Unmarshal(data); err != nil {
+									b.Fatal(err)
+								}
+								obj, err := tc.transform(pod)
+								if err != nil {
+									b.Fatal(err)
+								}
+								cache[pod.Namespace+"/"+pod.Name] = obj
+							}
+						}
+						return caches
+					})
 				}
 				b.ReportMetric(bytes, "B/pod")
 				b.ReportMetric(objects, "objects/pod")
