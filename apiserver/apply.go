@@ -222,18 +222,14 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, ri *requestI
 		if err != nil {
 			return err
 		}
-		raw, err := s.createObject(r.Context(), rs, obj, createOptions{dry: o.dry})
+		raw, err := s.createObject(r.Context(), rs, obj, createOptions{dry: o.dry, keep: answersProtobuf(r, res)})
 		if apierrors.IsAlreadyExists(err) {
 			continue // created meanwhile: apply to it
 		}
 		if err != nil {
 			return err
 		}
-		if o.dry {
-			writeWritten(w, r, res, http.StatusCreated, obj)
-		} else {
-			writeWrittenRaw(w, r, res, http.StatusCreated, raw)
-		}
+		writeCreated(w, r, res, obj, raw)
 		return nil
 	}
 }

@@ -165,8 +165,19 @@ func writeWritten(w http.ResponseWriter, r *http.Request, res *api.Resource, cod
 	writeJSON(w, code, obj)
 }
 
+// writeCreated answers a create, 201, with what createObject made of obj:
+// obj itself when it returned no JSON (a dry run, or a create that kept
+// obj), else raw, the created object's JSON.
+func writeCreated(w http.ResponseWriter, r *http.Request, res *api.Resource, obj api.Object, raw []byte) {
+	if raw == nil {
+		writeWritten(w, r, res, http.StatusCreated, obj)
+		return
+	}
+	writeWrittenRaw(w, r, res, http.StatusCreated, raw)
+}
+
 // writeWrittenRaw is writeWritten for an object at hand only as its JSON,
-// raw.
+// raw: a Service, whose create writes its allocations along.
 func writeWrittenRaw(w http.ResponseWriter, r *http.Request, res *api.Resource, code int, raw []byte) {
 	if answersProtobuf(r, res) {
 		obj := res.New()

@@ -235,6 +235,13 @@ func TestProtobufWrites(t *testing.T) {
 		t.Errorf("patch answered rv %s, the pod is at %s", patched.ResourceVersion, now.ResourceVersion)
 	}
 
+	// An apply that creates the object answers 201 with it, as a create.
+	applied := decoded(write(http.MethodPatch, podPath("pbw", "c")+"?fieldManager=pbw", applyType, accept,
+		`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"c"},"spec":{"containers":[{"name":"app","image":"nginx:1.27"}]}}`).want(t, http.StatusCreated))
+	if c := get[corev1.Pod](t, env, podPath("pbw", "c")); applied.UID != c.UID || applied.ResourceVersion != c.ResourceVersion {
+		t.Errorf("apply answered uid %q rv %q, want the stored pod's %q %q", applied.UID, applied.ResourceVersion, c.UID, c.ResourceVersion)
+	}
+
 	// A delete of a pod answers with the pod.
 	if gone := decoded(write(http.MethodDelete, podPath("pbw", "a"), "application/json", accept, `{}`).want(t, http.StatusOK)); gone.Name != "a" {
 		t.Errorf("delete answered pod %q", gone.Name)

@@ -74,16 +74,11 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, ri *request
 	if err := checkIdentity(ri.res, obj, ri.namespace, ""); err != nil {
 		return err
 	}
-	dry, keep := dryRun(r), answersProtobuf(r, ri.res)
-	raw, err := s.createObject(r.Context(), ri.store, obj, createOptions{dry: dry, keep: keep, manager: managerOrUserAgent(r)})
-	switch {
-	case err != nil:
+	raw, err := s.createObject(r.Context(), ri.store, obj, createOptions{dry: dryRun(r), keep: answersProtobuf(r, ri.res), manager: managerOrUserAgent(r)})
+	if err != nil {
 		return err
-	case dry || (keep && raw == nil):
-		writeWritten(w, r, ri.res, http.StatusCreated, obj)
-	default:
-		writeWrittenRaw(w, r, ri.res, http.StatusCreated, raw)
 	}
+	writeCreated(w, r, ri.res, obj, raw)
 	return nil
 }
 
