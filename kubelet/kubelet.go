@@ -563,7 +563,8 @@ func (k *Kubelet) writeStatus(ctx context.Context, key string, pod *corev1.Pod, 
 			k.exitApplied(key, pod.UID, exitValue)
 			var said *corev1.PodStatus
 			if written != nil {
-				said = &written.Status
+				// The status alone: the rest of the answered pod is garbage.
+				said = new(written.Status)
 			}
 			k.ran(key, pod, out, said, step.now.Time)
 			if out.story != "" {

@@ -66,10 +66,11 @@ func (k *Kubelet) printDueLocked(m *podMemo, pod *corev1.Pod, c *corev1.Containe
 	run := m.run(c.Name)
 	for ; run.printed < len(lines); run.printed++ {
 		line := lines[run.printed]
-		if start.Add(line.at).After(until) {
+		at := start.Add(line.at)
+		if at.After(until) {
 			return
 		}
-		k.logs.Print(pod.UID, c.Name, start.Add(line.at), line.text)
+		k.logs.Print(pod.UID, c.Name, at, line.text)
 	}
 }
 
