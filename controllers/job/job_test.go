@@ -367,15 +367,20 @@ func TestSuspend(t *testing.T) {
 func TestActiveDeadline(t *testing.T) {
 	r := runController(t)
 	j := r.create(t, newJob("slow", func(j *batchv1.Job) { j.Spec.ActiveDeadlineSeconds = new(int64(1)) }))
-	r.waitActive(t, j, 1)
-	controllertest.Eventually(t, "the pod deleted", func() (bool, string) {
-		return len(running_(r.podsOf(t, j))) == 0, ""
-	})
+	// startTime is stored to the second, so the deadline may pass a few
+	// milliseconds after the first pod was created, as in Kubernetes:
+	// the pod is counted rather than watched while it runs.
 	j = r.waitCondition(t, "slow", batchv1.JobFailed)
 	c := findCondition(j.Status.Conditions, batchv1.JobFailed)
 	if c.Reason != batchv1.JobReasonDeadlineExceeded || c.Message != "Job was active longer than specified deadline" {
 		t.Errorf("Failed %s %q", c.Reason, c.Message)
 	}
+	if j.Status.Failed != 1 || j.Status.Active != 0 {
+		t.Errorf("status failed=%d active=%d; want the one pod it started counted failed, none active", j.Status.Failed, j.Status.Active)
+	}
+	controllertest.Eventually(t, "the pod deleted", func() (bool, string) {
+		return len(running_(r.podsOf(t, j))) == 0, ""
+	})
 }
 
 // TestBackoffLimitPerIndex fails an index for good after its own limit,
