@@ -177,8 +177,8 @@ func TestCLISIGTERMDuringStartup(t *testing.T) {
 		select {
 		case <-p.Exited():
 		case <-time.After(5 * time.Second):
-			p.Dump(10 * time.Second)
-			t.Fatalf("start %d: not stopped 5s after SIGTERM; its goroutines:\n%s", i, p.Stderr)
+			printed, stacks := p.Dump(10 * time.Second)
+			t.Fatalf("start %d: not stopped 5s after SIGTERM; it printed:\n%s--- where its goroutines were:\n%s", i, printed, stacks)
 		}
 	}
 	c = up(t, addr, dir, durableUpArgs...)

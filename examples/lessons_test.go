@@ -119,9 +119,18 @@ func RunScript(t testing.TB, c *Cluster, script string, env ...string) string {
 	cmd.Env = append(append(os.Environ(), base...), env...)
 	out, err := minitest.RunGroup(minitest.Context(t), cmd)
 	if err != nil {
-		t.Fatalf("%s failed: %v\n--- lesson output:\n%s\n--- minictl up:\n%s", script, err, out, c.Stderr)
+		// The lesson's last lines close the report too: what failed is
+		// then where a long report's end is read.
+		t.Fatalf("%s failed: %v\n--- lesson output:\n%s\n--- minictl up:\n%s\n--- %s failed (%v); its last lines:\n%s",
+			script, err, out, c.Stderr, script, err, lastLines(string(out), 8))
 	}
 	return string(out)
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 func TestMain(m *testing.M) { os.Exit(minitest.Main(m)) }

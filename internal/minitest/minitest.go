@@ -203,13 +203,17 @@ func (p *Process) Exited() <-chan struct{} { return p.exited }
 
 // Dump has a process that seems stuck print every goroutine's stack to its
 // standard error and exit (SIGQUIT: the Go runtime's default), waiting up
-// to wait for it, so that the test's report says where it was stuck.
-func (p *Process) Dump(wait time.Duration) {
+// to wait for it, so that the test's report says where it was stuck. It
+// returns what the process printed before the dump, and the dump as
+// Stacks condenses it.
+func (p *Process) Dump(wait time.Duration) (before, stacks string) {
 	_ = p.Cmd.Process.Signal(syscall.SIGQUIT)
 	select {
 	case <-p.exited:
 	case <-time.After(wait):
 	}
+	before, dump, _ := strings.Cut(p.Stderr.String(), "SIGQUIT: quit\n")
+	return before, Stacks(dump)
 }
 
 // Stop sends SIGTERM and waits for the process to exit, killing it after
