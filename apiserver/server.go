@@ -589,7 +589,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return s.serve(ctx, ln, false)
 }
 
-// serve answers on ln, the secure port's when secure, until ctx ends.
+// shutdownGrace is how long requests in flight may take to finish once the
+// server stops; what is left then is closed.
+const shutdownGrace = 10 * time.Second
+
+// serve answers on ln until ctx ends, the secure port's when secure.
 func (s *Server) serve(ctx context.Context, ln net.Listener, secure bool) error {
 	if secure || !s.securePort {
 		s.listenOnce.Do(func() {
@@ -599,26 +603,9 @@ func (s *Server) serve(ctx context.Context, ln net.Listener, secure bool) error 
 	}
 	srv := s.timeouts.Server(s.chain(ln.Addr(), secure))
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	s.stop.Do(func() { close(s.done) })
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := srv.Shutdown(shutdownCtx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		// A stream still writing to a client that stopped reading, which
-		// its write deadline would end only now: the grace is over, and
-		// what is left is closed, as a server that stops must.
-		s.log.Warn("connections still open after the shutdown grace; closing them", "listener", ln.Addr().String())
-		_ = srv.Close()
-		err = nil
-	}
-	<-errc
+	srv.Log = s.log
+	srv.RegisterOnShutdown(func() { s.stop.Do(func() { close(s.done) }) }) // every watch ends
+	err := srv.Run(ctx, ln, shutdownGrace)
 	s.webhooks.Close() // its requests ended with the server's
 	s.kubelets.CloseIdleConnections()
 	return err

@@ -402,18 +402,8 @@ func (m *Manager) Handler() http.Handler {
 // Serve answers /healthz and /metrics on ln until ctx ends.
 func (m *Manager) Serve(ctx context.Context, ln net.Listener) error {
 	srv := serving.Timeouts{}.Server(m.Handler())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := srv.Shutdown(shutdown)
-	<-errc
-	return err
+	srv.Log = m.log
+	return srv.Run(ctx, ln, 5*time.Second)
 }
 
 // Run runs the controllers until ctx ends. With leader election it first

@@ -187,6 +187,36 @@ func TestCLISIGTERMDuringStartup(t *testing.T) {
 	}
 }
 
+// TestCLIStopIgnoresUnusedConnections opens a connection to each of up's
+// ports and sends nothing on it, as a client does that dialled and gave
+// up on its request: the stop that follows still takes less than 5s,
+// the time net/http alone would give each one to send its first request.
+func TestCLIStopIgnoresUnusedConnections(t *testing.T) {
+	addr := minitest.FreeAddr(t)
+	c := up(t, addr, t.TempDir(), "--nodes", "0")
+	for _, prefix := range []string{"API server:", "secure API:", "cloud:", "controllers:", "cloud controllers:"} {
+		line := waitBannerLine(t, c.Process, prefix)
+		hostPort := regexp.MustCompile(`https?://(127\.0\.0\.1:\d+)`).FindStringSubmatch(line)
+		if hostPort == nil {
+			t.Fatalf("no address in %q", line)
+		}
+		conn, err := net.Dial("tcp", hostPort[1])
+		if err != nil {
+			t.Fatalf("%s %s: %v", prefix, hostPort[1], err)
+		}
+		defer conn.Close()
+	}
+	if err := c.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Exited():
+	case <-time.After(5 * time.Second):
+		printed, stacks := c.Dump(10 * time.Second)
+		t.Fatalf("not stopped 5s after SIGTERM; it printed:\n%s--- where its goroutines were:\n%s", printed, stacks)
+	}
+}
+
 // TestCLIDefaultPortsTaken takes each of up's default ports in turn: up
 // starts on a free port instead, says so in its banner, and answers
 // there.

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/minictl/minictl/api"
+	"github.com/minictl/minictl/internal/serving"
 	"github.com/minictl/minictl/kubelet/containerlog"
 )
 
@@ -39,27 +40,16 @@ func (k *Kubelet) listen() (net.Listener, error) {
 // server down: requests in flight, log followers among them, have their
 // contexts ended with ctx.
 func (k *Kubelet) serve(ctx context.Context, ln net.Listener) {
-	srv := &http.Server{
+	srv := serving.NewServer(&http.Server{
 		Handler:           k.handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          slog.NewLogLogger(k.log.Handler(), slog.LevelWarn),
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	})
 	k.log.Info("serving /containerLogs, /metrics/resource and /healthz on http://"+ln.Addr().String(), slog.String("object", k.name))
-	select {
-	case err := <-errc:
+	if err := srv.Run(ctx, ln, shutdownTimeout); err != nil {
 		k.log.Error("kubelet server stopped", slog.String("object", k.name), slog.Any("err", err))
-		return
-	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		_ = srv.Close()
-	}
-	<-errc
 }
 
 // handler is the kubelet's API, the part a simulated node has: the logs of

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/minictl/minictl/internal/serving"
 )
 
 // maxBody bounds every request body: the biggest thing the cloud takes is
@@ -64,26 +66,13 @@ func (c *Cloud) Handler() http.Handler {
 // Serve answers the API on ln until ctx ends, then stops, giving calls in
 // flight a few seconds to finish. A slow fault's wait ends with ctx.
 func (c *Cloud) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{
-		Handler:           c.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       time.Minute, // a body is at most maxBody; no one needs longer to send it
-		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		return fmt.Errorf("cloud: serve: %w", err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
-	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+	srv := serving.Timeouts{
+		Read:  time.Minute,                 // a body is at most maxBody; no one needs longer to send it
+		Write: maxFaultDelay + time.Minute, // a slow fault holds an answer up to maxFaultDelay
+		Idle:  2 * time.Minute,
+	}.Server(c.Handler())
+	srv.BaseContext = func(net.Listener) context.Context { return ctx }
+	if err := srv.Run(ctx, ln, 5*time.Second); err != nil {
 		return fmt.Errorf("cloud: serve: %w", err)
 	}
 	return nil

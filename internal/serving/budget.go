@@ -152,8 +152,12 @@ func (b *Budget) setState(c *budgetConn, s http.ConnState) {
 }
 
 // trackState is the ConnState hook of every server Timeouts.Server builds.
+// Under TLS, the connection the budget admitted is the one under the
+// *tls.Conn. (An HTTP/2 connection is active while a stream is open, idle
+// while none is, as an HTTP/1 one is while it serves a request or waits
+// for the next.)
 func trackState(c net.Conn, s http.ConnState) {
-	if bc, ok := c.(*budgetConn); ok {
+	if bc, ok := accepted(c).(*budgetConn); ok {
 		bc.budget.setState(bc, s)
 	}
 }

@@ -45,13 +45,12 @@ func (t Timeouts) WithDefaults() Timeouts {
 // maxHeaderBytes is kube-apiserver's limit on a request's headers.
 const maxHeaderBytes = 1 << 20
 
-// Server returns an http.Server for h with t's deadlines (defaults where
-// t is zero), which tells a Budget wrapping its listener when each
-// connection serves a request. The caller sets BaseContext and the like,
-// and serves.
-func (t Timeouts) Server(h http.Handler) *http.Server {
+// Server returns a Server for h with t's deadlines (defaults where t is
+// zero), which tells a Budget wrapping its listener when each connection
+// serves a request. The caller sets BaseContext and the like, and runs it.
+func (t Timeouts) Server(h http.Handler) *Server {
 	t = t.WithDefaults()
-	return &http.Server{
+	return NewServer(&http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: t.ReadHeader,
 		ReadTimeout:       t.Read,
@@ -59,5 +58,5 @@ func (t Timeouts) Server(h http.Handler) *http.Server {
 		IdleTimeout:       t.Idle,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ConnState:         trackState,
-	}
+	})
 }
