@@ -18,4 +18,8 @@
 //     cannot lock clients out; when every connection is serving a request,
 //     the new one is accepted and closed at once. Either way the process
 //     goes on serving the requests it holds.
+//   - A Server stops without waiting for connections that never began a
+//     request (net/http gives each five seconds), as it closes idle ones:
+//     Run serves until its context ends, then gives the requests in
+//     flight a grace and closes what is left.
 package serving
