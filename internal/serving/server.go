@@ -22,7 +22,9 @@ import (
 // stop for those five seconds. Shutdown closes such connections as it
 // closes idle ones: nothing was asked on them, so nothing is lost. (An
 // HTTP/2 connection leaves the new state once its client's preface is
-// read, as its server reports it active, then idle.)
+// read, as its server reports it active, then idle. An idle one is left
+// to the HTTP/2 server, which closes it a second after its GOAWAY: it
+// reports a stream done before it has flushed the stream's last frame.)
 type Server struct {
 	*http.Server
 	// Log (nil: discard) hears of connections closed when the grace ran
