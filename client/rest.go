@@ -96,6 +96,12 @@ func (c *RESTClient) WithUserAgent(ua string) *RESTClient {
 	return &cp
 }
 
+// CloseIdleConnections closes the connections of c's transport that carry
+// no request: what a program does with the clients of a component that
+// has stopped, so that no server waits on them. Clients made by
+// WithUserAgent share them.
+func (c *RESTClient) CloseIdleConnections() { c.http.CloseIdleConnections() }
+
 // DefaultUserAgent is "<binary> (<os>/<arch>) minictl".
 func DefaultUserAgent() string {
 	return fmt.Sprintf("%s (%s/%s) minictl", filepath.Base(os.Args[0]), runtime.GOOS, runtime.GOARCH)

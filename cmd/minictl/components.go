@@ -153,6 +153,12 @@ func setFlags(fs *pflag.FlagSet) map[string]bool {
 func runCluster(ctx context.Context, connect connector, cf clusterFlags, cmListener net.Listener, log *slog.Logger, bus *timeline.Bus) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var made madeClients
+	defer made.closeIdle() // after every component has stopped
+	connect = made.connector(connect)
+	if cf.cm.ServiceAccountClient != nil {
+		cf.cm.ServiceAccountClient = made.tokenClients(cf.cm.ServiceAccountClient)
+	}
 	cmClient, err := connect(user.KubeControllerManager)
 	if err != nil {
 		return err
@@ -282,6 +288,44 @@ func runKubelet(ctx context.Context, rc *client.RESTClient, name string, cf clus
 // connector gives a component its client to the API server, acting as
 // user in groups.
 type connector func(user string, groups ...string) (*client.RESTClient, error)
+
+// madeClients are the clients made for the cluster's components. Once
+// the components have stopped, closeIdle closes their connections: an
+// idle HTTP/2 connection left open holds the API server's stop for a
+// second, until its server gives up on it after its GOAWAY.
+type madeClients struct {
+	mu      sync.Mutex
+	clients []*client.RESTClient
+}
+
+func (m *madeClients) add(rc *client.RESTClient, err error) (*client.RESTClient, error) {
+	if err == nil {
+		m.mu.Lock()
+		m.clients = append(m.clients, rc)
+		m.mu.Unlock()
+	}
+	return rc, err
+}
+
+// connector is connect, remembering what it makes.
+func (m *madeClients) connector(connect connector) connector {
+	return func(user string, groups ...string) (*client.RESTClient, error) {
+		return m.add(connect(user, groups...))
+	}
+}
+
+// tokenClients is newClient, remembering what it makes.
+func (m *madeClients) tokenClients(newClient func(client.TokenSource) (*client.RESTClient, error)) func(client.TokenSource) (*client.RESTClient, error) {
+	return func(tokens client.TokenSource) (*client.RESTClient, error) { return m.add(newClient(tokens)) }
+}
+
+func (m *madeClients) closeIdle() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, rc := range m.clients {
+		rc.CloseIdleConnections()
+	}
+}
 
 // proxyConnector reaches the plain loopback listener at server: one
 // client, whose connections every component shares, each naming in its
