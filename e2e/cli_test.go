@@ -171,15 +171,7 @@ func TestCLISIGTERMDuringStartup(t *testing.T) {
 	for i := range 10 {
 		p := startUp(t, addr, dir)
 		time.Sleep(time.Duration(r.IntN(1500)) * time.Millisecond)
-		if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-p.Exited():
-		case <-time.After(5 * time.Second):
-			printed, stacks := p.Dump(10 * time.Second)
-			t.Fatalf("start %d: not stopped 5s after SIGTERM; it printed:\n%s--- where its goroutines were:\n%s", i, printed, stacks)
-		}
+		stopWithin5s(t, p, fmt.Sprintf("start %d", i))
 	}
 	c = up(t, addr, dir, durableUpArgs...)
 	if code, pod := c.do("GET", "/api/v1/namespaces/default/pods/web", "", ""); code != http.StatusOK {
@@ -206,14 +198,21 @@ func TestCLIStopIgnoresUnusedConnections(t *testing.T) {
 		}
 		defer conn.Close()
 	}
-	if err := c.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	stopWithin5s(t, c.Process, "up")
+}
+
+// stopWithin5s sends p SIGTERM and fails the test, with what p printed and
+// where its goroutines were, if p has not exited 5s later.
+func stopWithin5s(t *testing.T, p *minitest.Process, what string) {
+	t.Helper()
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-c.Exited():
+	case <-p.Exited():
 	case <-time.After(5 * time.Second):
-		printed, stacks := c.Dump(10 * time.Second)
-		t.Fatalf("not stopped 5s after SIGTERM; it printed:\n%s--- where its goroutines were:\n%s", printed, stacks)
+		printed, stacks := p.Dump(10 * time.Second)
+		t.Fatalf("%s: not stopped 5s after SIGTERM; it printed:\n%s--- where its goroutines were:\n%s", what, printed, stacks)
 	}
 }
 

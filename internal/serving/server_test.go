@@ -44,6 +44,31 @@ func slowHandler(arrived chan<- struct{}, release <-chan struct{}) http.Handler 
 	})
 }
 
+// holdRequest sends GET /slow over HTTP/2 to the TLS server at addr and
+// returns once slowHandler holds it (arrived); the channel then gets the
+// answer's protocol and body ("HTTP/2.0 ok"), or the error.
+func holdRequest(t *testing.T, pool *x509.CertPool, addr string, arrived <-chan struct{}) <-chan string {
+	t.Helper()
+	client := h2Client(t, pool)
+	answer := make(chan string, 1)
+	go func() {
+		resp, err := client.Get("https://" + addr + "/slow")
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		answer <- resp.Proto + " " + string(body)
+	}()
+	select {
+	case <-arrived:
+	case a := <-answer:
+		t.Fatalf("the request ended before it was held: %s", a)
+	}
+	return answer
+}
+
 // run runs srv on ln until ctx ends, which the test's end waits for; the
 // channel has what Run returned.
 func run(t *testing.T, ctx context.Context, srv *Server, ln net.Listener) <-chan error {
@@ -101,22 +126,7 @@ func TestRunClosesConnectionsThatNeverAsked(t *testing.T) {
 	}
 	unused["TLS after an HTTP/1.1 one"] = h1
 
-	answer := make(chan string, 1)
-	go func() {
-		resp, err := h2Client(t, pool).Get("https://" + tlsLn.Addr().String() + "/slow")
-		if err != nil {
-			answer <- err.Error()
-			return
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		answer <- resp.Proto + " " + string(body)
-	}()
-	select {
-	case <-arrived:
-	case a := <-answer:
-		t.Fatalf("the HTTP/2 request ended before it was held: %s", a)
-	}
+	answer := holdRequest(t, pool, tlsLn.Addr().String(), arrived)
 
 	stop()
 	for name, c := range unused {
@@ -154,22 +164,7 @@ func TestBudgetFollowsTLSConnections(t *testing.T) {
 	ln := listen(t)
 	arrived, release := make(chan struct{}, 1), make(chan struct{})
 	run(t, ctx, Timeouts{}.Server(slowHandler(arrived, release)), tls.NewListener(b.Listener(ln), cfg))
-	answer := make(chan string, 1)
-	go func() {
-		resp, err := h2Client(t, pool).Get("https://" + ln.Addr().String() + "/slow")
-		if err != nil {
-			answer <- err.Error()
-			return
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		answer <- resp.Proto + " " + string(body)
-	}()
-	select {
-	case <-arrived:
-	case a := <-answer:
-		t.Fatalf("the request ended before it was held: %s", a)
-	}
+	answer := holdRequest(t, pool, ln.Addr().String(), arrived)
 	waitWaiting(t, b, 0)
 	if !closedWithin(dial(t, ln.Addr().String()), 5*time.Second) {
 		t.Fatal("a connection beyond a budget of busy ones was let in")
