@@ -174,12 +174,9 @@ func decodeJSON(data []byte, obj any) error {
 
 // decodeProtobufList reads a <Kind>List in protobuf.
 func (c *Client[T]) decodeProtobufList(data []byte) (metav1.ListMeta, []T, error) {
-	apiVersion, kind, msg, err := api.ProtobufObject(data)
+	msg, err := c.unwrap(data, c.res.ListKindName())
 	if err != nil {
 		return metav1.ListMeta{}, nil, err
-	}
-	if kind != c.res.ListKindName() || apiVersion != c.res.APIVersion() {
-		return metav1.ListMeta{}, nil, fmt.Errorf("got %s %s, want %s %sList", apiVersion, kind, c.res.APIVersion(), c.res.Kind)
 	}
 	meta, raws, err := api.ProtobufListItems(msg)
 	if err != nil {
@@ -347,14 +344,24 @@ func (c *Client[T]) do(ctx context.Context, method, path, contentType string, bo
 
 // decodeProtobuf reads one object of c's resource, with its envelope.
 func (c *Client[T]) decodeProtobuf(data []byte, out T) error {
-	apiVersion, kind, msg, err := api.ProtobufObject(data)
+	msg, err := c.unwrap(data, c.res.Kind)
 	if err != nil {
 		return err
 	}
-	if kind != c.res.Kind || apiVersion != c.res.APIVersion() {
-		return fmt.Errorf("got %s %s, want %s %s", apiVersion, kind, c.res.APIVersion(), c.res.Kind)
-	}
 	return api.UnmarshalProtobuf(msg, out)
+}
+
+// unwrap is the message in data, a protobuf envelope that must name kind
+// (c's resource's, or its list's) in c's resource's apiVersion.
+func (c *Client[T]) unwrap(data []byte, kind string) ([]byte, error) {
+	apiVersion, got, msg, err := api.ProtobufObject(data)
+	if err != nil {
+		return nil, err
+	}
+	if got != kind || apiVersion != c.res.APIVersion() {
+		return nil, fmt.Errorf("got %s %s, want %s %s", apiVersion, got, c.res.APIVersion(), kind)
+	}
+	return msg, nil
 }
 
 func (c *Client[T]) setTypeMeta(obj api.Object) {
