@@ -140,29 +140,33 @@ func (a amounts) list() []amount {
 	return out
 }
 
+// addList adds l's amounts to a.
+func (a amounts) addList(l []amount) {
+	for _, x := range l {
+		a[x.name] += x.value
+	}
+}
+
+// subList takes l's amounts from a, dropping those that reach zero.
+func (a amounts) subList(l []amount) {
+	for _, x := range l {
+		if a[x.name] -= x.value; a[x.name] == 0 {
+			delete(a, x.name)
+		}
+	}
+}
+
 func (u *nodeUsage) add(p podUsage) {
-	for _, a := range p.requested {
-		u.requested[a.name] += a.value
-	}
-	for _, a := range p.nonZero {
-		u.nonZero[a.name] += a.value
-	}
+	u.requested.addList(p.requested)
+	u.nonZero.addList(p.nonZero)
 	u.pods++
 	u.ports.Add(p.ports, 1)
 }
 
-// sub takes p off u, dropping the amounts that reach zero.
+// sub takes p off u.
 func (u *nodeUsage) sub(p podUsage) {
-	for _, list := range []struct {
-		from amounts
-		take []amount
-	}{{u.requested, p.requested}, {u.nonZero, p.nonZero}} {
-		for _, a := range list.take {
-			if list.from[a.name] -= a.value; list.from[a.name] == 0 {
-				delete(list.from, a.name)
-			}
-		}
-	}
+	u.requested.subList(p.requested)
+	u.nonZero.subList(p.nonZero)
 	u.pods--
 	u.ports.Add(p.ports, -1)
 }
