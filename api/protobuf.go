@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -297,4 +298,101 @@ func twoFields(m []byte, a, b protowire.Number) (va, vb []byte, err error) {
 		m = m[n:]
 	}
 	return va, vb, nil
+}
+
+// StampProtobufResourceVersion returns env, an object's envelope as
+// MarshalProtobufAs writes it, with metadata.resourceVersion set to rv:
+// byte for byte what MarshalProtobufAs writes for the object carrying
+// that resourceVersion, without decoding and encoding it again. Every
+// Kubernetes object's own bytes start with its ObjectMeta (field 1),
+// whose resourceVersion is field 6; the generated code writes a string
+// field even when it is empty, so a stored object, which has none, still
+// has its place. It reports false when env does not have that shape.
+func StampProtobufResourceVersion(env []byte, rv int64) ([]byte, bool) {
+	rest, ok := bytes.CutPrefix(env, protobufMagic)
+	if !ok {
+		return nil, false
+	}
+	// The envelope: runtime.Unknown{typeMeta = 1, raw = 2, ...}.
+	rawAt, raw, ok := lengthDelimited(rest, 2)
+	if !ok {
+		return nil, false
+	}
+	metaAt, meta, ok := lengthDelimited(raw, 1)
+	if !ok || metaAt.tag != 0 {
+		return nil, false // the object's first field is not its metadata
+	}
+	// Where field 6 is, or where it goes: before the first higher field.
+	at, end := len(meta), len(meta)
+	for i := 0; i < len(meta); {
+		num, typ, n := protowire.ConsumeTag(meta[i:])
+		if n < 0 {
+			return nil, false
+		}
+		if num >= 6 {
+			at, end = i, i
+			if num == 6 {
+				if typ != protowire.BytesType {
+					return nil, false
+				}
+				m := protowire.ConsumeFieldValue(num, typ, meta[i+n:])
+				if m < 0 {
+					return nil, false
+				}
+				end = i + n + m
+			}
+			break
+		}
+		m := protowire.ConsumeFieldValue(num, typ, meta[i+n:])
+		if m < 0 {
+			return nil, false
+		}
+		i += n + m
+	}
+	var field [32]byte
+	digits := strconv.AppendInt(field[:0:0], rv, 10)
+	f := protowire.AppendTag(field[:0], 6, protowire.BytesType)
+	f = protowire.AppendBytes(f, digits)
+	metaLen := len(meta) - (end - at) + len(f)
+	rawLen := len(raw) - len(meta) - (metaAt.value - metaAt.tag) + protowire.SizeTag(1) + protowire.SizeBytes(metaLen)
+	out := make([]byte, 0, len(env)-len(raw)-(rawAt.value-rawAt.tag)+protowire.SizeTag(2)+protowire.SizeBytes(rawLen))
+	out = append(out, env[:len(protobufMagic)+rawAt.tag]...)
+	out = protowire.AppendTag(out, 2, protowire.BytesType)
+	out = protowire.AppendVarint(out, uint64(rawLen))
+	out = protowire.AppendTag(out, 1, protowire.BytesType)
+	out = protowire.AppendVarint(out, uint64(metaLen))
+	out = append(out, meta[:at]...)
+	out = append(out, f...)
+	out = append(out, meta[end:]...)
+	out = append(out, raw[metaAt.value+len(meta):]...)
+	out = append(out, rest[rawAt.value+len(raw):]...)
+	return out, true
+}
+
+// fieldAt is where a length-delimited field starts in its message: its
+// tag, and its value after the length.
+type fieldAt struct{ tag, value int }
+
+// lengthDelimited finds the first length-delimited field num of the
+// message m: where it is, and its value (a slice of m).
+func lengthDelimited(m []byte, num protowire.Number) (fieldAt, []byte, bool) {
+	for i := 0; i < len(m); {
+		got, typ, n := protowire.ConsumeTag(m[i:])
+		if n < 0 {
+			return fieldAt{}, nil, false
+		}
+		if got == num && typ == protowire.BytesType {
+			v, l := protowire.ConsumeBytes(m[i+n:])
+			if l < 0 {
+				return fieldAt{}, nil, false
+			}
+			return fieldAt{tag: i, value: i + n + l - len(v)}, v, true
+		}
+		l := protowire.ConsumeFieldValue(got, typ, m[i+n:])
+		if l < 0 {
+			return fieldAt{}, nil, false
+		}
+		i += n + l
+	}
+	return fieldAt{}, nil, false
 }

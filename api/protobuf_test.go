@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -76,6 +77,46 @@ func TestMarshalProtobufAsSizes(t *testing.T) {
 		}
 		if !bytes.Equal(env, want) {
 			t.Errorf("annotation of %d bytes: MarshalProtobufAs and ProtobufEnvelope disagree", size)
+		}
+	}
+}
+
+// Stamping a resourceVersion into an object's protobuf gives the bytes
+// the object carrying it encodes to, for every kind, whatever the
+// object's size (lengths of one, two and three bytes, and lengths that
+// grow by a byte when the resourceVersion goes in), from none and from
+// another resourceVersion.
+func TestStampProtobufResourceVersion(t *testing.T) {
+	for _, r := range Resources() {
+		for _, labelBytes := range []int{0, 90, 100, 105, 110, 115, 120, 16300, 16340, 16370, 70000} {
+			obj := r.NewObject()
+			obj.SetName("x")
+			obj.SetNamespace("default")
+			obj.SetLabels(map[string]string{"app": strings.Repeat("w", labelBytes)})
+			for _, from := range []string{"", "7"} {
+				obj.SetResourceVersion(from)
+				env, err := MarshalProtobufAs(r.APIVersion(), r.Kind, obj)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, rv := range []int64{1, 123456789012} {
+					got, ok := StampProtobufResourceVersion(env, rv)
+					obj.SetResourceVersion(strconv.FormatInt(rv, 10))
+					want, err := MarshalProtobufAs(r.APIVersion(), r.Kind, obj)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !ok || !bytes.Equal(got, want) {
+						t.Fatalf("%s, %d bytes of labels, from %q to %d: ok %v\n got %q\nwant %q", r.Kind, labelBytes, from, rv, ok, got, want)
+					}
+					obj.SetResourceVersion(from)
+				}
+			}
+		}
+	}
+	for _, bad := range [][]byte{nil, []byte("{}"), []byte("k8s\x00"), []byte("k8s\x00\x12\x03\x0a\x01\xff"), []byte("k8s\x00\x12\x02\x12\x00")} {
+		if got, ok := StampProtobufResourceVersion(bad, 5); ok {
+			t.Errorf("%q stamped: %q", bad, got)
 		}
 	}
 }
