@@ -300,17 +300,41 @@ func setTypeMeta(res *api.Resource, obj api.Object) {
 	obj.GetObjectKind().SetGroupVersionKind(res.GroupVersion().WithKind(res.Kind))
 }
 
-// encodeForStorage is the value written to etcd: the object's JSON,
-// without a resourceVersion, which is etcd's mod revision and is set on the
-// way out. obj is already in the form res is stored in (see
-// resourceStore.encode).
+// encodeForStorage is the value written to etcd, without a
+// resourceVersion, which is etcd's mod revision and is set on the way out:
+// as kube-apiserver stores them, a built-in kind's object in Kubernetes'
+// protobuf encoding (the "k8s\x00" envelope naming its apiVersion and
+// kind) and a custom object as JSON. obj is already in the form res is
+// stored in (see resourceStore.encode).
 func encodeForStorage(res *api.Resource, obj api.Object) ([]byte, error) {
 	rv := obj.GetResourceVersion()
 	obj.SetResourceVersion("")
-	data, err := marshalObject(obj)
-	obj.SetResourceVersion(rv)
-	return data, err
+	defer obj.SetResourceVersion(rv)
+	if storesProtobuf(res) {
+		return protobufOf(res, obj)
+	}
+	return marshalObject(obj)
 }
+
+// protobufStored remembers storesProtobuf's answer for each resource.
+var protobufStored sync.Map // *api.Resource → bool
+
+// storesProtobuf reports whether res's objects are stored as protobuf:
+// those of every kind with a Go type from k8s.io/api, whose generated
+// code encodes it. Custom objects have none and are stored as JSON.
+func storesProtobuf(res *api.Resource) bool {
+	if ok, found := protobufStored.Load(res); found {
+		return ok.(bool)
+	}
+	ok := api.HasProtobuf(res.New())
+	protobufStored.Store(res, ok)
+	return ok
+}
+
+// storedProtobuf reports whether data, a value read from etcd, is an
+// object in protobuf rather than JSON. A data dir written before
+// built-in kinds were stored as protobuf holds JSON; both are read.
+func storedProtobuf(data []byte) bool { return bytes.HasPrefix(data, []byte("k8s\x00")) }
 
 // marshalObject is json.Marshal(obj), the same bytes. An unstructured
 // object's MarshalJSON encodes its map with encoding/json and json.Marshal
@@ -330,7 +354,19 @@ func marshalObject(obj api.Object) ([]byte, error) {
 // fromStored (conversion.go) takes it the rest of the way.
 func decodeFromStorage(res *api.Resource, data []byte, rev int64) (api.Object, error) {
 	obj := res.New()
-	if !decodeExactly(data, obj) {
+	switch {
+	case storedProtobuf(data):
+		apiVersion, kind, msg, err := api.ProtobufObject(data)
+		if err == nil && (apiVersion != res.APIVersion() || kind != res.Kind) {
+			err = fmt.Errorf("the value is a %s %s", apiVersion, kind)
+		}
+		if err == nil {
+			err = api.UnmarshalProtobuf(msg, obj)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("decode stored %s: %w", res.Kind, err)
+		}
+	case !decodeExactly(data, obj):
 		obj = res.New()
 		if err := json.Unmarshal(data, obj); err != nil {
 			return nil, fmt.Errorf("decode stored %s: %w", res.Kind, err)

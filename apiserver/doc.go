@@ -20,7 +20,8 @@
 //     name, subresource, verb), as kube-apiserver's RequestInfoFactory does.
 //   - storage.go: Storage, all the server needs of etcd (a *store.Store
 //     has it), and each resource's view of it, which maps objects to keys
-//     and JSON values and does read-modify-write with compare-and-swap
+//     and values (a built-in kind's in protobuf, a custom object's in
+//     JSON: codec.go) and does read-modify-write with compare-and-swap
 //     (GuaranteedUpdate).
 //   - write.go and delete.go are the create, update, patch and delete paths:
 //     server-set metadata, defaults, admission, validation, graceful

@@ -3,10 +3,25 @@ package apiserver
 import (
 	"bytes"
 	"strconv"
+
+	"github.com/minictl/minictl/api"
 )
 
-// withResourceVersion returns data, an object as encodeForStorage wrote it
-// (encoding/json's compact output, without a resourceVersion), with
+// stampStored returns data, a value as encodeForStorage wrote it, with
+// metadata.resourceVersion set to rv, in data's own encoding (protobuf or
+// JSON): the bytes the object carrying that resourceVersion encodes to,
+// spliced instead of decoded and encoded again. It reports false when
+// data does not have the shape expected.
+func stampStored(data []byte, rv int64) ([]byte, bool) {
+	if storedProtobuf(data) {
+		return api.StampProtobufResourceVersion(data, rv)
+	}
+	return withResourceVersion(data, rv)
+}
+
+// withResourceVersion returns data, an object's JSON as encodeForStorage
+// writes a custom object (encoding/json's compact output, without a
+// resourceVersion; a data dir from before protobuf holds every kind so), with
 // metadata.resourceVersion set to rv: byte for byte what json.Marshal
 // writes for the object carrying that resourceVersion, without decoding
 // and encoding it again. It reports false when data does not have that

@@ -60,7 +60,9 @@ func TestWithResourceVersion(t *testing.T) {
 					pod.Status.Phase = corev1.PodRunning
 				}
 				setTypeMeta(res, obj)
-				stored, err := encodeForStorage(res, obj)
+				// JSON, as custom objects (and data dirs from before
+				// protobuf) are stored; protobuf's stamp is api's.
+				stored, err := marshalObject(obj)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -428,10 +428,10 @@ func (s *Server) createService(ctx context.Context, rs *resourceStore, svc *core
 		if err != nil {
 			return nil, err
 		}
-		raw, _, present, err := rs.createAlong(ctx, svc, kvs)
+		o, rev, present, err := rs.createAlong(ctx, svc, kvs)
 		if err == nil {
 			a.noteTaken(keysOf(kvs), true)
-			return raw, nil
+			return rs.createdJSON(ctx, o, rev)
 		}
 		if len(present) == 0 {
 			return nil, err
@@ -611,8 +611,9 @@ func ownerOf(kv *store.KeyValue) (namespace, name string, at time.Time, ok bool)
 		}
 		return o.Namespace, o.Name, o.Allocated, true
 	}
-	var ip networkingv1.IPAddress
-	if json.Unmarshal(kv.Value, &ip) != nil || ip.Spec.ParentRef == nil || ip.Spec.ParentRef.Resource != "services" {
+	obj, err := decodeFromStorage(api.IPAddresses, kv.Value, kv.Revision)
+	ip, _ := obj.(*networkingv1.IPAddress)
+	if err != nil || ip == nil || ip.Spec.ParentRef == nil || ip.Spec.ParentRef.Resource != "services" {
 		return "", "", time.Time{}, false
 	}
 	return ip.Spec.ParentRef.Namespace, ip.Spec.ParentRef.Name, ip.CreationTimestamp.Time, true

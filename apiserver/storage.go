@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -228,25 +229,79 @@ func (rs *resourceStore) get(ctx context.Context, namespace, name string) (api.O
 // change obj. Only an AlreadyExists error, which etcd's comparison
 // decided, gives obj back.
 func (rs *resourceStore) create(ctx context.Context, obj api.Object) ([]byte, error) {
-	raw, _, _, err := rs.createAlong(ctx, obj, nil)
-	return raw, err
+	o, rev, _, err := rs.createAlong(ctx, obj, nil)
+	if err != nil {
+		return nil, err
+	}
+	return rs.createdJSON(ctx, o, rev)
 }
 
 // createKept is create for a caller that keeps obj, to answer with it: the
-// watch cache is handed a copy, and obj gets the resourceVersion written.
+// watch cache is handed a copy, and obj becomes the object written (see
+// written).
 func (rs *resourceStore) createKept(ctx context.Context, obj api.Object) error {
-	_, rev, _, err := rs.createAlong(ctx, obj.DeepCopyObject().(api.Object), nil)
-	if err == nil {
-		obj.SetResourceVersion(strconv.FormatInt(rev, 10))
+	o, rev, _, err := rs.createAlong(ctx, obj.DeepCopyObject().(api.Object), nil)
+	if err != nil {
+		return err
 	}
-	return err
+	ans, err := rs.written(ctx, obj, o.data, rev)
+	if err != nil {
+		return err
+	}
+	if ans != obj {
+		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(ans).Elem())
+	}
+	return nil
+}
+
+// createdJSON is the JSON a create, whose write o was stored at rev,
+// answers with.
+func (rs *resourceStore) createdJSON(ctx context.Context, o *offered, rev int64) ([]byte, error) {
+	if storesProtobuf(rs.res.StoredAs()) {
+		ans, err := rs.decode(ctx, o.data, rev) // what etcd holds (see written)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := marshalObject(ans)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		return raw, nil
+	}
+	if raw, ok := o.stamped(rev); ok && !converts(rs.res) {
+		return raw, nil // the same bytes the watch cache holds
+	}
+	// data has no shape to splice into. takeOffered splices the same data
+	// and gives up on the same answer without touching o.obj, so it is
+	// still only ours to copy.
+	stamped := o.obj.DeepCopyObject().(api.Object)
+	stamped.SetResourceVersion(strconv.FormatInt(rev, 10))
+	raw, err := json.Marshal(stamped)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return raw, nil
+}
+
+// written is the answer to a write of obj, which was stored as data at
+// rev. A kind stored as protobuf answers with data decoded, as
+// kube-apiserver answers a write with what it stored: protobuf cannot
+// tell an empty list or map from none, and neither can the answer, nor
+// any later read. Otherwise it is obj, with the resourceVersion rev.
+func (rs *resourceStore) written(ctx context.Context, obj api.Object, data []byte, rev int64) (api.Object, error) {
+	if storesProtobuf(rs.res.StoredAs()) {
+		return rs.decode(ctx, data, rev)
+	}
+	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return obj, nil
 }
 
 // createAlong is create, writing the keys of along with the object in
-// one transaction: all of them or none. When some of along's keys are
-// present, nothing is written, obj is given back, and it returns those
-// keys with an AlreadyExists error about them.
-func (rs *resourceStore) createAlong(ctx context.Context, obj api.Object, along []store.KeyValue) ([]byte, int64, []string, error) {
+// one transaction: all of them or none. It returns what was written and
+// the revision it was written at. When some of along's keys are present,
+// nothing is written, obj is given back, and it returns those keys with
+// an AlreadyExists error about them.
+func (rs *resourceStore) createAlong(ctx context.Context, obj api.Object, along []store.KeyValue) (*offered, int64, []string, error) {
 	defer rs.observe("create", time.Now())
 	data, err := rs.encode(ctx, obj)
 	if err != nil {
@@ -273,19 +328,7 @@ func (rs *resourceStore) createAlong(ctx context.Context, obj api.Object, along 
 	if err != nil {
 		return nil, 0, nil, rs.storageError(err, obj.GetName())
 	}
-	if raw, ok := o.stamped(rev); ok && !converts(rs.res) {
-		return raw, rev, nil, nil // the same bytes the watch cache holds
-	}
-	// data has no shape to splice into. takeOffered splices the same data
-	// and gives up on the same answer without touching obj, so obj is
-	// still only ours to copy.
-	stamped := obj.DeepCopyObject().(api.Object)
-	stamped.SetResourceVersion(strconv.FormatInt(rev, 10))
-	raw, err := json.Marshal(stamped)
-	if err != nil {
-		return nil, 0, nil, apierrors.NewInternalError(err)
-	}
-	return raw, rev, nil, nil
+	return o, rev, nil, nil
 }
 
 // allCreator is a Storage that creates several keys in one transaction,
@@ -385,8 +428,7 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 				return nil, rs.storageError(err, name)
 			}
 			if unchangedGuess != nil && kv.Revision == guessRev && bytes.Equal(kv.Value, guessData) {
-				unchangedGuess.SetResourceVersion(strconv.FormatInt(guessRev, 10))
-				return unchangedGuess, nil
+				return rs.written(ctx, unchangedGuess, guessData, guessRev)
 			}
 			unchangedGuess = nil
 			if cur, err = rs.decode(ctx, kv.Value, kv.Revision); err != nil {
@@ -412,8 +454,7 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 			continue
 		}
 		if dry || (stored != nil && bytes.Equal(data, stored)) {
-			next.SetResourceVersion(strconv.FormatInt(rev, 10))
-			return next, nil
+			return rs.written(ctx, next, data, rev)
 		}
 		o := &offered{obj: next.DeepCopyObject().(api.Object), data: data} // next is the caller's answer
 		newRev, err := rs.write(key, o, func() (int64, error) { return rs.store.UpdateExpiring(ctx, key, data, rev, rs.ttl) })
@@ -431,14 +472,18 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 		if err != nil {
 			return nil, rs.storageError(err, name)
 		}
-		next.SetResourceVersion(strconv.FormatInt(newRev, 10))
-		return next, nil
+		return rs.written(ctx, next, data, newRev)
 	}
 }
 
 // unchanged reports whether data, an object as encodeForStorage wrote it,
 // is the object cached, at revision rev, as the watch cache serves it.
 func unchanged(data []byte, rev int64, cached *cachedObject) bool {
+	if storedProtobuf(data) {
+		held, err := cached.protobuf(cached.res)
+		stamped, ok := api.StampProtobufResourceVersion(data, rev)
+		return err == nil && ok && bytes.Equal(stamped, held)
+	}
 	raw, err := cached.json()
 	if err != nil {
 		return false

@@ -73,7 +73,7 @@ func tablePods(t *testing.T) ([]*cachedObject, [][]byte) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, encoded(api.Pods, "/pods/bench/"+p.Name, p, raw, int64(10+i)))
+		out = append(out, encoded(api.Pods, "/pods/bench/"+p.Name, p, raw, nil, int64(10+i)))
 		raws = append(raws, raw)
 	}
 	return out, raws

@@ -525,28 +525,34 @@ func (c *watchCache) handle(ctx context.Context, ev store.WatchEvent) error {
 	return nil
 }
 
-// wrap is obj, an object of res (one of the cache's views), encoded.
-func (c *watchCache) wrap(res *api.Resource, key string, obj api.Object) (*cachedObject, error) {
+// wrap is obj, an object of res (one of the cache's views), encoded; pb,
+// when not nil, is obj in protobuf already.
+func (c *watchCache) wrap(res *api.Resource, key string, obj api.Object, pb []byte) (*cachedObject, error) {
 	rv, _ := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
 	if leanResources[res] {
-		return encoded(res, key, obj, nil, rv), nil
+		return encoded(res, key, obj, nil, pb, rv), nil
 	}
 	raw, err := marshalObject(obj)
 	if err != nil {
 		return nil, err
 	}
-	return encoded(res, key, obj, raw, rv), nil
+	return encoded(res, key, obj, raw, pb, rv), nil
 }
 
 // encoded is obj, an object of res at revision rv, with raw its JSON (nil
-// if not at hand, for a lean resource). Of a lean resource, it keeps only
-// the object's protobuf, made now while obj is at hand, and lets obj and
-// raw go; should the protobuf fail, it keeps the JSON instead, from which
-// its readers decode and which its protobuf readers get the error of.
-func encoded(res *api.Resource, key string, obj api.Object, raw []byte, rv int64) *cachedObject {
+// if not at hand, for a lean resource) and pb its protobuf (nil if not at
+// hand: made when first asked for). Of a lean resource, it keeps only the
+// object's protobuf, made now while obj is at hand if pb is nil, and lets
+// obj and raw go; should the protobuf fail, it keeps the JSON instead,
+// from which its readers decode and which its protobuf readers get the
+// error of.
+func encoded(res *api.Resource, key string, obj api.Object, raw, pb []byte, rv int64) *cachedObject {
 	o := &cachedObject{
 		key: key, namespace: obj.GetNamespace(), rv: rv, res: res, decoded: obj, raw: raw,
 		labels: pack(obj.GetLabels()), fields: pack(res.Fields(obj)),
+	}
+	if pb != nil {
+		o.pbOnce.Do(func() { o.pb = pb })
 	}
 	if !leanResources[res] {
 		return o
@@ -582,17 +588,22 @@ func restampAs(res *api.Resource, o *cachedObject, rv int64) *cachedObject {
 	}
 	obj := o.objectCopy()
 	obj.SetResourceVersion(strconv.FormatInt(rv, 10))
-	if o.raw == nil {
-		return encoded(res, o.key, obj, nil, rv) // lean: protobuf only
+	if o.raw == nil { // lean: protobuf only, restamped in place
+		held, err := o.protobuf(res)
+		pb, ok := api.StampProtobufResourceVersion(held, rv)
+		if err != nil || !ok {
+			pb = nil
+		}
+		return encoded(res, o.key, obj, nil, pb, rv)
 	}
 	if raw, ok := restampResourceVersion(o.raw, o.rv, rv); ok {
-		return encoded(res, o.key, obj, raw, rv)
+		return encoded(res, o.key, obj, raw, nil, rv)
 	}
 	raw, err := marshalObject(obj)
 	if err != nil {
 		return o
 	}
-	return encoded(res, o.key, obj, raw, rv)
+	return encoded(res, o.key, obj, raw, nil, rv)
 }
 
 // prepare turns one etcd event into the cache's event: decoded, converted

@@ -44,15 +44,29 @@ func (c *watchCache) newCachedObject(ctx context.Context, key string, value []by
 	if err != nil {
 		return nil, err
 	}
-	return c.fromStored(ctx, key, obj)
+	return c.fromStored(ctx, key, obj, stampedProtobuf(value, rev))
+}
+
+// stampedProtobuf is value, as read from etcd at revision rev, with that
+// resourceVersion, if it is protobuf: the object's protobuf as the cache
+// holds it, without encoding the object again. nil otherwise.
+func stampedProtobuf(value []byte, rev int64) []byte {
+	if !storedProtobuf(value) {
+		return nil
+	}
+	pb, ok := api.StampProtobufResourceVersion(value, rev)
+	if !ok {
+		return nil
+	}
+	return pb
 }
 
 // fromStored is obj, as decoded from etcd, as the cache holds it: in the
 // storage version, with its form at every other version. An object stored
 // in an earlier storage version that cannot be converted now is held as
 // decoded, with the error, which every version's readers get until it
-// converts.
-func (c *watchCache) fromStored(ctx context.Context, key string, obj api.Object) (*cachedObject, error) {
+// converts. pb, when not nil, is obj's protobuf.
+func (c *watchCache) fromStored(ctx context.Context, key string, obj api.Object, pb []byte) (*cachedObject, error) {
 	stored, err := fromStored(ctx, c.conv, c.res, obj)
 	if err != nil {
 		c.log.Warn("cannot convert a stored object to the storage version; trying again later", "key", key, "err", err)
@@ -64,7 +78,10 @@ func (c *watchCache) fromStored(ctx context.Context, key string, obj api.Object)
 		c.failed[o] = struct{}{}
 		return o, nil
 	}
-	o, err := c.wrap(c.res, key, stored)
+	if stored != obj {
+		pb = nil // not the object pb encodes
+	}
+	o, err := c.wrap(c.res, key, stored, pb)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +118,7 @@ func (c *watchCache) view(ctx context.Context, o *cachedObject, view int) *cache
 	obj, err := convertTo(ctx, c.conv, res, o.object())
 	var v *cachedObject
 	if err == nil {
-		v, err = c.wrap(res, o.key, obj)
+		v, err = c.wrap(res, o.key, obj, nil)
 	}
 	if err != nil {
 		c.log.Warn("cannot convert an object to a served version; trying again later", "key", o.key, "version", res.Version, "err", err)
@@ -129,7 +146,7 @@ func (c *watchCache) retryConversions(ctx context.Context) {
 				continue
 			}
 			delete(c.failed, o)
-			n, err := c.fromStored(ctx, o.key, o.objectCopy())
+			n, err := c.fromStored(ctx, o.key, o.objectCopy(), nil)
 			if err != nil {
 				c.failed[o] = struct{}{}
 				continue

@@ -46,7 +46,7 @@ func BenchmarkWatchCacheNodeFanOut(b *testing.B) {
 	pod := benchPod("pod-1")
 	pod.Spec.NodeName = "node-0042"
 	const key = "/registry/core/pods/bench/pod-1"
-	obj, err := c.wrap(api.Pods, key, pod)
+	obj, err := c.wrap(api.Pods, key, pod, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

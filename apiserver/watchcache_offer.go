@@ -20,14 +20,14 @@ type offered struct {
 	stamp   []byte
 }
 
-// stamped returns data with metadata.resourceVersion set to rev (see
-// withResourceVersion), splicing it only once for a given rev. The bytes
-// are shared: nobody may change them.
+// stamped returns data with metadata.resourceVersion set to rev, in its
+// encoding (see stampStored), stamping it only once for a given rev. The
+// bytes are shared: nobody may change them.
 func (o *offered) stamped(rev int64) ([]byte, bool) {
 	o.stampMu.Lock()
 	defer o.stampMu.Unlock()
 	if o.stamp == nil || o.stampRV != rev {
-		raw, ok := withResourceVersion(o.data, rev)
+		raw, ok := stampStored(o.data, rev)
 		if !ok {
 			return nil, false
 		}
@@ -71,8 +71,14 @@ func (c *watchCache) dropOffered(key string) {
 
 // takeOffered returns, for a put of value under key at rev, the object
 // offered for it, stamped with rev; nil when none was. When value cannot
-// be spliced it leaves the object alone, as resourceStore.create, which
-// then copies it, relies on.
+// be stamped, or the cache must hold what value decodes to, it leaves the
+// object alone, as resourceStore.create, which then copies it, relies on.
+//
+// A lean object stored as protobuf is held as exactly that protobuf,
+// stamped: nothing is encoded again. Any other object stored as protobuf
+// is decoded from value, as if it had not been offered: protobuf cannot
+// tell an empty list or map from none, and the cache holds what etcd
+// holds, not what the writer had.
 func (c *watchCache) takeOffered(key string, value []byte, rev int64) *cachedObject {
 	c.offeredMu.Lock()
 	o := c.offered[key]
@@ -82,10 +88,17 @@ func (c *watchCache) takeOffered(key string, value []byte, rev int64) *cachedObj
 	}
 	delete(c.offered, key)
 	c.offeredMu.Unlock()
-	raw, ok := o.stamped(rev)
+	stamped, ok := o.stamped(rev)
 	if !ok {
 		return nil
 	}
+	if !storedProtobuf(stamped) {
+		o.obj.SetResourceVersion(strconv.FormatInt(rev, 10))
+		return encoded(c.res, key, o.obj, stamped, nil, rev)
+	}
+	if !leanResources[c.res] {
+		return nil
+	}
 	o.obj.SetResourceVersion(strconv.FormatInt(rev, 10))
-	return encoded(c.res, key, o.obj, raw, rev)
+	return encoded(c.res, key, o.obj, nil, stamped, rev)
 }

@@ -151,7 +151,7 @@ func (c *watchCache) fromEtcd(key string, value []byte, rev int64) (*cachedObjec
 	if err != nil {
 		return nil, err
 	}
-	return c.wrap(c.res, key, obj)
+	return c.wrap(c.res, key, obj, stampedProtobuf(value, rev))
 }
 
 // watchEtcd is watch for an uncached resource: the initial objects, if

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -9,6 +8,10 @@ import (
 	"sync/atomic"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minictl/minictl/api"
 )
 
 // runStartup is the start-up scenario: `minictl up` (defaults) to the
@@ -86,13 +89,15 @@ func bulkPods(ctx context.Context, etcd *clientv3.Client, ns, tmpl string, n int
 	if len(resp.Kvs) != 1 {
 		return fmt.Errorf("template pod %s not in etcd", tmpl)
 	}
-	value := resp.Kvs[0].Value
-	uidAt := bytes.Index(value, []byte(`"uid":"`))
-	if uidAt < 0 {
-		return fmt.Errorf("template pod has no uid")
+	// The API server stores a pod in protobuf, as kube-apiserver does.
+	_, _, msg, err := api.ProtobufObject(resp.Kvs[0].Value)
+	if err != nil {
+		return fmt.Errorf("template pod: %w", err)
 	}
-	uidAt += len(`"uid":"`)
-	uidEnd := uidAt + bytes.IndexByte(value[uidAt:], '"')
+	var pod corev1.Pod
+	if err := api.UnmarshalProtobuf(msg, &pod); err != nil {
+		return fmt.Errorf("template pod: %w", err)
+	}
 	const batch = 100
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -106,13 +111,15 @@ func bulkPods(ctx context.Context, etcd *clientv3.Client, ns, tmpl string, n int
 				}
 				ops := make([]clientv3.Op, 0, batch)
 				for i := from; i < min(from+batch, n); i++ {
-					name := fmt.Sprintf("stored-%06d", i)
-					v := make([]byte, 0, len(value)+16)
-					v = append(v, value[:uidAt]...)
-					v = fmt.Appendf(v, "00000000-0000-4000-8000-%012d", i)
-					v = append(v, value[uidEnd:]...)
-					v = bytes.Replace(v, []byte(`"name":"`+tmpl+`"`), []byte(`"name":"`+name+`"`), 1)
-					ops = append(ops, clientv3.OpPut(prefix+name, string(v)))
+					p := pod.DeepCopy()
+					p.Name = fmt.Sprintf("stored-%06d", i)
+					p.UID = types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", i))
+					v, err := api.MarshalProtobufAs("v1", "Pod", p)
+					if err != nil {
+						firstErr.CompareAndSwap(nil, err)
+						return
+					}
+					ops = append(ops, clientv3.OpPut(prefix+p.Name, string(v)))
 				}
 				if _, err := etcd.Txn(ctx).Then(ops...).Commit(); err != nil {
 					firstErr.CompareAndSwap(nil, err)

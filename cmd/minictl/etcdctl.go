@@ -11,12 +11,16 @@ import (
 	"github.com/spf13/pflag"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/minictl/minictl/api"
 )
 
 // `minictl etcd get` and `minictl etcd watch` read the running cluster's
 // etcd, as etcdctl's commands of the same names do, without installing
 // etcdctl: the keys under /registry/ are where the API server keeps
-// every object, as JSON.
+// every object, a built-in kind's in protobuf and a custom object as JSON.
+// Values in protobuf are printed as their JSON.
 
 // etcdClientFlags are the flags that find the cluster's etcd.
 type etcdClientFlags struct {
@@ -139,11 +143,44 @@ func runEtcdWatch(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return nil
 }
 
-// printableValue is a value as it is when it is JSON, as the API server
-// stores objects, and quoted otherwise.
+// printableValue is a value as a reader can read it: an object stored as
+// protobuf (every built-in kind, as kube-apiserver stores them) as its
+// JSON, the fields the protobuf holds and nothing else, as auger decodes
+// what etcdctl prints as bytes; JSON (custom objects) as it is; anything
+// else quoted.
 func printableValue(v []byte) string {
 	if json.Valid(v) {
 		return string(v)
 	}
+	if s, ok := protobufAsJSON(v); ok {
+		return s
+	}
 	return fmt.Sprintf("%q", v)
+}
+
+// protobufAsJSON decodes v, an object in Kubernetes' protobuf envelope of
+// a kind minictl knows, and encodes it as JSON.
+func protobufAsJSON(v []byte) (string, bool) {
+	apiVersion, kind, msg, err := api.ProtobufObject(v)
+	if err != nil {
+		return "", false
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return "", false
+	}
+	res, ok := api.Resources().ForKind(gv.WithKind(kind))
+	if !ok {
+		return "", false
+	}
+	obj := res.New()
+	if api.UnmarshalProtobuf(msg, obj) != nil {
+		return "", false
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gv.WithKind(kind))
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return "", false
+	}
+	return string(out), true
 }

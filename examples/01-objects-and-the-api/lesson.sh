@@ -122,16 +122,19 @@ if ! curl -sf -o /dev/null --max-time 2 "$ETCD/version"; then
   echo "  (no etcd at $ETCD: set ETCD to the URL minictl up printed, to see this part)"
 else
   key=/registry/core/configmaps/default/greeting
-  # etcd's JSON gateway wants keys in base64; minictl etcd get does this for you:
-  #   minictl etcd get $key
+  # etcd's JSON gateway wants keys in base64; minictl etcd get does this for you.
   printf "\$ curl -s %s/v3/kv/range -d '{\"key\":\"%s\"}'   # base64 of %s\n" "$ETCD" "$(printf %s $key | base64 | tr -d '\n')" "$key"
   curl -sS "$ETCD/v3/kv/range" -d '{"key":"'"$(printf %s $key | base64 | tr -d '\n')"'"}' >"$work/kv"
-  jq '.kvs[0] | {key: (.key | @base64d), create_revision, mod_revision, version, value: (.value | @base64d | fromjson)}' "$work/kv" | tee "$work/kvd"
+  jq '.kvs[0] | {key: (.key | @base64d), create_revision, mod_revision, version, value_starts_with: (.value | @base64d | .[0:3])}' "$work/kv" | tee "$work/kvd"
   expect "the key" "$(jq -r .key "$work/kvd")" "$key"
   expect "the key's mod_revision is the object's resourceVersion" "$(jq -r .mod_revision "$work/kvd")" "$rv5"
   expect "its create_revision is the resourceVersion create returned" "$(jq -r .create_revision "$work/kvd")" "$rv1"
   expect "its version counts the writes: create, Alice, Bob, overwrite" "$(jq -r .version "$work/kvd")" 4
-  expect "the stored JSON has no resourceVersion: etcd keeps it as the revision" "$(jq -r '.value.metadata | has("resourceVersion")' "$work/kvd")" false
+  expect "the value is protobuf: the k8s\\x00 envelope, as kube-apiserver stores built-in kinds" "$(jq -r .value_starts_with "$work/kvd")" k8s
+  printf '$ minictl etcd get %s   # the value decoded, as JSON\n' "$key"
+  "$MINICTL" etcd get --endpoints "$ETCD" "$key" | sed -n 2p | jq -c '{kind, apiVersion, metadata: (.metadata | {name, namespace, uid, resourceVersion}), data}' | tee "$work/stored"
+  expect "the stored object has no resourceVersion: etcd keeps it as the revision" "$(jq -r .metadata.resourceVersion "$work/stored")" null
+  expect "it holds the last write" "$(jq -c .data "$work/stored")" '{"text":"overwritten"}'
 fi
 
 step "13. Delete both ConfigMaps"
