@@ -17,6 +17,7 @@ import (
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -302,10 +303,10 @@ func setTypeMeta(res *api.Resource, obj api.Object) {
 
 // encodeForStorage is the value written to etcd, without a
 // resourceVersion, which is etcd's mod revision and is set on the way out:
-// as kube-apiserver stores them, a built-in kind's object in Kubernetes'
-// protobuf encoding (the "k8s\x00" envelope naming its apiVersion and
-// kind) and a custom object as JSON. obj is already in the form res is
-// stored in (see resourceStore.encode).
+// a built-in kind's object in Kubernetes' protobuf encoding (the
+// "k8s\x00" envelope naming its apiVersion and kind), a custom object as
+// JSON (see storesProtobuf). obj is already in the form res is stored in
+// (see resourceStore.encode).
 func encodeForStorage(res *api.Resource, obj api.Object) ([]byte, error) {
 	rv := obj.GetResourceVersion()
 	obj.SetResourceVersion("")
@@ -316,17 +317,28 @@ func encodeForStorage(res *api.Resource, obj api.Object) ([]byte, error) {
 	return marshalObject(obj)
 }
 
-// protobufStored remembers storesProtobuf's answer for each resource.
+// protobufStored remembers storesProtobuf's answer for each built-in
+// resource: a fixed set, unlike custom resources, whose entries are made
+// again whenever their definition changes.
 var protobufStored sync.Map // *api.Resource → bool
 
-// storesProtobuf reports whether res's objects are stored as protobuf:
-// those of every kind with a Go type from k8s.io/api, whose generated
-// code encodes it. Custom objects have none and are stored as JSON.
+// storesProtobuf reports whether res's objects are stored as protobuf,
+// as kube-apiserver stores them: those of the kinds it serves itself,
+// whose k8s.io/api types have generated protobuf code. Custom objects have
+// none and are stored as JSON, and so are CustomResourceDefinitions,
+// which kube-apiserver's apiextensions server stores with its JSON codec.
 func storesProtobuf(res *api.Resource) bool {
+	if res.Group == apiextensionsv1.GroupName {
+		return false
+	}
 	if ok, found := protobufStored.Load(res); found {
 		return ok.(bool)
 	}
-	ok := api.HasProtobuf(res.New())
+	obj := res.New()
+	if _, custom := obj.(*unstructured.Unstructured); custom {
+		return false
+	}
+	ok := api.HasProtobuf(obj)
 	protobufStored.Store(res, ok)
 	return ok
 }

@@ -248,9 +248,7 @@ func (rs *resourceStore) createKept(ctx context.Context, obj api.Object) error {
 	if err != nil {
 		return err
 	}
-	if ans != obj {
-		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(ans).Elem())
-	}
+	setObject(obj, ans)
 	return nil
 }
 
@@ -362,13 +360,11 @@ func createAll(ctx context.Context, st Storage, kvs []store.KeyValue) (int64, []
 	return rev, nil, nil
 }
 
-// write runs write, which stores o's data under key; first it offers the
-// watch cache o (see offer), whose object the caller hands over.
-//
-// An object served at another version than it is stored in is not
-// offered: its stored bytes are not what the cache serves.
+// write runs write, which stores o's data under key; first, if rs
+// offers its writes, it offers the watch cache o (see offer), whose
+// object the caller hands over.
 func (rs *resourceStore) write(key string, o *offered, write func() (int64, error)) (int64, error) {
-	if converts(rs.res) {
+	if !rs.offers() {
 		return write()
 	}
 	withdraw := rs.cache.offer(key, o)
@@ -377,6 +373,43 @@ func (rs *resourceStore) write(key string, o *offered, write func() (int64, erro
 		withdraw()
 	}
 	return rev, err
+}
+
+// offers reports whether rs offers the watch cache what it writes (see
+// offer). An object served at another version than it is stored in is
+// not offered: its stored bytes are not what the cache serves. Nor is a
+// stored-as-protobuf object the cache holds decoded (see takeOffered):
+// the cache decodes what etcd holds.
+func (rs *resourceStore) offers() bool {
+	return !converts(rs.res) && (!storesProtobuf(rs.res) || leanResources[rs.res])
+}
+
+// asStored makes obj, for a dry run, which stores nothing, what storing it
+// and reading it back gives, as kube-apiserver's dry-run storage copies
+// the object through its storage codec: for a kind stored as protobuf,
+// without what protobuf cannot tell apart (see written).
+func (rs *resourceStore) asStored(ctx context.Context, obj api.Object) error {
+	if !storesProtobuf(rs.res.StoredAs()) {
+		return nil
+	}
+	data, err := rs.encode(ctx, obj)
+	if err != nil {
+		return err
+	}
+	back, err := rs.decode(ctx, data, 0)
+	if err != nil {
+		return err
+	}
+	back.SetResourceVersion(obj.GetResourceVersion())
+	setObject(obj, back)
+	return nil
+}
+
+// setObject makes dst, an object its caller holds, src: the same type.
+func setObject(dst, src api.Object) {
+	if dst != src {
+		reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(src).Elem())
+	}
 }
 
 // updateFunc computes the next state of an object from its current one. It
@@ -435,6 +468,14 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 				return nil, err
 			}
 			rev, stored = kv.Revision, kv.Value
+			if storesProtobuf(rs.res.StoredAs()) && !storedProtobuf(stored) {
+				// Written as JSON, before built-in kinds were stored as
+				// protobuf: compared as it would be written now, so that
+				// an update that changes nothing writes nothing here too.
+				if again, err := rs.encode(ctx, cur); err == nil {
+					stored = again
+				}
+			}
 		}
 		next, err := fn(cur)
 		if err != nil {
@@ -456,7 +497,10 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 		if dry || (stored != nil && bytes.Equal(data, stored)) {
 			return rs.written(ctx, next, data, rev)
 		}
-		o := &offered{obj: next.DeepCopyObject().(api.Object), data: data} // next is the caller's answer
+		o := &offered{data: data}
+		if rs.offers() {
+			o.obj = next.DeepCopyObject().(api.Object) // next is the caller's answer
+		}
 		newRev, err := rs.write(key, o, func() (int64, error) { return rs.store.UpdateExpiring(ctx, key, data, rev, rs.ttl) })
 		if cached != nil && (errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound)) {
 			// etcd's comparison refused the guess (stale, or the object is

@@ -66,14 +66,41 @@ func TestStoredEncoding(t *testing.T) {
 		t.Errorf("answer %s, want endpoints null, as stored", answer)
 	}
 	eventually(t, "the cache serves the answer", func() (bool, string) {
-		got := do(t, env, http.MethodGet, slices+"/empty?resourceVersion=0", "", nil).want(t, http.StatusOK).body
-		return bytes.Equal(got, answer), string(got)
+		got := do(t, env, http.MethodGet, slices+"/empty?resourceVersion=0", "", nil)
+		return got.code == http.StatusOK && bytes.Equal(got.body, answer), string(got.body)
 	})
 	if got := do(t, env, http.MethodGet, slices+"/empty", "", nil).want(t, http.StatusOK).body; !bytes.Equal(got, answer) {
 		t.Errorf("read from etcd %s\nwant the answer %s", got, answer)
 	}
 
-	// A custom object is stored as JSON.
+	// A dry run answers what a create would store.
+	slice["metadata"] = map[string]any{"name": "dry"}
+	dry := do(t, env, http.MethodPost, slices+"?dryRun=All", "application/json", slice).want(t, http.StatusCreated).body
+	if !bytes.Contains(dry, []byte(`"endpoints":null`)) {
+		t.Errorf("dry-run answer %s, want endpoints null, as a create stores it", dry)
+	}
+
+	// A ConfigMap stored as JSON, as minictl stored every kind before:
+	// read, and an update that changes nothing still writes nothing.
+	legacy := `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"legacy","namespace":"default",` +
+		`"uid":"4a8e8e0c-0000-4000-8000-000000000002","creationTimestamp":"2026-01-02T03:04:05Z"},"data":{"k":"v"}}`
+	if _, err := env.Store.Create(ctx, "/registry/core/configmaps/default/legacy", []byte(legacy)); err != nil {
+		t.Fatal(err)
+	}
+	old := get[corev1.ConfigMap](t, env, cmPath("default", "legacy"))
+	if old.Data["k"] != "v" {
+		t.Fatalf("the JSON ConfigMap reads as %+v", old)
+	}
+	if again := update[corev1.ConfigMap](t, env, cmPath("default", "legacy"), old); again.ResourceVersion != old.ResourceVersion {
+		t.Errorf("a no-op update of a JSON value wrote: resourceVersion %s → %s", old.ResourceVersion, again.ResourceVersion)
+	}
+	old.Data["k"] = "w"
+	if changed := update[corev1.ConfigMap](t, env, cmPath("default", "legacy"), old); changed.Data["k"] != "w" || !storedAsProtobuf(stored("/registry/core/configmaps/default/legacy")) {
+		t.Errorf("a real update of a JSON value: %+v, stored %q", changed, stored("/registry/core/configmaps/default/legacy"))
+	}
+
+	// A custom object is stored as JSON, and so is its definition, as
+	// kube-apiserver's apiextensions server stores it.
 	createCRD(t, env, widgetCRD())
 	create[map[string]any](t, env, widgetsV1, widget("w", 1, "red", nil))
 	var w map[string]any
@@ -84,4 +111,9 @@ func TestStoredEncoding(t *testing.T) {
 	if meta, _ := w["metadata"].(map[string]any); meta["resourceVersion"] != nil {
 		t.Errorf("the stored Widget has a resourceVersion: %s", value)
 	}
+	if value = stored("/registry/apiextensions.k8s.io/customresourcedefinitions/widgets.example.com"); !json.Valid(value) {
+		t.Errorf("the stored definition is %q, want JSON", value)
+	}
 }
+
+func storedAsProtobuf(value []byte) bool { return bytes.HasPrefix(value, []byte("k8s\x00")) }

@@ -38,8 +38,10 @@ func (o *offered) stamped(rev int64) ([]byte, bool) {
 
 // offer is told, before this server writes o.data under key, the object
 // o.obj that data encodes. If etcd's watch then reports exactly that data
-// under key, apply takes o.obj instead of decoding the value and encoding
-// it again: equal bytes are what makes the object the same. The caller
+// under key, the cache takes what it needs from o (see takeOffered)
+// instead of decoding the value and encoding it again: equal bytes are
+// what makes the object the same. resourceStore.offers says which writes
+// are offered. The caller
 // hands o.obj over and never changes it afterwards; withdraw drops the
 // offer, if it is still there, when the write fails. A later offer for the
 // same key replaces an earlier one, whose event is then decoded as usual.

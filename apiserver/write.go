@@ -142,10 +142,11 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, obj api.Ob
 	if dry {
 		defer release()
 		if allocates {
-			_, err := s.createService(ctx, rs, svc, true)
-			return nil, err
+			if _, err := s.createService(ctx, rs, svc, true); err != nil {
+				return nil, err
+			}
 		}
-		return nil, nil
+		return nil, rs.asStored(ctx, obj)
 	}
 	if rvSet {
 		release()
