@@ -54,6 +54,13 @@ func TestUncachedWatcherFallsBehind(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Nobody reads until the relay has given up: reading sooner, while it
+	// is still relaying, would make room for every item.
+	select {
+	case <-w.relay.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the relay is still running after 5 events for a buffer of 2")
+	}
 	items := drain(t, w)
 	if len(items) != 2 || items[0].typ != watch.Added || !strings.HasSuffix(items[0].obj.key, "/e.0") || !strings.HasSuffix(items[1].obj.key, "/e.1") {
 		t.Errorf("got %d items before the close, want ADDED e.0 and e.1, the buffer's 2", len(items))
