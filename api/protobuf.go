@@ -251,6 +251,10 @@ func ReadProtobufWatchFrame(r io.Reader, buf []byte) (typ string, env, next []by
 	return string(typeField), env, buf, nil
 }
 
+// IsProtobufObject reports whether data starts as an object in Kubernetes'
+// protobuf envelope does (rather than as JSON).
+func IsProtobufObject(data []byte) bool { return bytes.HasPrefix(data, protobufMagic) }
+
 // ProtobufObject reads an object's envelope without copying: the
 // apiVersion and kind it names, and the object's own bytes, a slice of env.
 func ProtobufObject(env []byte) (apiVersion, kind string, msg []byte, err error) {

@@ -346,7 +346,7 @@ func storesProtobuf(res *api.Resource) bool {
 // storedProtobuf reports whether data, a value read from etcd, is an
 // object in protobuf rather than JSON. A data dir written before
 // built-in kinds were stored as protobuf holds JSON; both are read.
-func storedProtobuf(data []byte) bool { return bytes.HasPrefix(data, []byte("k8s\x00")) }
+func storedProtobuf(data []byte) bool { return api.IsProtobufObject(data) }
 
 // marshalObject is json.Marshal(obj), the same bytes. An unstructured
 // object's MarshalJSON encodes its map with encoding/json and json.Marshal

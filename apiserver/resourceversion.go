@@ -19,6 +19,21 @@ func stampStored(data []byte, rv int64) ([]byte, bool) {
 	return withResourceVersion(data, rv)
 }
 
+// stampedProtobuf is stampStored of data when data is an object in
+// protobuf (a value read from etcd, or a cached object's protobuf): the
+// protobuf the object carrying resourceVersion rv encodes to, without
+// encoding it again. nil when data is not protobuf or cannot be stamped.
+func stampedProtobuf(data []byte, rv int64) []byte {
+	if !storedProtobuf(data) {
+		return nil
+	}
+	pb, ok := api.StampProtobufResourceVersion(data, rv)
+	if !ok {
+		return nil
+	}
+	return pb
+}
+
 // withResourceVersion returns data, an object's JSON as encodeForStorage
 // writes a custom object (encoding/json's compact output, without a
 // resourceVersion; a data dir from before protobuf holds every kind so), with

@@ -255,7 +255,7 @@ func (rs *resourceStore) createKept(ctx context.Context, obj api.Object) error {
 // createdJSON is the JSON a create, whose write o was stored at rev,
 // answers with.
 func (rs *resourceStore) createdJSON(ctx context.Context, o *offered, rev int64) ([]byte, error) {
-	if storesProtobuf(rs.res.StoredAs()) {
+	if rs.protobuf() {
 		ans, err := rs.decode(ctx, o.data, rev) // what etcd holds (see written)
 		if err != nil {
 			return nil, err
@@ -287,7 +287,7 @@ func (rs *resourceStore) createdJSON(ctx context.Context, o *offered, rev int64)
 // tell an empty list or map from none, and neither can the answer, nor
 // any later read. Otherwise it is obj, with the resourceVersion rev.
 func (rs *resourceStore) written(ctx context.Context, obj api.Object, data []byte, rev int64) (api.Object, error) {
-	if storesProtobuf(rs.res.StoredAs()) {
+	if rs.protobuf() {
 		return rs.decode(ctx, data, rev)
 	}
 	obj.SetResourceVersion(strconv.FormatInt(rev, 10))
@@ -381,15 +381,19 @@ func (rs *resourceStore) write(key string, o *offered, write func() (int64, erro
 // stored-as-protobuf object the cache holds decoded (see takeOffered):
 // the cache decodes what etcd holds.
 func (rs *resourceStore) offers() bool {
-	return !converts(rs.res) && (!storesProtobuf(rs.res) || leanResources[rs.res])
+	return !converts(rs.res) && takesOffers(rs.res, rs.protobuf())
 }
+
+// protobuf reports whether rs's objects are stored as protobuf (see
+// storesProtobuf).
+func (rs *resourceStore) protobuf() bool { return storesProtobuf(rs.res.StoredAs()) }
 
 // asStored makes obj, for a dry run, which stores nothing, what storing it
 // and reading it back gives, as kube-apiserver's dry-run storage copies
 // the object through its storage codec: for a kind stored as protobuf,
 // without what protobuf cannot tell apart (see written).
 func (rs *resourceStore) asStored(ctx context.Context, obj api.Object) error {
-	if !storesProtobuf(rs.res.StoredAs()) {
+	if !rs.protobuf() {
 		return nil
 	}
 	data, err := rs.encode(ctx, obj)
@@ -468,7 +472,7 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 				return nil, err
 			}
 			rev, stored = kv.Revision, kv.Value
-			if storesProtobuf(rs.res.StoredAs()) && !storedProtobuf(stored) {
+			if rs.protobuf() && !storedProtobuf(stored) {
 				// Written as JSON, before built-in kinds were stored as
 				// protobuf: compared as it would be written now, so that
 				// an update that changes nothing writes nothing here too.
@@ -525,8 +529,8 @@ func (rs *resourceStore) update(ctx context.Context, namespace, name string, dry
 func unchanged(data []byte, rev int64, cached *cachedObject) bool {
 	if storedProtobuf(data) {
 		held, err := cached.protobuf(cached.res)
-		stamped, ok := api.StampProtobufResourceVersion(data, rev)
-		return err == nil && ok && bytes.Equal(stamped, held)
+		stamped := stampedProtobuf(data, rev)
+		return err == nil && stamped != nil && bytes.Equal(stamped, held)
 	}
 	raw, err := cached.json()
 	if err != nil {

@@ -95,7 +95,7 @@ func TestStoredEncoding(t *testing.T) {
 		t.Errorf("a no-op update of a JSON value wrote: resourceVersion %s → %s", old.ResourceVersion, again.ResourceVersion)
 	}
 	old.Data["k"] = "w"
-	if changed := update[corev1.ConfigMap](t, env, cmPath("default", "legacy"), old); changed.Data["k"] != "w" || !storedAsProtobuf(stored("/registry/core/configmaps/default/legacy")) {
+	if changed := update[corev1.ConfigMap](t, env, cmPath("default", "legacy"), old); changed.Data["k"] != "w" || !api.IsProtobufObject(stored("/registry/core/configmaps/default/legacy")) {
 		t.Errorf("a real update of a JSON value: %+v, stored %q", changed, stored("/registry/core/configmaps/default/legacy"))
 	}
 
@@ -115,5 +115,3 @@ func TestStoredEncoding(t *testing.T) {
 		t.Errorf("the stored definition is %q, want JSON", value)
 	}
 }
-
-func storedAsProtobuf(value []byte) bool { return bytes.HasPrefix(value, []byte("k8s\x00")) }

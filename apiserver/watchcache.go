@@ -589,12 +589,8 @@ func restampAs(res *api.Resource, o *cachedObject, rv int64) *cachedObject {
 	obj := o.objectCopy()
 	obj.SetResourceVersion(strconv.FormatInt(rv, 10))
 	if o.raw == nil { // lean: protobuf only, restamped in place
-		held, err := o.protobuf(res)
-		pb, ok := api.StampProtobufResourceVersion(held, rv)
-		if err != nil || !ok {
-			pb = nil
-		}
-		return encoded(res, o.key, obj, nil, pb, rv)
+		held, _ := o.protobuf(res) // nil if it failed: encoded tries again
+		return encoded(res, o.key, obj, nil, stampedProtobuf(held, rv), rv)
 	}
 	if raw, ok := restampResourceVersion(o.raw, o.rv, rv); ok {
 		return encoded(res, o.key, obj, raw, nil, rv)

@@ -47,20 +47,6 @@ func (c *watchCache) newCachedObject(ctx context.Context, key string, value []by
 	return c.fromStored(ctx, key, obj, stampedProtobuf(value, rev))
 }
 
-// stampedProtobuf is value, as read from etcd at revision rev, with that
-// resourceVersion, if it is protobuf: the object's protobuf as the cache
-// holds it, without encoding the object again. nil otherwise.
-func stampedProtobuf(value []byte, rev int64) []byte {
-	if !storedProtobuf(value) {
-		return nil
-	}
-	pb, ok := api.StampProtobufResourceVersion(value, rev)
-	if !ok {
-		return nil
-	}
-	return pb
-}
-
 // fromStored is obj, as decoded from etcd, as the cache holds it: in the
 // storage version, with its form at every other version. An object stored
 // in an earlier storage version that cannot be converted now is held as

@@ -94,13 +94,22 @@ func (c *watchCache) takeOffered(key string, value []byte, rev int64) *cachedObj
 	if !ok {
 		return nil
 	}
-	if !storedProtobuf(stamped) {
-		o.obj.SetResourceVersion(strconv.FormatInt(rev, 10))
-		return encoded(c.res, key, o.obj, stamped, nil, rev)
-	}
-	if !leanResources[c.res] {
+	protobuf := storedProtobuf(stamped)
+	if !takesOffers(c.res, protobuf) {
 		return nil
 	}
 	o.obj.SetResourceVersion(strconv.FormatInt(rev, 10))
-	return encoded(c.res, key, o.obj, nil, stamped, rev)
+	if protobuf {
+		return encoded(c.res, key, o.obj, nil, stamped, rev)
+	}
+	return encoded(c.res, key, o.obj, stamped, nil, rev)
+}
+
+// takesOffers reports whether the cache of res takes an offered object
+// whose value is stored as protobuf (or JSON): any object stored as JSON,
+// and a lean one stored as protobuf, which it holds as those bytes. Any
+// other object stored as protobuf it decodes from etcd's value (see
+// takeOffered).
+func takesOffers(res *api.Resource, protobuf bool) bool {
+	return !protobuf || leanResources[res]
 }
